@@ -1,0 +1,3 @@
+from mcptask_gen.cli import main
+
+main()

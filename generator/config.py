@@ -1,0 +1,35 @@
+"""Options from ``[tool.mcptask-gen]`` in a pyproject.toml; command-line flags win."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from mcptask_gen.errors import GeneratorError
+
+KEYS = {"schema", "output", "package-name", "revision", "templates"}
+PATH_KEYS = {"schema", "output", "templates"}
+
+
+def read_config(pyproject: Path) -> dict[str, Any]:
+    if not pyproject.is_file():
+        return {}
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise GeneratorError(f"cannot read {pyproject}: {exc}") from None
+    section = data.get("tool", {}).get("mcptask-gen", {})
+    if not isinstance(section, dict):
+        raise GeneratorError(f"[tool.mcptask-gen] in {pyproject} must be a table")
+    unknown = sorted(set(section) - KEYS)
+    if unknown:
+        raise GeneratorError(
+            f"unknown key {unknown[0]!r} in [tool.mcptask-gen] of {pyproject} (known: {', '.join(sorted(KEYS))})"
+        )
+    out: dict[str, Any] = {}
+    for key, value in section.items():
+        if not isinstance(value, str):
+            raise GeneratorError(f"[tool.mcptask-gen] {key} in {pyproject} must be a string")
+        out[key] = (pyproject.parent / value) if key in PATH_KEYS else value
+    return out

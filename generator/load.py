@@ -1,0 +1,159 @@
+"""load: read the schema file, hash it, parse it, recognise the protocol revision."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from mcptask_gen.errors import GeneratorError
+
+MAX_SCHEMA_BYTES = 64 * 1024 * 1024
+_SPEC_LINK = re.compile(r"/specification/(\d{4}-\d{2}-\d{2}|draft)/")
+
+
+@dataclass(frozen=True)
+class LoadedSchema:
+    path: Path
+    sha256: str
+    document: dict[str, Any]
+    defs: dict[str, Any]
+    defs_key: str  # "$defs" or "definitions"
+    revision: str
+
+
+def rules_dir() -> Any:
+    """The rules overlay shipped with the generator (the repository's ``schema/``)."""
+    return resources.files("mcptask_gen.rules")
+
+
+def _read_toml(name: str) -> dict[str, Any]:
+    node = rules_dir().joinpath(name)
+    if not node.is_file():
+        raise GeneratorError(f"rules overlay {name} is missing from the mcptask-gen installation")
+    return tomllib.loads(node.read_text(encoding="utf-8"))
+
+
+def known_revisions() -> list[dict[str, Any]]:
+    revisions: list[dict[str, Any]] = _read_toml("revisions.toml")["revision"]
+    return revisions
+
+
+def overlay_revisions() -> list[str]:
+    return sorted(
+        p.name.removesuffix(".toml")
+        for p in rules_dir().iterdir()
+        if p.name.endswith(".toml") and p.name != "revisions.toml"
+    )
+
+
+def load_overlay(revision: str) -> dict[str, Any]:
+    if revision not in overlay_revisions():
+        raise GeneratorError(
+            f"no rules overlay for protocol revision {revision!r} "
+            f"(known: {', '.join(overlay_revisions())}); pass --revision with one of them"
+        )
+    return _read_toml(f"{revision}.toml")
+
+
+def read_schema(path: Path) -> tuple[bytes, str]:
+    if not path.exists():
+        raise GeneratorError(f"schema file not found: {path}")
+    if path.is_dir():
+        raise GeneratorError(f"schema path is a directory, not a file: {path}")
+    try:
+        size = path.stat().st_size
+        if size > MAX_SCHEMA_BYTES:
+            raise GeneratorError(
+                f"schema file too large: {path} is {size} bytes (limit {MAX_SCHEMA_BYTES})"
+            )
+        raw = path.read_bytes()
+    except PermissionError:
+        raise GeneratorError(f"schema file not readable (permission denied): {path}") from None
+    except OSError as exc:
+        raise GeneratorError(f"schema file not readable: {path}: {exc.strerror}") from None
+    return raw, hashlib.sha256(raw).hexdigest()
+
+
+def parse_json(path: Path, raw: bytes) -> Any:
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise GeneratorError(f"schema file is not UTF-8 text: {path} (byte {exc.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GeneratorError(
+            f"invalid JSON in {path}: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise GeneratorError(f"invalid JSON in {path}: nested too deeply") from None
+
+
+def infer_revision(document: dict[str, Any], defs: dict[str, Any], sha: str) -> str | None:
+    links: Counter[str] = Counter()
+
+    def walk(node: Any, depth: int = 0) -> None:
+        if depth > 64:
+            return
+        if isinstance(node, dict):
+            desc = node.get("description")
+            if isinstance(desc, str):
+                links.update(_SPEC_LINK.findall(desc))
+            for value in node.values():
+                walk(value, depth + 1)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, depth + 1)
+
+    walk(document)
+    dated = [(n, rev) for rev, n in links.items() if rev != "draft"]
+    if dated:
+        return max(dated)[1]
+    revisions = known_revisions()
+    for rev in revisions:
+        if sha in rev.get("sha256", []):
+            return str(rev["id"])
+    for rev in revisions:
+        markers = rev.get("markers", [])
+        if markers and all(m in defs for m in markers):
+            return str(rev["id"])
+    return None
+
+
+def load(path: Path, revision: str | None) -> LoadedSchema:
+    raw, sha = read_schema(path)
+    document = parse_json(path, raw)
+    if not isinstance(document, dict):
+        raise GeneratorError(
+            f"not a JSON Schema: {path} holds a JSON {type(document).__name__}, not an object"
+        )
+    defs_key = "$defs" if "$defs" in document else "definitions"
+    defs = document.get(defs_key)
+    looks_like_schema = "$schema" in document or isinstance(defs, dict)
+    if not looks_like_schema:
+        raise GeneratorError(
+            f"not a JSON Schema: {path} has neither '$schema' nor '$defs'/'definitions'"
+        )
+    if not isinstance(defs, dict):
+        raise GeneratorError(
+            f"not an MCP schema: {path} has no '$defs' (or 'definitions') object of type definitions"
+        )
+    bad = sorted(k for k, v in defs.items() if not isinstance(v, (dict, bool)))
+    if bad:
+        raise GeneratorError(
+            f"not a JSON Schema: definition {bad[0]!r} in {path} is not an object"
+        )
+    rev = revision or infer_revision(document, defs, sha)
+    if rev is None:
+        raise GeneratorError(
+            f"cannot infer the protocol revision of {path}; pass --revision "
+            f"(one of: {', '.join(overlay_revisions())})"
+        )
+    return LoadedSchema(path=path, sha256=sha, document=document, defs=defs, defs_key=defs_key, revision=rev)

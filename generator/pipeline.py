@@ -1,0 +1,63 @@
+"""The pipeline: load -> select -> IR -> render -> format -> write (or check)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcptask_gen import __version__
+from mcptask_gen.errors import GeneratorError
+from mcptask_gen.fmt import format_sources
+from mcptask_gen.ir import IR, build_ir
+from mcptask_gen.load import load, load_overlay, overlay_revisions
+from mcptask_gen.render import header, render_all
+from mcptask_gen.select import select
+from mcptask_gen.write import MANIFEST_NAME, check, manifest_text, plan, publish
+
+
+@dataclass(frozen=True)
+class Options:
+    schema: Path
+    output: Path
+    package_name: str | None = None
+    revision: str | None = None
+    templates: Path | None = None
+
+
+def package_name_for(options: Options) -> str:
+    name = options.package_name or options.output.resolve().name
+    if not name.isidentifier() or not name.isascii():
+        raise GeneratorError(
+            f"package name {name!r} is not a valid Python identifier; pass --package-name"
+        )
+    return name
+
+
+def build(options: Options) -> tuple[IR, dict[str, str]]:
+    """Everything up to the bytes of every output file; writes nothing."""
+    package = package_name_for(options)
+    loaded = load(options.schema, options.revision)
+    if loaded.revision not in overlay_revisions():
+        select(loaded)  # a schema without tasks says so first, naming where tasks went
+    overlay = load_overlay(loaded.revision)
+    selection = select(loaded, tuple(m["def"] for m in overlay.get("meta", []) if "def" in m))
+    ir = build_ir(loaded, selection, overlay, package, __version__)
+    files = format_sources(render_all(ir, selection.defs, options.templates))
+    files[MANIFEST_NAME] = manifest_text(files, header(ir).splitlines()[0].lstrip("# "))
+    return ir, files
+
+
+def generate(options: Options) -> list[str]:
+    _, files = build(options)
+    p = plan(options.output, files)
+    publish(p)
+    return sorted(files)
+
+
+def check_output(options: Options) -> tuple[bool, str]:
+    _, files = build(options)
+    if not options.output.is_dir():
+        if options.output.exists():
+            raise GeneratorError(f"output path exists and is not a directory: {options.output}")
+        return False, "".join(f"missing: {rel}\n" for rel in sorted(files))
+    return check(plan(options.output, files))
