@@ -21,7 +21,8 @@ _SPEC_LINK = re.compile(r"/specification/(\d{4}-\d{2}-\d{2}|draft)/")
 @dataclass(frozen=True)
 class LoadedSchema:
     path: Path
-    sha256: str
+    sha256: str  # of the canonical JSON (sorted keys): the same for reordered $defs
+    file_sha256: str  # of the file's bytes
     document: dict[str, Any]
     defs: dict[str, Any]
     defs_key: str  # "$defs" or "definitions"
@@ -151,9 +152,11 @@ def load(path: Path, revision: str | None) -> LoadedSchema:
             f"not a JSON Schema: definition {bad[0]!r} in {path} is not an object"
         )
     rev = revision or infer_revision(document, defs, sha)
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical_sha = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     if rev is None:
         raise GeneratorError(
             f"cannot infer the protocol revision of {path}; pass --revision "
             f"(one of: {', '.join(overlay_revisions())})"
         )
-    return LoadedSchema(path=path, sha256=sha, document=document, defs=defs, defs_key=defs_key, revision=rev)
+    return LoadedSchema(path=path, sha256=canonical_sha, file_sha256=sha, document=document, defs=defs, defs_key=defs_key, revision=rev)

@@ -215,7 +215,10 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
             f"found {[c[0] for c in create_candidates] or 'none'}"
         )
     create_result_def, task_def = create_candidates[0]
-    status_def = _ref_name(defs[task_def]["properties"].get("status"))
+    status_node = defs[task_def]["properties"].get("status")
+    status_def = _ref_name(status_node)
+    if status_def is not None and status_def not in defs:
+        raise GeneratorError(f"broken $ref {status_node['$ref']!r} in {task_def}.status: no definition {status_def!r}")
     if status_def is None or not isinstance(defs.get(status_def), dict) or not isinstance(
         defs[status_def].get("enum"), list
     ):

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from mcptask_gen.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO.parent / "shared"
+SCHEMA = SHARED / "mcp-schema" / "2025-11-25" / "schema.json"
+SCHEMA_0618 = SHARED / "mcp-schema" / "2025-06-18" / "schema.json"
+SCHEMA_0728 = SHARED / "mcp-schema" / "2026-07-28" / "schema.json"
+SCHEMA_ORIGINAL = SHARED / "mcp-schema" / "2025-11-25-original" / "schema.json"
+
+
+def run_cli(*args: str | Path) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="session")
+def schema_doc() -> dict[str, Any]:
+    return json.loads(SCHEMA.read_text())
+
+
+@pytest.fixture(scope="session")
+def generated_pkg(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One fresh generation of the pinned schema, shared by read-only tests."""
+    out = tmp_path_factory.mktemp("gen") / "mcp_tasks_fresh"
+    result = run_cli(SCHEMA, "-o", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture
+def import_package() -> Callable[[Path], Any]:
+    """Import a generated package from its directory under a unique name; unload afterwards."""
+    loaded: list[str] = []
+
+    def _import(pkg_dir: Path) -> Any:
+        import importlib
+
+        sys.path.insert(0, str(pkg_dir.parent))
+        try:
+            module = importlib.import_module(pkg_dir.name)
+            for sub in ("models", "methods", "capabilities", "handlers", "lifecycle", "errors", "meta", "store"):
+                importlib.import_module(f"{pkg_dir.name}.{sub}")
+        finally:
+            sys.path.remove(str(pkg_dir.parent))
+        loaded.append(pkg_dir.name)
+        return module
+
+    yield _import
+    for name in loaded:
+        for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[mod]
+
+
+def write_schema(path: Path, doc: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def copy_pkg(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst

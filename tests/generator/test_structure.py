@@ -1,0 +1,101 @@
+"""Point 3: task definitions, augmentable requests and capability paths are found by structure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .conftest import run_cli, write_schema
+
+
+def _with_prompts_get_augmentable(doc: dict[str, Any]) -> dict[str, Any]:
+    doc = json.loads(json.dumps(doc))
+    defs = doc["$defs"]
+    defs["GetPromptRequestParams"]["properties"]["task"] = {
+        "$ref": "#/$defs/TaskMetadata",
+        "description": "task-augmented prompts/get",
+    }
+    requests = defs["ServerCapabilities"]["properties"]["tasks"]["properties"]["requests"]["properties"]
+    requests["prompts"] = {
+        "type": "object",
+        "properties": {"get": {"type": "object", "additionalProperties": True, "properties": {}}},
+    }
+    return doc
+
+
+def test_pinned_schema_structure(generated_pkg: Path, import_package: Any) -> None:
+    pkg = import_package(generated_pkg)
+    methods = pkg.methods
+    assert set(methods.METHODS) == {"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "notifications/tasks/status"}
+    get = methods.METHODS["tasks/get"]
+    assert get.params is pkg.models.GetTaskRequestParams and get.result is pkg.models.GetTaskResult
+    assert get.sent_by == {"client", "server"}
+    assert set(methods.AUGMENTABLE) == {"tools/call", "sampling/createMessage", "elicitation/create"}
+    assert methods.AUGMENTABLE["tools/call"].receiver == "server"
+    assert methods.AUGMENTABLE["elicitation/create"].receiver == "client"
+    assert methods.AUGMENTABLE["tools/call"].answer is pkg.models.CreateTaskResult
+    caps = pkg.capabilities
+    assert caps.TASK_REQUESTS["server"] == {"tools/call"}
+    assert caps.TASK_REQUESTS["client"] == {"sampling/createMessage", "elicitation/create"}
+    handlers = pkg.handlers
+    assert dict(handlers.HOOKS) == {
+        "elicitation/create": "elicitation_create_task",
+        "sampling/createMessage": "sampling_create_message_task",
+        "tools/call": "tools_call_task",
+    }
+    assert set(handlers.DISPATCH) == {"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"}
+
+
+def test_new_augmentable_request_appears_without_code_change(
+    tmp_path: Path, schema_doc: dict[str, Any], import_package: Any
+) -> None:
+    """A schema where prompts/get gains `task` and tasks.requests.prompts.get: hook, dispatch, negotiator."""
+    schema = write_schema(tmp_path / "schema.json", _with_prompts_get_augmentable(schema_doc))
+    out = tmp_path / "prompts_tasks"
+    result = run_cli(schema, "-o", out)
+    assert result.exit_code == 0, result.output
+    pkg = import_package(out)
+    assert pkg.handlers.HOOKS["prompts/get"] == "prompts_get_task"
+    assert hasattr(pkg.handlers.TasksHandlerBase, "prompts_get_task")
+    spec = pkg.methods.AUGMENTABLE["prompts/get"]
+    assert spec.receiver == "server" and spec.capability_path == ("prompts", "get")
+    assert "prompts/get" in pkg.capabilities.TASK_REQUESTS["server"]
+    ours = pkg.capabilities.build_tasks_capability("server")
+    assert ours["requests"]["prompts"] == {"get": {}}
+    assert pkg.capabilities.peer_supports({"tasks": ours}, "prompts/get")
+    assert not pkg.capabilities.peer_supports({"tasks": {"requests": {"tools": {"call": {}}}}}, "prompts/get")
+
+
+def test_augmentable_request_without_capability_is_not_augmentable(
+    tmp_path: Path, schema_doc: dict[str, Any], import_package: Any
+) -> None:
+    """R-CAP-4: the capability set is exhaustive; a `task` param alone does not make a hook."""
+    doc = json.loads(json.dumps(schema_doc))
+    doc["$defs"]["GetPromptRequestParams"]["properties"]["task"] = {"$ref": "#/$defs/TaskMetadata"}
+    out = tmp_path / "nocap_tasks"
+    assert run_cli(write_schema(tmp_path / "s.json", doc), "-o", out).exit_code == 0
+    pkg = import_package(out)
+    assert "prompts/get" not in pkg.handlers.HOOKS
+
+
+def test_inline_objects_get_stable_names(generated_pkg: Path, import_package: Any) -> None:
+    pkg = import_package(generated_pkg)
+    m = pkg.models
+    for name in ("GetTaskRequestParams", "GetTaskPayloadRequestParams", "CancelTaskRequestParams",
+                 "ServerCapabilitiesTasks", "ClientCapabilitiesTasks", "TaskSupport", "TaskStatus"):
+        assert hasattr(m, name), name
+    assert [s.value for s in m.TaskStatus] == ["cancelled", "completed", "failed", "input_required", "working"]
+    assert [s.value for s in m.TaskSupport] == ["forbidden", "optional", "required"]
+    # Task.ttl is required and nullable.
+    field = m.Task.model_fields["ttl"]
+    assert field.is_required()
+    assert m.Task.model_validate(
+        {"taskId": "t", "status": "working", "createdAt": "x", "lastUpdatedAt": "x", "ttl": None}
+    ).ttl is None
+    # _meta as meta, population by name allowed.
+    r = m.CreateTaskResult(meta={"k": 1}, task=m.Task(taskId="t", status="working", createdAt="a", lastUpdatedAt="a", ttl=None))
+    assert r.model_dump(by_alias=True, exclude_unset=True)["_meta"] == {"k": 1}
+    assert pkg.meta.TaskMeta.model_validate(
+        {"io.modelcontextprotocol/related-task": {"taskId": "abc"}}
+    ).related_task.taskId == "abc"
