@@ -1,0 +1,246 @@
+"""``SqliteTaskStore``: durable tasks in one SQLite file (stdlib ``sqlite3``, WAL mode).
+
+Every call runs in a worker thread (``anyio.to_thread``) on one connection guarded
+by a lock, so the event loop never blocks on disk. ``synchronous=NORMAL`` in WAL
+mode survives a killed process (not a power cut) with every committed task and
+result. ``transition`` is one ``UPDATE ... WHERE status IN (...) RETURNING``: the
+compare and the write are one statement (R-CANCEL-3). On start, ``recover`` marks
+tasks a dead process left ``working``/``input_required`` as ``failed``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from ..lifecycle import FAILED, NON_TERMINAL
+from ..models import TaskStatus
+from ..store import TaskRecord, TaskStore
+
+T = TypeVar("T")
+
+_COLUMNS = (
+    "task_id, requestor, method, status, created_at, last_updated_at, ttl_ms, "
+    "poll_interval_ms, status_message, result, error, version"
+)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY,
+    requestor TEXT NOT NULL,
+    method TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    last_updated_at REAL NOT NULL,
+    ttl_ms INTEGER,
+    expires_at REAL,
+    poll_interval_ms INTEGER,
+    status_message TEXT,
+    result TEXT,
+    error TEXT,
+    version INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tasks_by_requestor ON tasks (requestor, created_at, task_id);
+CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS tasks_active ON tasks (requestor, status);
+"""
+_ACTIVE = tuple(s.value for s in sorted(NON_TERMINAL))
+
+
+def _row(row: tuple[Any, ...]) -> TaskRecord:
+    return TaskRecord(
+        task_id=row[0],
+        requestor=row[1],
+        method=row[2],
+        status=TaskStatus(row[3]),
+        created_at=row[4],
+        last_updated_at=row[5],
+        ttl_ms=row[6],
+        poll_interval_ms=row[7],
+        status_message=row[8],
+        result=None if row[9] is None else json.loads(row[9]),
+        error=None if row[10] is None else json.loads(row[10]),
+        version=row[11],
+    )
+
+
+def _json(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+class SqliteTaskStore(TaskStore):
+    """Tasks and results in an SQLite database file (``":memory:"`` works too, not durably)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA busy_timeout=5000")
+            self._conn.executescript(_SCHEMA)
+        self._closed = False
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def run() -> T:
+            with self._lock:
+                if self._closed:
+                    raise RuntimeError("SqliteTaskStore is closed")
+                return fn(self._conn)
+
+        return await anyio.to_thread.run_sync(run)
+
+    async def create(self, record: TaskRecord) -> None:
+        values = (
+            record.task_id,
+            record.requestor,
+            record.method,
+            record.status.value,
+            record.created_at,
+            record.last_updated_at,
+            record.ttl_ms,
+            record.expires_at,
+            record.poll_interval_ms,
+            record.status_message,
+            _json(record.result),
+            _json(record.error),
+            record.version,
+        )
+
+        def op(c: sqlite3.Connection) -> None:
+            try:
+                c.execute(
+                    "INSERT INTO tasks (task_id, requestor, method, status, created_at, "
+                    "last_updated_at, ttl_ms, expires_at, poll_interval_ms, status_message, "
+                    "result, error, version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    values,
+                )
+            except sqlite3.IntegrityError:
+                raise KeyError(record.task_id) from None
+
+        await self._call(op)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        def op(c: sqlite3.Connection) -> TaskRecord | None:
+            row = c.execute(f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+            return None if row is None else _row(row)
+
+        return await self._call(op)
+
+    async def transition(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        *,
+        now: float,
+        expected: Collection[TaskStatus] | None = None,
+        status_message: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> TaskRecord | None:
+        allowed = [s.value for s in (self.sources(status) if expected is None else expected)]
+        if not allowed:
+            return None
+        # Serialised before the lock: a result that is not JSON fails here, changing nothing.
+        result_json, error_json = _json(result), _json(error)
+        marks = ",".join("?" * len(allowed))
+        sql = (
+            "UPDATE tasks SET status = ?, last_updated_at = MAX(last_updated_at, ?), "
+            "status_message = ?, result = COALESCE(?, result), error = COALESCE(?, error), "
+            f"version = version + 1 WHERE task_id = ? AND status IN ({marks}) RETURNING {_COLUMNS}"
+        )
+        args = (status.value, now, status_message, result_json, error_json, task_id, *allowed)
+
+        def op(c: sqlite3.Connection) -> TaskRecord | None:
+            row = c.execute(sql, args).fetchone()
+            return None if row is None else _row(row)
+
+        return await self._call(op)
+
+    async def list_tasks(
+        self, requestor: str, *, after: tuple[float, str] | None, limit: int
+    ) -> list[TaskRecord]:
+        def op(c: sqlite3.Connection) -> list[TaskRecord]:
+            if after is None:
+                rows = c.execute(
+                    f"SELECT {_COLUMNS} FROM tasks WHERE requestor = ? "
+                    "ORDER BY created_at, task_id LIMIT ?",
+                    (requestor, limit),
+                ).fetchall()
+            else:
+                rows = c.execute(
+                    f"SELECT {_COLUMNS} FROM tasks WHERE requestor = ? AND "
+                    "(created_at, task_id) > (?, ?) ORDER BY created_at, task_id LIMIT ?",
+                    (requestor, after[0], after[1], limit),
+                ).fetchall()
+            return [_row(r) for r in rows]
+
+        return await self._call(op)
+
+    async def delete(self, task_id: str) -> bool:
+        def op(c: sqlite3.Connection) -> bool:
+            return c.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,)).rowcount > 0
+
+        return await self._call(op)
+
+    async def pop_expired(self, now: float, limit: int) -> list[TaskRecord]:
+        def op(c: sqlite3.Connection) -> list[TaskRecord]:
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                rows = c.execute(
+                    f"SELECT {_COLUMNS} FROM tasks WHERE expires_at IS NOT NULL "
+                    "AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+                    (now, limit),
+                ).fetchall()
+                c.executemany("DELETE FROM tasks WHERE task_id = ?", [(r[0],) for r in rows])
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            return [_row(r) for r in rows]
+
+        return await self._call(op)
+
+    async def count_active(self, requestor: str) -> int:
+        marks = ",".join("?" * len(_ACTIVE))
+
+        def op(c: sqlite3.Connection) -> int:
+            row = c.execute(
+                f"SELECT COUNT(*) FROM tasks WHERE requestor = ? AND status IN ({marks})",
+                (requestor, *_ACTIVE),
+            ).fetchone()
+            return int(row[0])
+
+        return await self._call(op)
+
+    async def recover(self, now: float, message: str) -> list[TaskRecord]:
+        """Tasks left non-terminal by a dead process become ``failed`` with ``message``
+        as statusMessage and a stored ``-32603`` error (R-RESULT-1 answers it)."""
+        error = json.dumps({"code": -32603, "message": message})
+        marks = ",".join("?" * len(_ACTIVE))
+
+        def op(c: sqlite3.Connection) -> list[TaskRecord]:
+            rows = c.execute(
+                "UPDATE tasks SET status = ?, status_message = ?, error = COALESCE(error, ?), "
+                "last_updated_at = MAX(last_updated_at, ?), version = version + 1 "
+                f"WHERE status IN ({marks}) RETURNING {_COLUMNS}",
+                (FAILED.value, message, error, now, *_ACTIVE),
+            ).fetchall()
+            return [_row(r) for r in rows]
+
+        return await self._call(op)
+
+    async def close(self) -> None:
+        def run() -> None:
+            with self._lock:
+                if not self._closed:
+                    self._closed = True
+                    self._conn.close()
+
+        await anyio.to_thread.run_sync(run)

@@ -1,0 +1,741 @@
+"""TaskEngine against both stores: each test names the receiver rule it checks."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp_tasks.errors import (
+    ConcurrencyLimitExceeded,
+    JsonRpcError,
+    RateLimitExceeded,
+    TaskError,
+)
+from mcp_tasks.handlers import RequestContext
+from mcp_tasks.meta import MODEL_IMMEDIATE_RESPONSE_KEY, RELATED_TASK_KEY
+from mcp_tasks.runtime import (
+    EngineConfig,
+    InMemoryTaskStore,
+    PendingInput,
+    SqliteTaskStore,
+    TaskContext,
+    TaskEngine,
+)
+from mcp_tasks.store import TaskStore
+
+pytestmark = pytest.mark.anyio
+
+ALICE = RequestContext(requestor="alice", progress_token="tok-1")
+BOB = RequestContext(requestor="bob")
+NOT_FOUND = "Failed to retrieve task: Task not found"
+EXPIRED = "Failed to retrieve task: Task has expired"
+RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], TaskStore]:
+    if request.param == "memory":
+        return InMemoryTaskStore
+    return lambda: SqliteTaskStore(tmp_path / "tasks.db")
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def make_engine(store_factory: Callable[[], TaskStore], clock: Clock) -> Callable[..., TaskEngine]:
+    def make(**kw: Any) -> TaskEngine:
+        hooks = {k: kw.pop(k) for k in ("on_status", "on_progress") if k in kw}
+        kw.setdefault("sweep_interval_s", 3600)
+        return TaskEngine(store_factory(), EngineConfig(**kw), clock=clock, **hooks)
+
+    return make
+
+
+@pytest.fixture
+async def engine(make_engine: Callable[..., TaskEngine]) -> AsyncIterator[TaskEngine]:
+    async with make_engine() as eng:
+        yield eng
+    await eng.store.close()
+
+
+def gate() -> tuple[anyio.Event, Callable[[TaskContext], Any]]:
+    """A work that waits for the test to release it, then returns a fixed result."""
+    ev = anyio.Event()
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        await ev.wait()
+        return {"content": [{"type": "text", "text": "done"}], "isError": False}
+
+    return ev, work
+
+
+async def instant(tc: TaskContext) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": "ok"}]}
+
+
+async def call(eng: TaskEngine, method: str, ctx: RequestContext = ALICE, **params: Any) -> Any:
+    return await eng.handle(method, params, ctx)
+
+
+async def wait_status(
+    eng: TaskEngine, tid: str, status: str, ctx: RequestContext = ALICE
+) -> dict[str, Any]:
+    with anyio.fail_after(5):
+        while True:
+            t: dict[str, Any] = await call(eng, "tasks/get", ctx, taskId=tid)
+            if t["status"] == status:
+                return t
+            await anyio.sleep(0.001)
+
+
+async def expect_error(coro: Any, code: int, message: str | None = None) -> TaskError:
+    with pytest.raises(TaskError) as info:
+        await coro
+    assert info.value.code == code, info.value.message
+    if message is not None:
+        assert info.value.message == message
+    return info.value
+
+
+# ---------------------------------------------------------------- creating, lifecycle
+
+
+async def test_create_answers_at_once_working_R_CREATE_2_R_STATE_1(engine: TaskEngine) -> None:
+    ev, work = gate()
+    created = await engine.create_task(ALICE, "tools/call", work)
+    task = created["task"]
+    assert task["status"] == "working"
+    assert set(task) >= {"taskId", "status", "createdAt", "lastUpdatedAt", "ttl"}
+    assert "_meta" not in created
+    ev.set()
+    await call(engine, "tasks/result", taskId=task["taskId"])
+
+
+async def test_immediate_response_meta_R_CREATE_3(engine: TaskEngine) -> None:
+    created = await engine.create_task(
+        ALICE, "tools/call", instant, immediate_response="Working on it"
+    )
+    assert created["_meta"] == {MODEL_IMMEDIATE_RESPONSE_KEY: "Working on it"}
+
+
+async def test_ids_secure_and_unique_R_ID_1_R_ID_2(engine: TaskEngine) -> None:
+    ids = {
+        (await engine.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+        for _ in range(50)
+    }
+    assert len(ids) == 50
+    for tid in ids:
+        # token_urlsafe(16): 22 url-safe characters, 128 bits
+        assert re.fullmatch(r"[A-Za-z0-9_-]{22}", tid)
+
+
+async def test_completed_result_exact_with_related_meta_R_RESULT_1_R_RESULT_3_R_RESULT_4(
+    engine: TaskEngine,
+) -> None:
+    result = {
+        "content": [{"type": "text", "text": "héllo"}],
+        "structuredContent": {"a": [1, 2.5, None]},
+        "_meta": {"custom": True},
+    }
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        return result
+
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    got = await call(engine, "tasks/result", taskId=tid)
+    assert got == {**result, "_meta": {"custom": True, RELATED_TASK_KEY: {"taskId": tid}}}
+    t = await call(engine, "tasks/get", taskId=tid)
+    assert t["status"] == "completed" and "_meta" not in t  # R-META-3
+
+
+async def test_is_error_result_is_failed_with_message_R_STATE_4(engine: TaskEngine) -> None:
+    bad = {"content": [{"type": "text", "text": "disk full"}], "isError": True}
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        return bad
+
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    got = await call(engine, "tasks/result", taskId=tid)
+    assert got["isError"] is True and got["content"] == bad["content"]
+    t = await call(engine, "tasks/get", taskId=tid)
+    assert t["status"] == "failed" and "disk full" in t["statusMessage"]  # R-ERR-3
+
+
+async def test_raised_jsonrpc_error_stored_R_RESULT_1_R_STATE_4_R_ERR_3(engine: TaskEngine) -> None:
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        raise JsonRpcError(-32042, "upstream said no", {"retry": False})
+
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    err = await expect_error(call(engine, "tasks/result", taskId=tid), -32042, "upstream said no")
+    assert err.data == {"retry": False}
+    t = await call(engine, "tasks/get", taskId=tid)  # tasks/get itself succeeds (R-ERR-3)
+    assert t["status"] == "failed" and t["statusMessage"] == "upstream said no"
+
+
+async def test_unexpected_exception_is_internal_error_R_ERR_1(engine: TaskEngine) -> None:
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        raise ZeroDivisionError("x")
+
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    await expect_error(call(engine, "tasks/result", taskId=tid), -32603)
+    assert (await call(engine, "tasks/get", taskId=tid))["status"] == "failed"
+
+
+async def test_terminal_status_never_changes_R_STATE_2_R_STATE_3(engine: TaskEngine) -> None:
+    tid = (await engine.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+    await call(engine, "tasks/result", taskId=tid)
+    await expect_error(call(engine, "tasks/cancel", taskId=tid), -32602)
+    assert (await call(engine, "tasks/get", taskId=tid))["status"] == "completed"
+
+
+async def test_get_returns_whole_task_R_GET_3_R_TTL_1_R_TTL_4(engine: TaskEngine) -> None:
+    tid = (await engine.create_task(ALICE, "tools/call", instant, task={"ttl": 5000}))["task"][
+        "taskId"
+    ]
+    t = await call(engine, "tasks/get", taskId=tid)
+    assert t["taskId"] == tid and t["ttl"] == 5000 and t["pollInterval"] == 500
+    for key in ("createdAt", "lastUpdatedAt"):
+        assert RFC3339.match(t[key]), t[key]
+        datetime.fromisoformat(t[key].replace("Z", "+00:00"))
+
+
+# ---------------------------------------------------------------- results: waiting
+
+
+async def test_result_blocks_until_terminal_every_waiter_wakes_R_RESULT_2(
+    engine: TaskEngine,
+) -> None:
+    ev, work = gate()
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    got: list[Any] = []
+
+    async def waiter() -> None:
+        got.append(await call(engine, "tasks/result", taskId=tid))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(waiter)
+        await anyio.sleep(0.05)
+        assert got == []  # still blocked
+        ev.set()
+    assert len(got) == 10 and all(g["content"][0]["text"] == "done" for g in got)
+
+
+async def test_cancelled_waiters_are_cleaned_up_R_RESULT_2(engine: TaskEngine) -> None:
+    ev, work = gate()
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    for _ in range(20):
+        with anyio.move_on_after(0.01):
+            await call(engine, "tasks/result", taskId=tid)
+    run = engine._runs[tid]
+    # the waiters went away: nothing of theirs is left on the task's change signal
+    assert not run.changed._event._waiters  # type: ignore[attr-defined]
+    ev.set()
+    await call(engine, "tasks/result", taskId=tid)
+    assert engine.running == 0
+
+
+# ---------------------------------------------------------------- cancelling
+
+
+async def test_cancel_stops_work_and_is_cancelled_before_answer_R_CANCEL_2(
+    engine: TaskEngine,
+) -> None:
+    stopped = anyio.Event()
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        try:
+            await anyio.sleep(60)
+        finally:
+            stopped.set()
+        return {}
+
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    await anyio.sleep(0.01)
+    answer = await call(engine, "tasks/cancel", taskId=tid)
+    assert answer["status"] == "cancelled" and answer["taskId"] == tid
+    assert (await call(engine, "tasks/get", taskId=tid))["status"] == "cancelled"
+    with anyio.fail_after(2):
+        await stopped.wait()
+    await expect_error(call(engine, "tasks/result", taskId=tid), -32800)
+
+
+async def test_cancel_terminal_is_invalid_params_R_CANCEL_1_R_ERR_2(engine: TaskEngine) -> None:
+    tid = (await engine.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+    await call(engine, "tasks/result", taskId=tid)
+    await expect_error(
+        call(engine, "tasks/cancel", taskId=tid),
+        -32602,
+        "Cannot cancel task: already in terminal status 'completed'",
+    )
+    ev, work = gate()
+    tid2 = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    await call(engine, "tasks/cancel", taskId=tid2)
+    await expect_error(
+        call(engine, "tasks/cancel", taskId=tid2),
+        -32602,
+        "Cannot cancel task: already in terminal status 'cancelled'",
+    )
+
+
+async def test_stays_cancelled_when_work_completes_anyway_R_CANCEL_3(engine: TaskEngine) -> None:
+    release = anyio.Event()
+
+    async def stubborn(tc: TaskContext) -> dict[str, Any]:
+        with anyio.CancelScope(shield=True):  # ignores the cancel, then completes
+            await release.wait()
+        return {"content": [], "late": True}
+
+    tid = (await engine.create_task(ALICE, "tools/call", stubborn))["task"]["taskId"]
+    await call(engine, "tasks/cancel", taskId=tid)
+    release.set()
+    with anyio.fail_after(2):
+        while engine.running:
+            await anyio.sleep(0.001)
+    t = await call(engine, "tasks/get", taskId=tid)
+    assert t["status"] == "cancelled"
+    await expect_error(call(engine, "tasks/result", taskId=tid), -32800)
+
+
+async def test_cancelled_tasks_kept_until_ttl_R_CANCEL_4(engine: TaskEngine, clock: Clock) -> None:
+    """R-CANCEL-4 is a MAY: this engine keeps cancelled tasks until their ttl, then deletes them."""
+    ev, work = gate()
+    tid = (await engine.create_task(ALICE, "tools/call", work, task={"ttl": 1000}))["task"][
+        "taskId"
+    ]
+    await call(engine, "tasks/cancel", taskId=tid)
+    assert (await call(engine, "tasks/get", taskId=tid))["status"] == "cancelled"
+    clock.now += 2
+    assert await engine.sweep() == 1
+    await expect_error(call(engine, "tasks/get", taskId=tid), -32602, EXPIRED)
+
+
+# ---------------------------------------------------------------- TTL
+
+
+async def test_ttl_default_and_clamp_R_TTL_2_R_SEC_4(
+    make_engine: Callable[..., TaskEngine],
+) -> None:
+    async with make_engine(default_ttl_ms=1000, max_ttl_ms=5000) as eng:
+        for asked, actual in ((None, 1000), (3000, 3000), (10**15, 5000), (2**80, 5000), (0, 0)):
+            task = None if asked is None else {"ttl": asked}
+            created = await eng.create_task(ALICE, "tools/call", instant, task=task)
+            assert created["task"]["ttl"] == actual
+            got = await call(eng, "tasks/get", taskId=created["task"]["taskId"]) if actual else None
+            assert got is None or got["ttl"] == actual
+        # null asks for unlimited: refused (clamped) unless configured
+        created = await eng.create_task(ALICE, "tools/call", instant, task={"ttl": None})
+        assert created["task"]["ttl"] == 5000
+
+
+async def test_ttl_null_only_when_configured_R_TTL_2(
+    make_engine: Callable[..., TaskEngine],
+) -> None:
+    async with make_engine(allow_unlimited_ttl=True, default_ttl_ms=None) as eng:
+        created = await eng.create_task(ALICE, "tools/call", instant, task={"ttl": None})
+        assert created["task"]["ttl"] is None
+        created = await eng.create_task(ALICE, "tools/call", instant)
+        assert created["task"]["ttl"] is None
+        t = await call(eng, "tasks/get", taskId=created["task"]["taskId"])
+        assert t["ttl"] is None
+
+
+async def test_expired_task_is_gone_R_TTL_3_R_ERR_2(engine: TaskEngine, clock: Clock) -> None:
+    short = (await engine.create_task(ALICE, "tools/call", instant, task={"ttl": 1000}))["task"][
+        "taskId"
+    ]
+    lazy = (await engine.create_task(ALICE, "tools/call", instant, task={"ttl": 1000}))["task"][
+        "taskId"
+    ]
+    ev, work = gate()
+    running = (await engine.create_task(ALICE, "tools/call", work, task={"ttl": 1000}))["task"][
+        "taskId"
+    ]
+    keep = (await engine.create_task(ALICE, "tools/call", instant, task={"ttl": 100_000}))["task"][
+        "taskId"
+    ]
+    await call(engine, "tasks/result", taskId=short)
+    clock.now += 1.5
+    # before any sweep: a lookup notices the expiry itself
+    await expect_error(call(engine, "tasks/result", taskId=lazy), -32602, EXPIRED)
+    assert await engine.sweep() == 2  # short + running
+    for tid in (short, lazy, running):
+        await expect_error(call(engine, "tasks/get", taskId=tid), -32602, EXPIRED)
+        await expect_error(call(engine, "tasks/cancel", taskId=tid), -32602, EXPIRED)
+        # other requestors get the plain "not found" (R-SEC-1)
+        await expect_error(call(engine, "tasks/get", BOB, taskId=tid), -32602, NOT_FOUND)
+    listed = await call(engine, "tasks/list")
+    assert [t["taskId"] for t in listed["tasks"]] == [keep]
+    with anyio.fail_after(2):
+        while engine.running:
+            await anyio.sleep(0.001)
+
+
+async def test_waiter_on_expiring_task_wakes_R_TTL_3(engine: TaskEngine, clock: Clock) -> None:
+    ev, work = gate()
+    tid = (await engine.create_task(ALICE, "tools/call", work, task={"ttl": 1000}))["task"][
+        "taskId"
+    ]
+    errors: list[TaskError] = []
+
+    async def waiter() -> None:
+        try:
+            await call(engine, "tasks/result", taskId=tid)
+        except TaskError as exc:
+            errors.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(waiter)
+        await anyio.sleep(0.02)
+        clock.now += 2
+        await engine.sweep()
+    assert [e.message for e in errors] == [EXPIRED]
+
+
+# ---------------------------------------------------------------- listing
+
+
+async def test_list_pages_cursor_R_LIST_1_R_LIST_2_R_LIST_3(
+    make_engine: Callable[..., TaskEngine], clock: Clock
+) -> None:
+    async with make_engine(page_size=4, max_active_per_requestor=1000) as eng:
+        ids = []
+        for _i in range(10):
+            clock.now += 0.001
+            ids.append((await eng.create_task(ALICE, "tools/call", instant))["task"]["taskId"])
+        await eng.create_task(BOB, "tools/call", instant)
+        seen: list[str] = []
+        cursor = None
+        pages = 0
+        while True:
+            params = {} if cursor is None else {"cursor": cursor}
+            page = await call(eng, "tasks/list", **params)
+            pages += 1
+            assert len(page["tasks"]) <= 4
+            seen += [t["taskId"] for t in page["tasks"]]
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+            assert isinstance(cursor, str) and not any(tid in cursor for tid in ids)
+        assert seen == ids and pages == 3
+        # every task retrievable by tasks/get is in tasks/list
+        for tid in ids:
+            await call(eng, "tasks/get", taskId=tid)
+
+
+async def test_cursor_valid_after_its_task_deleted_R_LIST_1(
+    make_engine: Callable[..., TaskEngine], clock: Clock
+) -> None:
+    async with make_engine(page_size=2) as eng:
+        ids = []
+        for i in range(5):
+            clock.now += 0.001
+            ttl = 1000 if i == 1 else 100_000
+            ids.append(
+                (await eng.create_task(ALICE, "tools/call", instant, task={"ttl": ttl}))["task"][
+                    "taskId"
+                ]
+            )
+        page = await call(eng, "tasks/list")
+        assert [t["taskId"] for t in page["tasks"]] == ids[:2]
+        clock.now += 2
+        assert await eng.sweep() == 1  # the task the cursor points at is gone
+        page2 = await call(eng, "tasks/list", cursor=page["nextCursor"])
+        assert [t["taskId"] for t in page2["tasks"]] == ids[2:4]
+
+
+async def test_bad_cursor_invalid_params_R_ERR_1_R_LIST_2(
+    engine: TaskEngine, make_engine: Callable[..., TaskEngine]
+) -> None:
+    for _i in range(3):
+        await engine.create_task(ALICE, "tools/call", instant)
+    engine.config.page_size = 1
+    cursor = (await call(engine, "tasks/list"))["nextCursor"]
+    body, mac = cursor.split(".")
+    tampered = body[:-2] + ("AA" if body[-2:] != "AA" else "BB") + "." + mac
+    for bad in (tampered, "garbage", "", "a.b", cursor + "x", "€.€"):
+        err = await expect_error(call(engine, "tasks/list", cursor=bad), -32602)
+        assert "cursor" in err.message
+    # issued to alice, presented by bob (foreign): refused
+    await expect_error(call(engine, "tasks/list", BOB, cursor=cursor), -32602)
+    # issued by another engine (another key): refused
+    other = make_engine()
+    await expect_error(other._list(cursor, ALICE), -32602)
+    await expect_error(call(engine, "tasks/list", cursor=123), -32602)
+
+
+# ---------------------------------------------------------------- errors, bad input
+
+
+async def test_unknown_task_invalid_params_R_ERR_1_R_ERR_2(engine: TaskEngine) -> None:
+    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        await expect_error(call(engine, method, taskId="nope"), -32602, NOT_FOUND)
+
+
+async def test_malformed_params_name_the_field_R_ERR_1(engine: TaskEngine) -> None:
+    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        for params in ({}, {"taskId": 5}, {"taskId": None}, {"taskId": ["x"]}):
+            err = await expect_error(engine.handle(method, params, ALICE), -32602)
+            assert "taskId" in err.message
+        err = await expect_error(engine.handle(method, ["x"], ALICE), -32602)  # type: ignore[arg-type]
+    for bad in (-1, "10", 1.5, True, [1], {"x": 1}, float("nan")):
+        err = await expect_error(
+            engine.create_task(ALICE, "tools/call", instant, task={"ttl": bad}), -32602
+        )
+        assert "params.task.ttl" in err.message
+    await expect_error(engine.create_task(ALICE, "tools/call", instant, task="x"), -32602)  # type: ignore[arg-type]
+    await expect_error(engine.handle("tasks/nope", {}, ALICE), -32601)
+
+
+async def test_meta_in_params_ignored_R_META_2(engine: TaskEngine) -> None:
+    tid = (await engine.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+    params = {"taskId": tid, "_meta": {RELATED_TASK_KEY: {"taskId": "other"}}}
+    assert (await engine.handle("tasks/get", params, ALICE))["taskId"] == tid
+
+
+async def test_store_failure_is_internal_error_R_ERR_1(engine: TaskEngine) -> None:
+    class Broken(InMemoryTaskStore):
+        async def get(self, task_id: str) -> Any:
+            raise OSError("disk")
+
+    engine.store = Broken()
+    await expect_error(call(engine, "tasks/get", taskId="x"), -32603)
+
+
+# ---------------------------------------------------------------- security
+
+
+async def test_other_requestor_sees_not_found_R_SEC_1(engine: TaskEngine) -> None:
+    ev, work = gate()
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        await expect_error(call(engine, method, BOB, taskId=tid), -32602, NOT_FOUND)
+    assert (await call(engine, "tasks/list", BOB))["tasks"] == []
+    assert (await call(engine, "tasks/get", taskId=tid))["status"] == "working"
+    ev.set()
+
+
+async def test_concurrency_limit_R_SEC_4(make_engine: Callable[..., TaskEngine]) -> None:
+    async with make_engine(max_active_per_requestor=3) as eng:
+        ev, work = gate()
+        tids = [
+            (await eng.create_task(ALICE, "tools/call", work))["task"]["taskId"] for _ in range(3)
+        ]
+        err = await expect_error(eng.create_task(ALICE, "tools/call", work), -32000)
+        assert isinstance(err, ConcurrencyLimitExceeded) and "3" in err.message
+        await eng.create_task(BOB, "tools/call", work)  # others are not affected
+        await call(eng, "tasks/cancel", taskId=tids[0])
+        await eng.create_task(ALICE, "tools/call", work)  # a slot freed
+        ev.set()
+
+
+async def test_concurrency_limit_holds_under_concurrent_creates_R_SEC_4(
+    make_engine: Callable[..., TaskEngine],
+) -> None:
+    async with make_engine(max_active_per_requestor=5) as eng:
+        ev, work = gate()
+        ok: list[str] = []
+
+        async def create() -> None:
+            try:
+                ok.append((await eng.create_task(ALICE, "tools/call", work))["task"]["taskId"])
+            except ConcurrencyLimitExceeded:
+                pass
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(20):
+                tg.start_soon(create)
+        assert len(ok) == 5
+        ev.set()
+
+
+async def test_rate_limit_R_SEC_3(make_engine: Callable[..., TaskEngine]) -> None:
+    async with make_engine(rate_limit_calls=5, rate_limit_window_s=60) as eng:
+        for _ in range(5):
+            await expect_error(call(eng, "tasks/get", taskId="x"), -32602)
+        err = await expect_error(call(eng, "tasks/get", taskId="x"), -32000)
+        assert isinstance(err, RateLimitExceeded)
+        await expect_error(call(eng, "tasks/list"), -32000)
+        await call(eng, "tasks/list", BOB)  # per requestor
+
+
+async def test_audit_events_with_requestor_R_SEC_5(
+    engine: TaskEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_tasks.audit")
+    tid = (await engine.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+    await call(engine, "tasks/result", taskId=tid)
+    await call(engine, "tasks/get", taskId=tid)
+    await expect_error(call(engine, "tasks/get", BOB, taskId=tid), -32602)
+    ev, work = gate()
+    tid2 = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    await call(engine, "tasks/cancel", taskId=tid2)
+    events = [
+        (r.audit_event, r.requestor, r.task_id)
+        for r in caplog.records
+        if r.name == "mcp_tasks.audit"
+    ]  # type: ignore[attr-defined]
+    for expected in (
+        ("created", "alice", tid),
+        ("status_changed", "alice", tid),
+        ("result_retrieved", "alice", tid),
+        ("retrieved", "alice", tid),
+        ("lookup_rejected", "bob", tid),
+        ("cancelled", "alice", tid2),
+    ):
+        assert expected in events, (expected, events)
+
+
+# ---------------------------------------------------------------- notifications, input, progress
+
+
+async def test_status_hook_whole_task_no_related_meta_R_NOTIFY_1_R_NOTIFY_3(
+    make_engine: Callable[..., TaskEngine],
+) -> None:
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def on_status(requestor: str, task: dict[str, Any]) -> None:
+        seen.append((requestor, task))
+
+    async with make_engine(on_status=on_status) as eng:
+        tid = (await eng.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+        await call(eng, "tasks/result", taskId=tid)
+        ev, work = gate()
+        tid2 = (await eng.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        await call(eng, "tasks/cancel", taskId=tid2)
+    assert [(r, t["taskId"], t["status"]) for r, t in seen] == [
+        ("alice", tid, "completed"),
+        ("alice", tid2, "cancelled"),
+    ]
+    for _, t in seen:
+        assert "_meta" not in t and {"createdAt", "lastUpdatedAt", "ttl"} <= set(t)
+
+
+async def test_input_required_roundtrip_R_INPUT_1_R_INPUT_2_R_INPUT_3_R_INPUT_4(
+    engine: TaskEngine,
+) -> None:
+    statuses: list[str] = []
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        answer = await tc.request_input(
+            "elicitation/create", {"message": "name?", "requestedSchema": {}}
+        )
+        statuses.append((await engine.store.get(tc.task_id)).status.value)  # type: ignore[union-attr]
+        return {"content": [{"type": "text", "text": f"hi {answer['content']['name']}"}]}
+
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    await wait_status(engine, tid, "input_required")
+    asked: list[PendingInput] = []
+
+    async def on_input(p: PendingInput) -> dict[str, Any]:
+        asked.append(p)
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    got = await engine.handle("tasks/result", {"taskId": tid}, ALICE, on_input=on_input)
+    assert got["content"][0]["text"] == "hi Ada"
+    assert [p.method for p in asked] == ["elicitation/create"]
+    assert asked[0].params["_meta"] == {RELATED_TASK_KEY: {"taskId": tid}}
+    assert statuses == ["working"]  # back to working once answered
+
+
+async def test_input_redelivered_when_waiter_leaves_R_INPUT_3(engine: TaskEngine) -> None:
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        return await tc.request_input("sampling/createMessage", {"messages": []})
+
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    await wait_status(engine, tid, "input_required")
+
+    async def never(p: PendingInput) -> dict[str, Any]:
+        await anyio.sleep(60)
+        return {}
+
+    with anyio.move_on_after(0.05):
+        await engine.handle("tasks/result", {"taskId": tid}, ALICE, on_input=never)
+
+    async def answer(p: PendingInput) -> dict[str, Any]:
+        return {"role": "assistant", "content": {"type": "text", "text": "x"}}
+
+    with anyio.fail_after(2):
+        got = await engine.handle("tasks/result", {"taskId": tid}, ALICE, on_input=answer)
+    assert got["role"] == "assistant"
+
+
+async def test_input_error_answer_reaches_work_R_INPUT_4(engine: TaskEngine) -> None:
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        try:
+            await tc.request_input("elicitation/create", {})
+        except TaskError as exc:
+            return {"content": [{"type": "text", "text": exc.message}]}
+        return {}
+
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    await wait_status(engine, tid, "input_required")
+
+    async def refuse(p: PendingInput) -> dict[str, Any]:
+        raise JsonRpcError(-1, "user declined")
+
+    got = await engine.handle("tasks/result", {"taskId": tid}, ALICE, on_input=refuse)
+    assert got["content"][0]["text"] == "user declined"
+
+
+async def test_cancel_while_waiting_for_input_R_INPUT_1_R_CANCEL_2(engine: TaskEngine) -> None:
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        return await tc.request_input("elicitation/create", {})
+
+    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    await wait_status(engine, tid, "input_required")
+    assert (await call(engine, "tasks/cancel", taskId=tid))["status"] == "cancelled"
+    with anyio.fail_after(2):
+        while engine.running:
+            await anyio.sleep(0.001)
+    assert (await call(engine, "tasks/get", taskId=tid))["status"] == "cancelled"
+
+
+async def test_progress_after_create_R_PROGRESS_1(make_engine: Callable[..., TaskEngine]) -> None:
+    seen: list[tuple[Any, ...]] = []
+
+    async def on_progress(*args: Any) -> None:
+        seen.append(args)
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        await tc.report_progress(1, 2, "half")
+        await tc.set_status_message("half way")
+        await tc.report_progress(2, 2)
+        return {}
+
+    async with make_engine(on_progress=on_progress) as eng:
+        tid = (await eng.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        await call(eng, "tasks/result", taskId=tid)
+        await eng.create_task(BOB, "tools/call", work)  # no progress token: nothing sent
+    assert seen == [("alice", "tok-1", 1, 2, "half", tid), ("alice", "tok-1", 2, 2, None, tid)]
+
+
+async def test_engine_not_started_and_shutdown_fails_running(
+    make_engine: Callable[..., TaskEngine],
+) -> None:
+    eng = make_engine()
+    await expect_error(eng.create_task(ALICE, "tools/call", instant), -32603)
+    ev, work = gate()
+    async with eng:
+        tid = (await eng.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        await anyio.sleep(0.01)
+    rec = await eng.store.get(tid)
+    assert rec is not None and rec.status.value == "failed" and rec.status_message
