@@ -1,0 +1,1 @@
+"""Runnable examples built on the generated package (``python -m <pkg>.examples.server``)."""

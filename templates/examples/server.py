@@ -1,0 +1,192 @@
+"""Example MCP server with 2025-11-25 tasks, on the ``mcp`` SDK's ``MCPServer``.
+
+    python -m mcp_tasks.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH]
+                                        [--tokens FILE] [--stateless]
+    python -m mcp_tasks.examples.server --stdio [--store ...]
+
+Tools (a fixed contract other tests rely on):
+
+- ``greet`` {name}: no taskSupport; text ``Hello, {name}!``.
+- ``slow_compute`` {seconds=1, label?}: optional; waits, reporting progress;
+  text ``done after {seconds}s ({label or 'no label'})``.
+- ``failing_job`` {}: required; ``isError`` result ``job failed`` (task ``failed``).
+- ``protocol_error_job`` {}: required; raises, the task ends ``failed`` and
+  ``tasks/result`` answers the JSON-RPC error.
+- ``confirm_delete`` {path}: optional; asks by ``elicitation/create``;
+  accept -> ``deleted {path}``, otherwise ``kept {path}``.
+
+``--tokens FILE``: a JSON object mapping bearer token -> subject; tasks are then
+bound to the subject (R-SEC-1), which survives sessions and restarts.
+Without tokens, tasks are bound to the transport session (R-SEC-2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+from pydantic import AnyHttpUrl, BaseModel, Field
+
+from ..runtime.engine import EngineConfig
+from ..runtime.mcp_server import McpTasks
+from ..store import TaskStore
+
+__all__ = ["DictTokenVerifier", "build_server", "main", "make_store"]
+
+
+class DictTokenVerifier(TokenVerifier):
+    """Bearer tokens from a fixed map (token -> subject), through the SDK's auth hooks."""
+
+    def __init__(self, tokens: dict[str, str]) -> None:
+        self.tokens = dict(tokens)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        subject = self.tokens.get(token)
+        if subject is None:
+            return None
+        return AccessToken(token=token, client_id=f"client-{subject}", scopes=[], subject=subject)
+
+
+class Confirm(BaseModel):
+    confirm: bool = Field(default=True, description="Really delete?")
+
+
+def make_store(spec: str) -> TaskStore:
+    """``memory`` or ``sqlite:PATH``."""
+    if spec == "memory":
+        from ..runtime.memory import InMemoryTaskStore
+
+        return InMemoryTaskStore()
+    if spec.startswith("sqlite:") and len(spec) > len("sqlite:"):
+        from ..runtime.sqlite import SqliteTaskStore
+
+        return SqliteTaskStore(spec[len("sqlite:") :])
+    raise ValueError(f"--store must be 'memory' or 'sqlite:PATH', not {spec!r}")
+
+
+def build_server(
+    *,
+    store: TaskStore | None = None,
+    tokens: dict[str, str] | None = None,
+    config: EngineConfig | None = None,
+) -> tuple[MCPServer, McpTasks]:
+    """The example ``MCPServer`` and its task adapter."""
+    auth: dict[str, Any] = {}
+    if tokens is not None:
+        auth = {
+            "token_verifier": DictTokenVerifier(tokens),
+            "auth": AuthSettings(
+                issuer_url=AnyHttpUrl("http://127.0.0.1:1/"), resource_server_url=None
+            ),
+        }
+    mcp = MCPServer("mcp-tasks-example", **auth)
+
+    @mcp.tool()
+    async def greet(name: str) -> str:
+        """Say hello (never a task)."""
+        return f"Hello, {name}!"
+
+    @mcp.tool()
+    async def slow_compute(ctx: Context, seconds: float = 1, label: str | None = None) -> str:
+        """Wait `seconds`, reporting progress; stops early when cancelled."""
+        steps = max(1, min(20, int(seconds * 10)))
+        if seconds > 0:
+            for i in range(steps):
+                await anyio.sleep(seconds / steps)
+                await ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
+        return f"done after {seconds:g}s ({label or 'no label'})"
+
+    @mcp.tool()
+    async def failing_job() -> types.CallToolResult:
+        """Always ends with an isError result (task status failed)."""
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text="job failed")], is_error=True
+        )
+
+    @mcp.tool()
+    async def protocol_error_job() -> str:
+        """Always raises: the task fails with a JSON-RPC error."""
+        raise MCPError(types.INTERNAL_ERROR, "Internal error: protocol_error_job crashed")
+
+    @mcp.tool()
+    async def confirm_delete(ctx: Context, path: str) -> str:
+        """Ask the user before deleting `path` (nothing is really deleted)."""
+        answer = await ctx.elicit(f"Delete {path}?", schema=Confirm)
+        return f"deleted {path}" if answer.action == "accept" else f"kept {path}"
+
+    tasks = McpTasks(
+        mcp,
+        store=store,
+        config=config,
+        task_support={
+            "slow_compute": "optional",
+            "failing_job": "required",
+            "protocol_error_job": "required",
+            "confirm_delete": "optional",
+        },
+    )
+    return mcp, tasks
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m mcp_tasks.examples.server",
+        description="Example MCP server with 2025-11-25 tasks.",
+    )
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp")
+    mode.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
+    parser.add_argument("--store", default="memory", help="memory (default) or sqlite:PATH")
+    parser.add_argument("--tokens", metavar="FILE", help="JSON map of bearer token -> subject")
+    parser.add_argument(
+        "--stateless", action="store_true", help="Streamable HTTP without sessions"
+    )
+    args = parser.parse_args(argv)
+    if args.stdio and (args.tokens or args.stateless):
+        parser.error("--tokens and --stateless apply to --http only")
+    return args
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    tokens: dict[str, str] | None = None
+    if args.tokens:
+        with open(args.tokens, encoding="utf-8") as fh:
+            loaded = json.load(fh)
+        if not isinstance(loaded, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
+        ):
+            raise SystemExit("--tokens: expected a JSON object of token -> subject strings")
+        tokens = loaded
+    mcp, tasks = build_server(store=make_store(args.store), tokens=tokens)
+    async with tasks:
+        if args.stdio:
+            await mcp.run_stdio_async()
+            return
+        import uvicorn
+
+        host, _, port = str(args.http).rpartition(":")
+        app = mcp.streamable_http_app(stateless_http=bool(args.stateless))
+        config = uvicorn.Config(app, host=host or "127.0.0.1", port=int(port), log_level="warning")
+        await uvicorn.Server(config).serve()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    try:
+        anyio.run(_serve, args)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,381 @@
+"""Use 2025-11-25 tasks from an ``mcp`` (2.3.x) client.
+
+Requestor side, :class:`TaskRequestor` (works on any ``ClientSession``):
+call a tool as a task after checking the server's capability and the tool's
+``taskSupport`` (R-CAP-3, R-TOOL-1), poll honouring ``pollInterval`` (R-GET-1,
+R-GET-2), switch to ``tasks/result`` on ``input_required`` (R-INPUT-3) so the
+requests delivered there reach the session's ordinary elicitation/sampling
+callbacks, list and cancel; typed results (the generated models).
+
+Receiver side, :class:`TasksClientSession` (a ``ClientSession``): declares
+``tasks.requests.elicitation.create`` / ``tasks.requests.sampling.createMessage``
+(R-CAP-1), accepts such task-augmented requests from the server with
+``CreateTaskResult`` (R-CREATE-2), runs the ordinary callbacks inside the task
+engine, and serves ``tasks/get|result|list|cancel`` for them. It also receives
+``notifications/tasks/status`` (never relied upon: R-NOTIFY-2).
+
+SDK private attributes used: ``ClientSession._stamp`` and
+``ClientSession._dispatcher`` (a task-augmented ``tools/call`` must bypass the
+SDK's CallToolResult validation), ``ClientSession._on_request`` (overridden: the
+stock one answers ``tasks/*`` with -32601), ``ClientSession._build_capabilities``
+(extended with ``tasks``) and ``ClientSession._negotiated_version``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.client.extension import NotificationBinding
+from mcp.client.session import ClientRequestContext, ClientResponse, ClientSession
+from mcp.shared.dispatcher import CallOptions, DispatchContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import methods as _methods
+from pydantic import TypeAdapter
+
+from .. import models
+from ..capabilities import (
+    build_tasks_capability,
+    may_call_tool_as_task,
+    peer_supports_cancel,
+    peer_supports_list,
+    tool_task_support,
+)
+from ..errors import JsonRpcError, TaskError
+from ..handlers import RequestContext
+from ..store import TaskStore
+from .engine import EngineConfig, TaskContext, TaskEngine
+
+__all__ = [
+    "TERMINAL",
+    "StatusCallback",
+    "TaskNotSupported",
+    "TaskRequestor",
+    "TasksClientSession",
+    "status_binding",
+]
+
+log = logging.getLogger(__name__)
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+StatusCallback = Callable[[models.Task], Awaitable[None] | None]
+_DICT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+CLIENT_TASK_METHODS = ("elicitation/create", "sampling/createMessage")
+
+
+class TaskNotSupported(Exception):
+    """The server did not declare what a task-augmented call needs (R-CAP-3, R-TOOL-1/2)."""
+
+
+def status_binding(
+    handler: Callable[[dict[str, Any]], Awaitable[None]],
+) -> NotificationBinding[types.TaskStatusNotificationParams]:
+    """A ``NotificationBinding`` handing each ``notifications/tasks/status`` Task (wire dict)
+    to ``handler``; the stock client drops them otherwise."""
+
+    async def on_status(params: types.TaskStatusNotificationParams) -> None:
+        await handler(params.model_dump(by_alias=True, mode="json", exclude={"meta"}))
+
+    return NotificationBinding(
+        method="notifications/tasks/status",
+        params_type=types.TaskStatusNotificationParams,
+        handler=on_status,
+    )
+
+
+async def raw_request(
+    session: ClientSession,
+    method: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Send any request and return the raw result dict (no SDK result validation)."""
+    data: dict[str, Any] = {"method": method}
+    if params is not None:
+        data["params"] = dict(params)
+    opts: CallOptions = {}
+    session._stamp(data, opts)  # private: protocol-version header stamping
+    if timeout is not None:
+        opts["timeout"] = timeout
+    result: dict[str, Any] = await session._dispatcher.send_raw_request(
+        method, data.get("params"), opts
+    )
+    return result
+
+
+async def _call(callback: StatusCallback | None, task: models.Task) -> None:
+    if callback is None:
+        return
+    out = callback(task)
+    if out is not None:
+        await out
+
+
+class TaskRequestor:
+    """Requestor helpers over a ``ClientSession`` that has been initialized."""
+
+    def __init__(self, session: ClientSession, *, default_poll_ms: int = 500) -> None:
+        self.session = session
+        self.default_poll_ms = default_poll_ms
+        self._tools: dict[str, types.Tool] = {}
+
+    # ---------------------------------------------------------------- negotiation
+    @property
+    def server_capabilities(self) -> types.ServerCapabilities | None:
+        init = self.session.initialize_result
+        return init.capabilities if init is not None else None
+
+    async def tool(self, name: str) -> types.Tool | None:
+        if name not in self._tools:
+            cursor: str | None = None
+            while True:
+                listing = await self.session.list_tools(
+                    params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                )
+                for tool in listing.tools:
+                    self._tools[tool.name] = tool
+                cursor = listing.next_cursor
+                if not cursor:
+                    break
+        return self._tools.get(name)
+
+    async def task_support(self, name: str) -> str:
+        tool = await self.tool(name)
+        return tool_task_support(tool.model_dump(by_alias=True) if tool else None)
+
+    async def may_call_as_task(self, name: str) -> bool:
+        """R-CAP-3 and R-TOOL-1 (server capability first), then R-TOOL-2/3/4."""
+        tool = await self.tool(name)
+        return may_call_tool_as_task(
+            self.server_capabilities, tool.model_dump(by_alias=True) if tool else None
+        )
+
+    # ---------------------------------------------------------------- requests
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: int | None = None,
+        progress_token: str | int | None = None,
+        check: bool = True,
+    ) -> models.CreateTaskResult:
+        """Send a task-augmented ``tools/call``; answers ``CreateTaskResult`` (R-CREATE-2)."""
+        if check and not await self.may_call_as_task(name):
+            raise TaskNotSupported(
+                f"tool {name!r} cannot be called as a task here (R-CAP-3, R-TOOL-1, R-TOOL-2)"
+            )
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        params["task"] = {} if ttl is None else {"ttl": ttl}
+        if progress_token is not None:
+            params["_meta"] = {"progressToken": progress_token}
+        raw = await raw_request(self.session, "tools/call", params)
+        return models.CreateTaskResult.model_validate(raw)
+
+    async def get(self, task_id: str) -> models.Task:
+        """``tasks/get`` (R-GET-3)."""
+        raw = await self._send("tasks/get", {"taskId": task_id})
+        return models.Task.model_validate(raw)
+
+    async def result(self, task_id: str) -> dict[str, Any]:
+        """``tasks/result``: blocks until terminal (R-RESULT-2); raises ``MCPError`` with the
+        stored JSON-RPC error (R-RESULT-1). Input requests arriving meanwhile are answered
+        by the session's callbacks."""
+        return await self._send("tasks/result", {"taskId": task_id})
+
+    async def tool_result(self, task_id: str) -> types.CallToolResult:
+        """``tasks/result`` of a ``tools/call`` task, typed (R-RESULT-3)."""
+        return types.CallToolResult.model_validate(await self.result(task_id))
+
+    async def list(self, cursor: str | None = None) -> models.ListTasksResult:
+        """``tasks/list`` (one page; follow ``nextCursor``)."""
+        if not peer_supports_list(self.server_capabilities):
+            raise TaskNotSupported("the server did not declare tasks.list")
+        raw = await self._send("tasks/list", {"cursor": cursor} if cursor else {})
+        return models.ListTasksResult.model_validate(raw)
+
+    async def list_all(self) -> builtins.list[models.Task]:
+        out: builtins.list[models.Task] = []
+        cursor: str | None = None
+        while True:
+            page = await self.list(cursor)
+            out.extend(page.tasks)
+            cursor = page.nextCursor
+            if not cursor:
+                return out
+
+    async def cancel(self, task_id: str) -> models.Task:
+        """``tasks/cancel``; ``-32602`` for a terminal task (R-CANCEL-1)."""
+        if not peer_supports_cancel(self.server_capabilities):
+            raise TaskNotSupported("the server did not declare tasks.cancel")
+        raw = await self._send("tasks/cancel", {"taskId": task_id})
+        return models.Task.model_validate(raw)
+
+    async def _send(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        return await raw_request(self.session, method, params)
+
+    # ---------------------------------------------------------------- flows
+    async def wait(
+        self,
+        task_id: str,
+        *,
+        on_status: StatusCallback | None = None,
+        first: models.Task | None = None,
+    ) -> models.Task:
+        """Poll ``tasks/get`` until terminal or ``input_required`` (R-GET-1, R-GET-2),
+        sleeping ``pollInterval`` between polls; never waits for notifications (R-NOTIFY-2)."""
+        task = first if first is not None else await self.get(task_id)
+        await _call(on_status, task)
+        while task.status not in TERMINAL and task.status != "input_required":
+            interval = task.pollInterval if task.pollInterval is not None else self.default_poll_ms
+            await anyio.sleep(max(interval, 10) / 1000)
+            previous = task.status
+            task = await self.get(task_id)
+            if task.status != previous or on_status is not None:
+                await _call(on_status, task)
+        return task
+
+    async def run_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: int | None = None,
+        progress_token: str | int | None = None,
+        on_status: StatusCallback | None = None,
+    ) -> types.CallToolResult:
+        """Call a tool as a task and return its CallToolResult: poll, and on
+        ``input_required`` or a terminal status fetch ``tasks/result`` (R-INPUT-3,
+        R-RESULT-1). A task that failed with a JSON-RPC error raises ``MCPError``."""
+        created = await self.call_tool_as_task(
+            name, arguments, ttl=ttl, progress_token=progress_token
+        )
+        task = await self.wait(created.task.taskId, on_status=on_status, first=created.task)
+        result = await self.tool_result(task.taskId)
+        if on_status is not None and task.status not in TERMINAL:
+            await _call(on_status, await self.get(task.taskId))
+        return result
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        as_task: bool | None = None,
+        **kwargs: Any,
+    ) -> types.CallToolResult:
+        """Call a tool, as a task when allowed and asked for (``as_task=None``: when the
+        tool requires it, R-TOOL-4)."""
+        if as_task is None:
+            as_task = (await self.task_support(name)) == "required" and (
+                await self.may_call_as_task(name)
+            )
+        if as_task:
+            return await self.run_tool(name, arguments, **kwargs)
+        return await self.session.call_tool(name, dict(arguments or {}))
+
+
+class TasksClientSession(ClientSession):
+    """A ``ClientSession`` that is also a task receiver for server-sent
+    ``elicitation/create`` and ``sampling/createMessage`` (issue point 4), and that
+    collects ``notifications/tasks/status``.
+
+    Use ``async with TasksClientSession(read, write, elicitation_callback=...) as s:``
+    then ``await s.initialize()``; ``s.tasks`` is a :class:`TaskRequestor`.
+    ``receive_tasks=False`` declares no ``tasks`` capability (plain answers, R-CREATE-4).
+    """
+
+    def __init__(
+        self,
+        read_stream: Any = None,
+        write_stream: Any = None,
+        *args: Any,
+        receive_tasks: bool = True,
+        task_store: TaskStore | None = None,
+        task_config: EngineConfig | None = None,
+        on_task_status: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+        notification_bindings: Sequence[NotificationBinding[Any]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.task_statuses: list[dict[str, Any]] = []
+        self._on_task_status = on_task_status
+        bindings = [*(notification_bindings or ()), status_binding(self._status_received)]
+        super().__init__(
+            read_stream, write_stream, *args, notification_bindings=bindings, **kwargs
+        )
+        self.receive_tasks = receive_tasks
+        self.engine = TaskEngine(task_store, task_config)
+        self.tasks = TaskRequestor(self)
+
+    async def __aenter__(self) -> TasksClientSession:
+        await self.engine.__aenter__()
+        try:
+            await super().__aenter__()
+        except BaseException:
+            await self.engine.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        try:
+            return await super().__aexit__(*exc)
+        finally:
+            await self.engine.__aexit__(None, None, None)
+
+    async def _status_received(self, task: dict[str, Any]) -> None:
+        self.task_statuses.append(task)
+        if self._on_task_status is not None:
+            await self._on_task_status(task)
+
+    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
+        caps = super()._build_capabilities(version)
+        if self.receive_tasks:
+            caps.tasks = types.ClientTasksCapability.model_validate(
+                build_tasks_capability("client", requests=CLIENT_TASK_METHODS)
+            )
+        return caps
+
+    async def _on_request(
+        self,
+        dctx: DispatchContext[Any],
+        method: str,
+        params: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        p = dict(params or {})
+        rctx = RequestContext(requestor="server", request_id=dctx.request_id)
+        try:
+            if method.startswith("tasks/") and self.receive_tasks:
+                return await self.engine.handle(method, p, rctx)
+            if method in CLIENT_TASK_METHODS and p.get("task") is not None and self.receive_tasks:
+                return await self._create_task(method, p, rctx)
+        except TaskError as exc:
+            raise MCPError(exc.code, exc.message, exc.data) from None
+        return await super()._on_request(dctx, method, params)
+
+    async def _create_task(
+        self, method: str, params: dict[str, Any], rctx: RequestContext
+    ) -> dict[str, Any]:
+        """R-CREATE-2: answer ``CreateTaskResult`` now; the callback runs in the task."""
+        task_param = params.pop("task")
+        version = self._negotiated_version or "2025-11-25"
+        request_id = rctx.request_id if rctx.request_id is not None else 0
+
+        async def work(tctx: TaskContext) -> dict[str, Any]:
+            request = _methods.parse_server_request(method, version, params)
+            meta = request.params.meta if request.params is not None else None
+            ctx = ClientRequestContext(session=self, request_id=request_id, meta=meta)
+            response = await self.dispatch_input_request(ctx, request)  # type: ignore[arg-type]
+            answer = ClientResponse.validate_python(response)
+            if isinstance(answer, types.ErrorData):
+                raise JsonRpcError(answer.code, answer.message, answer.data)
+            dumped: dict[str, Any] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+            return dumped
+
+        return await self.engine.create_task(
+            rctx, method, work, task=task_param if isinstance(task_param, Mapping) else {}
+        )

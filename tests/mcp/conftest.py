@@ -1,0 +1,9 @@
+"""Fixtures for tests/mcp live in ``mcp_e2e`` (importable by the test modules too)."""
+
+from mcp_e2e import (  # noqa: F401
+    anyio_backend,
+    connect,
+    http_server,
+    http_server_factory,
+    tokens_file,
+)
