@@ -23,14 +23,18 @@ from mcptask_gen.pipeline import Options, check_output, generate
 )
 @click.argument("schema", required=False, type=click.Path(path_type=Path, dir_okay=True))
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Output package directory.")
-@click.option("--package-name", help="Import name of the package (default: the output directory's name).")
+@click.option(
+    "--package-name", help="Import name of the package (default: the output directory's name)."
+)
 @click.option("--revision", help="MCP protocol revision of SCHEMA (inferred when absent).")
 @click.option(
     "--templates",
     type=click.Path(path_type=Path, file_okay=False),
     help="Directory of templates overriding the built-in ones file by file.",
 )
-@click.option("--check", "check_only", is_flag=True, help="Write nothing; exit 1 if the output would change.")
+@click.option(
+    "--check", "check_only", is_flag=True, help="Write nothing; exit 1 if the output would change."
+)
 @click.option(
     "--config",
     "config_path",
@@ -53,9 +57,13 @@ def main(
         schema = schema or config.get("schema")
         output = output or config.get("output")
         if schema is None:
-            raise GeneratorError("missing SCHEMA: give the MCP schema.json path (or schema in [tool.mcptask-gen])")
+            raise GeneratorError(
+                "missing SCHEMA: give the MCP schema.json path (or schema in [tool.mcptask-gen])"
+            )
         if output is None:
-            raise GeneratorError("missing -o/--output: give the output package directory (or output in [tool.mcptask-gen])")
+            raise GeneratorError(
+                "missing -o/--output: give the output package directory (or output in [tool.mcptask-gen])"
+            )
         options = Options(
             schema=schema,
             output=output,
@@ -69,7 +77,9 @@ def main(
                 click.echo(f"{output}: up to date")
                 sys.exit(0)
             click.echo(report, nl=False)
-            click.echo(f"{output}: out of date; run mcptask-gen without --check to regenerate", err=True)
+            click.echo(
+                f"{output}: out of date; run mcptask-gen without --check to regenerate", err=True
+            )
             sys.exit(1)
         written = generate(options)
         click.echo(f"wrote {len(written)} files to {output}")

@@ -1,17 +1,26 @@
-"""format: black, pinned range, explicit Mode, never the user's configuration."""
+"""format: black, pinned range, explicit Mode, never the user's configuration.
+
+All sources are formatted in one process through black's API. On machines with
+``fork``, the template outputs are formatted in a forked worker while the parent
+runs datamodel-code-generator, so the two costs overlap.
+"""
 
 from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
 
 from mcptask_gen.errors import GeneratorError
 
 LINE_LENGTH = 100
 
 
-def format_sources(files: dict[str, str]) -> dict[str, str]:
-    """Format every Python source in one pass through black's API (no config lookup)."""
+def _mode() -> object:
     import black
 
-    mode = black.Mode(
+    return black.Mode(
         target_versions={black.TargetVersion.PY311},
         line_length=LINE_LENGTH,
         string_normalization=True,
@@ -19,13 +28,42 @@ def format_sources(files: dict[str, str]) -> dict[str, str]:
         magic_trailing_comma=True,
         preview=False,
     )
+
+
+def format_sources(
+    files: dict[str, str], skip: set[str] | frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """Format every Python source not in ``skip``; other files pass through unchanged."""
+    import black
+
+    mode = _mode()
     out: dict[str, str] = {}
     for rel, text in sorted(files.items()):
-        if not rel.endswith(".py"):
+        if not rel.endswith(".py") or rel in skip:
             out[rel] = text
             continue
         try:
             out[rel] = black.format_str(text, mode=mode)
         except black.InvalidInput as exc:
-            raise GeneratorError(f"rendered {rel} is not valid Python ({exc}); check the template that produced it") from None
+            raise GeneratorError(
+                f"rendered {rel} is not valid Python ({exc}); check the template that produced it"
+            ) from None
     return out
+
+
+def format_overlapped(
+    files: dict[str, str], skip: set[str], work: Callable[[], dict[str, str]]
+) -> dict[str, str]:
+    """Format ``files`` while ``work()`` runs; then format what ``work`` returned. Same result as
+    formatting everything in sequence."""
+    import black  # noqa: F401  (imported before forking so the worker inherits it)
+
+    can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    if not can_fork:
+        formatted = format_sources(files, skip)
+        return formatted | format_sources(work())
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+        future: Future[dict[str, str]] = pool.submit(format_sources, files, skip)
+        extra = format_sources(work())
+        formatted = future.result()
+    return formatted | extra

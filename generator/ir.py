@@ -89,12 +89,22 @@ class IR:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def build_ir(loaded: LoadedSchema, sel: Selection, overlay: dict[str, Any], package: str, version: str) -> IR:
+def build_ir(
+    loaded: LoadedSchema, sel: Selection, overlay: dict[str, Any], package: str, version: str
+) -> IR:
     life = overlay.get("lifecycle", {})
     statuses = tuple(sel.statuses)
     transitions_raw: dict[str, list[str]] = life.get("transitions", {})
-    mentioned = set(transitions_raw) | {s for v in transitions_raw.values() for s in v} | set(life.get("terminal", []))
-    mentioned |= {life.get(k) for k in ("initial", "working", "input_required", "completed", "failed", "cancelled") if life.get(k)}
+    mentioned = (
+        set(transitions_raw)
+        | {s for v in transitions_raw.values() for s in v}
+        | set(life.get("terminal", []))
+    )
+    mentioned |= {
+        life.get(k)
+        for k in ("initial", "working", "input_required", "completed", "failed", "cancelled")
+        if life.get(k)
+    }
     unknown = sorted(s for s in mentioned if s not in statuses)
     if unknown:
         raise GeneratorError(
@@ -102,7 +112,9 @@ def build_ir(loaded: LoadedSchema, sel: Selection, overlay: dict[str, Any], pack
         )
     missing = sorted(s for s in statuses if s not in transitions_raw)
     if missing:
-        raise GeneratorError(f"rules overlay for {loaded.revision} gives no transitions for statuses {missing}")
+        raise GeneratorError(
+            f"rules overlay for {loaded.revision} gives no transitions for statuses {missing}"
+        )
     methods = tuple(
         MethodIR(
             method=m.method,
@@ -128,7 +140,9 @@ def build_ir(loaded: LoadedSchema, sel: Selection, overlay: dict[str, Any], pack
     )
     names = [m.handler for m in methods] + [a.hook for a in augmentable]
     if len(set(names)) != len(names):
-        raise GeneratorError(f"method names collide after conversion to Python names: {sorted(names)}")
+        raise GeneratorError(
+            f"method names collide after conversion to Python names: {sorted(names)}"
+        )
     errors = []
     for e in overlay.get("errors", []):
         message = str(e["message"])
@@ -147,9 +161,17 @@ def build_ir(loaded: LoadedSchema, sel: Selection, overlay: dict[str, Any], pack
     for m in overlay.get("meta", []):
         model = m.get("def")
         if model is not None and model not in sel.defs:
-            raise GeneratorError(f"rules overlay names _meta type {model!r}, which the schema does not define")
+            raise GeneratorError(
+                f"rules overlay names _meta type {model!r}, which the schema does not define"
+            )
         meta_keys.append(
-            MetaKeyIR(key=str(m["key"]), name=str(m["name"]), type=str(model or m.get("type", "Any")), model=model, rule=str(m.get("rule", "")))
+            MetaKeyIR(
+                key=str(m["key"]),
+                name=str(m["name"]),
+                type=str(model or m.get("type", "Any")),
+                model=model,
+                rule=str(m.get("rule", "")),
+            )
         )
     return IR(
         generator_version=version,
@@ -162,12 +184,21 @@ def build_ir(loaded: LoadedSchema, sel: Selection, overlay: dict[str, Any], pack
         statuses=statuses,
         initial=str(life.get("initial", statuses[0])),
         terminal=tuple(s for s in statuses if s in set(life.get("terminal", []))),
-        transitions=tuple((s, tuple(t for t in statuses if t in set(transitions_raw[s]))) for s in statuses),
-        status_names={k: str(life[k]) for k in ("working", "input_required", "completed", "failed", "cancelled") if k in life},
+        transitions=tuple(
+            (s, tuple(t for t in statuses if t in set(transitions_raw[s]))) for s in statuses
+        ),
+        status_names={
+            k: str(life[k])
+            for k in ("working", "input_required", "completed", "failed", "cancelled")
+            if k in life
+        },
         errors=tuple(errors),
         meta_keys=tuple(meta_keys),
         capability_models=dict(sorted(sel.capabilities.items())),
-        capability_requests={side: tuple("/".join(p) for p in paths) for side, paths in sorted(sel.capability_requests.items())},
+        capability_requests={
+            side: tuple("/".join(p) for p in paths)
+            for side, paths in sorted(sel.capability_requests.items())
+        },
         capability_flags={side: tuple(v) for side, v in sorted(sel.capability_flags.items())},
         task_model=sel.task_def,
         status_model=sel.status_def,

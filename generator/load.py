@@ -148,9 +148,7 @@ def load(path: Path, revision: str | None) -> LoadedSchema:
         )
     bad = sorted(k for k, v in defs.items() if not isinstance(v, (dict, bool)))
     if bad:
-        raise GeneratorError(
-            f"not a JSON Schema: definition {bad[0]!r} in {path} is not an object"
-        )
+        raise GeneratorError(f"not a JSON Schema: definition {bad[0]!r} in {path} is not an object")
     rev = revision or infer_revision(document, defs, sha)
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     canonical_sha = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -159,4 +157,12 @@ def load(path: Path, revision: str | None) -> LoadedSchema:
             f"cannot infer the protocol revision of {path}; pass --revision "
             f"(one of: {', '.join(overlay_revisions())})"
         )
-    return LoadedSchema(path=path, sha256=canonical_sha, file_sha256=sha, document=document, defs=defs, defs_key=defs_key, revision=rev)
+    return LoadedSchema(
+        path=path,
+        sha256=canonical_sha,
+        file_sha256=sha,
+        document=document,
+        defs=defs,
+        defs_key=defs_key,
+        revision=rev,
+    )

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from mcptask_gen import __version__
 from mcptask_gen.errors import GeneratorError
-from mcptask_gen.fmt import format_sources
+from mcptask_gen.fmt import format_overlapped
 from mcptask_gen.ir import IR, build_ir
 from mcptask_gen.load import load, load_overlay, overlay_revisions
-from mcptask_gen.render import header, render_all
+from mcptask_gen.render import Renderer, header
 from mcptask_gen.select import select
 from mcptask_gen.write import MANIFEST_NAME, check, manifest_text, plan, publish
 
@@ -42,7 +42,9 @@ def build(options: Options) -> tuple[IR, dict[str, str]]:
     overlay = load_overlay(loaded.revision)
     selection = select(loaded, tuple(m["def"] for m in overlay.get("meta", []) if "def" in m))
     ir = build_ir(loaded, selection, overlay, package, __version__)
-    files = format_sources(render_all(ir, selection.defs, options.templates))
+    renderer = Renderer(ir, selection.defs, options.templates)
+    rendered = renderer.render_templates()
+    files = format_overlapped(rendered.files, rendered.preformatted, renderer.render_models)
     files[MANIFEST_NAME] = manifest_text(files, header(ir).splitlines()[0].lstrip("# "))
     return ir, files
 

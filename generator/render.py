@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,9 @@ def _list_templates(root: Path) -> dict[str, Path]:
 
 def template_files(user_dir: Path | None) -> dict[str, tuple[Path, Path]]:
     """Relative template path -> (root, file). User templates override built-ins file by file."""
-    files = {rel: (builtin_templates(), p) for rel, p in _list_templates(builtin_templates()).items()}
+    files = {
+        rel: (builtin_templates(), p) for rel, p in _list_templates(builtin_templates()).items()
+    }
     if user_dir is not None:
         if not user_dir.is_dir():
             raise GeneratorError(f"templates directory not found: {user_dir}")
@@ -86,13 +88,19 @@ def render_models(ir: IR, defs: dict[str, Any]) -> str:
     except GeneratorError:
         raise
     except Exception as exc:  # datamodel-code-generator raises many types
-        raise GeneratorError(f"datamodel-code-generator could not build the models: {exc}") from None
+        raise GeneratorError(
+            f"datamodel-code-generator could not build the models: {exc}"
+        ) from None
     if not isinstance(code, str):
         raise GeneratorError("datamodel-code-generator returned several modules; expected one")
     # Its own header and the empty root model are not ours to ship.
     code = re.sub(r"\A(#[^\n]*\n)+", "", code)
     code = re.sub(r"\nclass Model\(RootModel\[Any\]\):\n    root: Any\n", "\n", code)
-    code = code.replace("Dict[str, Any]", "dict[str, Any]").replace(", Dict,", ",").replace("Any, Dict", "Any")
+    code = (
+        code.replace("Dict[str, Any]", "dict[str, Any]")
+        .replace(", Dict,", ",")
+        .replace("Any, Dict", "Any")
+    )
     return _sort_imports(code)
 
 
@@ -100,7 +108,9 @@ def _sort_imports(code: str) -> str:
     """isort-style order for the import block datamodel-code-generator writes at the top."""
     lines = code.split("\n")
     end = 0
-    while end < len(lines) and (lines[end].startswith(("from ", "import ")) or not lines[end].strip()):
+    while end < len(lines) and (
+        lines[end].startswith(("from ", "import ")) or not lines[end].strip()
+    ):
         end += 1
     imports = [ln for ln in lines[:end] if ln.strip()]
     future = sorted(ln for ln in imports if ln.startswith("from __future__"))
@@ -109,8 +119,12 @@ def _sort_imports(code: str) -> str:
     def top(line: str) -> str:
         return line.split()[1].split(".")[0]
 
-    std = sorted((ln for ln in rest if top(ln) in sys.stdlib_module_names), key=lambda ln: (top(ln), ln))
-    third = sorted((ln for ln in rest if top(ln) not in sys.stdlib_module_names), key=lambda ln: (top(ln), ln))
+    std = sorted(
+        (ln for ln in rest if top(ln) in sys.stdlib_module_names), key=lambda ln: (top(ln), ln)
+    )
+    third = sorted(
+        (ln for ln in rest if top(ln) not in sys.stdlib_module_names), key=lambda ln: (top(ln), ln)
+    )
     blocks = [b for b in (future, std, third) if b]
     head = "\n\n".join("\n".join(b) for b in blocks)
     return head + "\n\n\n" + "\n".join(lines[end:])
@@ -130,46 +144,85 @@ def _env(roots: list[Path]) -> jinja2.Environment:
     return env
 
 
-def render_all(ir: IR, defs: dict[str, Any], user_templates: Path | None) -> dict[str, str]:
-    files = template_files(user_templates)
-    roots = ([user_templates] if user_templates else []) + [builtin_templates()]
-    env = _env(roots)
-    context = {"ir": ir, "ir_dict": asdict(ir), "header": header(ir)}
-    out: dict[str, str] = {}
-    for rel, (root, path) in sorted(files.items()):
-        if rel.endswith(".jinja"):
-            target = rel[: -len(".jinja")]
-            if target == "models.py":
-                context["models_code"] = render_models(ir, defs)
-            try:
-                text = env.get_template(rel).render(**context)
-            except jinja2.TemplateSyntaxError as exc:
-                raise GeneratorError(f"template error in {exc.filename or path}, line {exc.lineno}: {exc.message}") from None
-            except jinja2.UndefinedError as exc:
-                raise GeneratorError(f"template error in {path}, line {_jinja_line(exc, path)}: {exc.message}") from None
-            except jinja2.TemplateError as exc:
-                raise GeneratorError(f"template error in {path}: {exc}") from None
-            except Exception as exc:
-                raise GeneratorError(
-                    f"template error in {path}, line {_jinja_line(exc, path)}: {type(exc).__name__}: {exc}"
-                ) from None
-            out[target] = text
-        else:
+@dataclass
+class Rendered:
+    """Module sources before formatting. ``preformatted``: built-in hand-written files, shipped
+    black-formatted (a test keeps them so), which formatting may skip."""
+
+    files: dict[str, str]
+    preformatted: set[str]
+
+
+class Renderer:
+    def __init__(self, ir: IR, defs: dict[str, Any], user_templates: Path | None) -> None:
+        self.ir = ir
+        self.defs = defs
+        self.files = template_files(user_templates)
+        roots = ([user_templates] if user_templates else []) + [builtin_templates()]
+        self.env = _env(roots)
+        self.context: dict[str, Any] = {"ir": ir, "ir_dict": asdict(ir), "header": header(ir)}
+        self.builtin = builtin_templates()
+
+    @property
+    def models_template(self) -> str | None:
+        return "models.py.jinja" if "models.py.jinja" in self.files else None
+
+    def render_templates(self) -> Rendered:
+        """Everything except ``models.py`` (which needs datamodel-code-generator)."""
+        out = Rendered(files={}, preformatted=set())
+        for rel, (root, path) in sorted(self.files.items()):
+            if rel == self.models_template:
+                continue
+            if rel.endswith(".jinja"):
+                out.files[rel[: -len(".jinja")]] = self._render(rel, path)
+                continue
             try:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 raise GeneratorError(f"cannot read template file {path}: {exc}") from None
-            if rel.endswith(".py") and not text.startswith(header(ir)):
-                text = header(ir) + "\n" + text
-            out[rel] = text
-    return out
+            if rel.endswith(".py") and not text.startswith(header(self.ir)):
+                text = header(self.ir) + "\n" + text
+            out.files[rel] = text
+            if root == self.builtin:
+                out.preformatted.add(rel)
+        return out
+
+    def render_models(self) -> dict[str, str]:
+        if self.models_template is None:
+            return {}
+        self.context["models_code"] = render_models(self.ir, self.defs)
+        return {
+            "models.py": self._render(self.models_template, self.files[self.models_template][1])
+        }
+
+    def _render(self, rel: str, path: Path) -> str:
+        try:
+            return self.env.get_template(rel).render(**self.context)
+        except jinja2.TemplateSyntaxError as exc:
+            raise GeneratorError(
+                f"template error in {exc.filename or path}, line {exc.lineno}: {exc.message}"
+            ) from None
+        except jinja2.UndefinedError as exc:
+            raise GeneratorError(
+                f"template error in {path}, line {_jinja_line(exc, path)}: {exc.message}"
+            ) from None
+        except jinja2.TemplateError as exc:
+            raise GeneratorError(f"template error in {path}: {exc}") from None
+        except GeneratorError:
+            raise
+        except Exception as exc:
+            raise GeneratorError(
+                f"template error in {path}, line {_jinja_line(exc, path)}: {type(exc).__name__}: {exc}"
+            ) from None
 
 
 def _jinja_line(exc: BaseException, path: Path) -> str:
     tb = exc.__traceback__
     line = "?"
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename in (str(path), "<template>") or tb.tb_frame.f_globals.get("__jinja_template__"):
+        if tb.tb_frame.f_code.co_filename in (str(path), "<template>") or tb.tb_frame.f_globals.get(
+            "__jinja_template__"
+        ):
             line = str(tb.tb_lineno)
         tb = tb.tb_next
     return line

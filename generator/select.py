@@ -126,7 +126,11 @@ class _Finder:
         for name, definition in self.defs.items():
             if not isinstance(definition, dict) or not isinstance(definition.get("anyOf"), list):
                 continue
-            side = "client" if name.startswith("Client") else "server" if name.startswith("Server") else None
+            side = (
+                "client"
+                if name.startswith("Client")
+                else "server" if name.startswith("Server") else None
+            )
             if side is None or not (name.endswith("Request") or name.endswith("Notification")):
                 continue
             for member in definition["anyOf"]:
@@ -192,7 +196,9 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
             f"found {sorted(task_meta_defs) or 'none'}"
         )
     task_metadata_def = task_meta_defs.pop()
-    augmentable_defs = [(n, m) for n, m in augmentable_defs if not m.startswith(TASK_METHOD_PREFIXES)]
+    augmentable_defs = [
+        (n, m) for n, m in augmentable_defs if not m.startswith(TASK_METHOD_PREFIXES)
+    ]
 
     # The task type: carried in `task` by the answer to a task-augmented request.
     create_candidates: list[tuple[str, str]] = []
@@ -218,11 +224,17 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
     status_node = defs[task_def]["properties"].get("status")
     status_def = _ref_name(status_node)
     if status_def is not None and status_def not in defs:
-        raise GeneratorError(f"broken $ref {status_node['$ref']!r} in {task_def}.status: no definition {status_def!r}")
-    if status_def is None or not isinstance(defs.get(status_def), dict) or not isinstance(
-        defs[status_def].get("enum"), list
+        raise GeneratorError(
+            f"broken $ref {status_node['$ref']!r} in {task_def}.status: no definition {status_def!r}"
+        )
+    if (
+        status_def is None
+        or not isinstance(defs.get(status_def), dict)
+        or not isinstance(defs[status_def].get("enum"), list)
     ):
-        raise GeneratorError(f"task definition {task_def!r} has no 'status' referring to an enum definition")
+        raise GeneratorError(
+            f"task definition {task_def!r} has no 'status' referring to an enum definition"
+        )
     statuses = [str(s) for s in defs[status_def]["enum"]]
 
     # Task methods.
@@ -237,7 +249,9 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
         if is_request:
             guess = name[: -len("Request")] + "Result" if name.endswith("Request") else None
             if guess is None or guess not in defs:
-                raise GeneratorError(f"request {name!r} ({method}) has no matching result definition {guess!r}")
+                raise GeneratorError(
+                    f"request {name!r} ({method}) has no matching result definition {guess!r}"
+                )
             result = guess
             seeds.add(result)
         params = props.get("params")
@@ -261,7 +275,11 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
         if not name.endswith("Capabilities") or not isinstance(d, dict):
             continue
         tasks = (d.get("properties") or {}).get("tasks")
-        side = "client" if name.startswith("Client") else "server" if name.startswith("Server") else None
+        side = (
+            "client"
+            if name.startswith("Client")
+            else "server" if name.startswith("Server") else None
+        )
         if side and isinstance(tasks, dict):
             cap_tasks[side] = {"def": name, "schema": tasks}
     capability_requests: dict[str, list[tuple[str, ...]]] = {}
@@ -284,7 +302,13 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
             path = tuple(method.split("/"))
             if path in capability_requests.get(receiver, []):
                 augmentable.append(
-                    FoundAugmentable(method=method, definition=name, receiver=receiver, sent_by=sent_by, capability_path=path)
+                    FoundAugmentable(
+                        method=method,
+                        definition=name,
+                        receiver=receiver,
+                        sent_by=sent_by,
+                        capability_path=path,
+                    )
                 )
 
     # Tool-level negotiation: any definition with a `taskSupport` enum property.
@@ -297,7 +321,8 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
             seeds.add(name)
             ts = props["taskSupport"]
             ts_resolved = defs.get(_ref_name(ts) or "", ts)
-            task_support_values = [str(v) for v in ts_resolved.get("enum", [])]
+            enum = ts_resolved.get("enum") if isinstance(ts_resolved, dict) else None
+            task_support_values = [str(v) for v in enum] if isinstance(enum, list) else []
             task_support_def = name
 
     # Other non-request definitions with the task property (the common params mixin).
@@ -311,7 +336,9 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
 
     for name in extra:
         if name not in defs:
-            raise GeneratorError(f"rules overlay for {loaded.revision} names definition {name!r}, which the schema lacks")
+            raise GeneratorError(
+                f"rules overlay for {loaded.revision} names definition {name!r}, which the schema lacks"
+            )
         seeds.add(name)
 
     selection = Selection(
@@ -354,7 +381,9 @@ def _cut(
             if isinstance(ref, str):
                 name = _ref_name(node)
                 if name is None or not ref.startswith(f.prefix):
-                    raise GeneratorError(f"unsupported $ref {ref!r}: only local '{f.prefix}...' references are supported")
+                    raise GeneratorError(
+                        f"unsupported $ref {ref!r}: only local '{f.prefix}...' references are supported"
+                    )
                 if name not in defs:
                     raise GeneratorError(f"broken $ref {ref!r}: no definition {name!r}")
                 if name not in out and name not in pending:
@@ -378,7 +407,9 @@ def _cut(
     taken = set(defs) | set(out)
     enum_names: dict[str, int] = {}
     for name in sorted(out):
-        for prop, schema in sorted(((out[name].get("properties") or {}) if isinstance(out[name], dict) else {}).items()):
+        for prop, schema in sorted(
+            ((out[name].get("properties") or {}) if isinstance(out[name], dict) else {}).items()
+        ):
             if isinstance(schema, dict) and "enum" in schema and "$ref" not in schema:
                 enum_names[_pascal(prop)] = enum_names.get(_pascal(prop), 0) + 1
 

@@ -47,12 +47,16 @@ def _owned(output: Path) -> set[str]:
         files = data["files"]
         assert isinstance(files, list) and all(isinstance(f, str) for f in files)
     except Exception:
-        raise GeneratorError(f"manifest {path} is unreadable; remove it to regenerate from scratch") from None
+        raise GeneratorError(
+            f"manifest {path} is unreadable; remove it to regenerate from scratch"
+        ) from None
     safe = set()
     for rel in files:
         p = Path(rel)
         if p.is_absolute() or ".." in p.parts:
-            raise GeneratorError(f"manifest {path} lists a path outside the output directory: {rel!r}")
+            raise GeneratorError(
+                f"manifest {path} lists a path outside the output directory: {rel!r}"
+            )
         safe.add(p.as_posix())
     return safe
 
@@ -74,10 +78,17 @@ def plan(output: Path, files: dict[str, str]) -> Plan:
         target = output / rel
         for parent in list(Path(rel).parents)[:-1]:
             if (output / parent).exists() and not (output / parent).is_dir():
-                raise GeneratorError(f"cannot write {rel}: {output / parent} exists and is not a directory")
+                raise GeneratorError(
+                    f"cannot write {rel}: {output / parent} exists and is not a directory"
+                )
         if target.is_dir():
             raise GeneratorError(f"cannot write {rel}: {target} is a directory")
-        if target.exists() and rel not in p.old_owned and rel != MANIFEST_NAME and not _is_ours(target):
+        if (
+            target.exists()
+            and rel not in p.old_owned
+            and rel != MANIFEST_NAME
+            and not _is_ours(target)
+        ):
             raise GeneratorError(
                 f"refusing to overwrite {target}: it was not written by mcptask-gen "
                 f"(not in {MANIFEST_NAME} and no @generated header); move it away or choose another output"
@@ -96,7 +107,9 @@ def publish(p: Plan) -> None:
         os.umask(umask)
         staging.chmod(0o777 & ~umask)
     except OSError as exc:
-        raise GeneratorError(f"cannot create output directory next to {output}: {exc.strerror}") from None
+        raise GeneratorError(
+            f"cannot create output directory next to {output}: {exc.strerror}"
+        ) from None
     try:
         for rel, text in sorted(p.files.items()):
             dest = staging / rel

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+
 from mcptask_gen.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +49,16 @@ def import_package() -> Callable[[Path], Any]:
         sys.path.insert(0, str(pkg_dir.parent))
         try:
             module = importlib.import_module(pkg_dir.name)
-            for sub in ("models", "methods", "capabilities", "handlers", "lifecycle", "errors", "meta", "store"):
+            for sub in (
+                "models",
+                "methods",
+                "capabilities",
+                "handlers",
+                "lifecycle",
+                "errors",
+                "meta",
+                "store",
+            ):
                 importlib.import_module(f"{pkg_dir.name}.{sub}")
         finally:
             sys.path.remove(str(pkg_dir.parent))
@@ -67,7 +77,11 @@ def write_schema(path: Path, doc: dict[str, Any]) -> Path:
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def copy_pkg(src: Path, dst: Path) -> Path:

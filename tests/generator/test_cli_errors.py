@@ -77,25 +77,41 @@ def test_not_a_json_schema(tmp_path: Path, doc: object, needle: str) -> None:
 
 def test_2025_06_18_says_tasks_arrived_later(tmp_path: Path) -> None:
     out = tmp_path / "pkg"
-    _assert_clean_failure(run_cli(SCHEMA_0618, "-o", out), out, "no task definitions", "tasks arrived in protocol revision 2025-11-25")
+    _assert_clean_failure(
+        run_cli(SCHEMA_0618, "-o", out),
+        out,
+        "no task definitions",
+        "tasks arrived in protocol revision 2025-11-25",
+    )
 
 
 def test_2026_07_28_says_tasks_moved_to_extension(tmp_path: Path) -> None:
     out = tmp_path / "pkg"
     _assert_clean_failure(
-        run_cli(SCHEMA_0728, "-o", out), out, "no task definitions", "io.modelcontextprotocol/tasks", "extension"
+        run_cli(SCHEMA_0728, "-o", out),
+        out,
+        "no task definitions",
+        "io.modelcontextprotocol/tasks",
+        "extension",
     )
 
 
 def test_schema_without_tasks_unknown_revision(tmp_path: Path) -> None:
     schema = write_schema(tmp_path / "s.json", {"$schema": "x", "$defs": {"A": {"type": "object"}}})
     out = tmp_path / "pkg"
-    _assert_clean_failure(run_cli(schema, "-o", out, "--revision", "2025-11-25"), out, "no task definitions")
+    _assert_clean_failure(
+        run_cli(schema, "-o", out, "--revision", "2025-11-25"), out, "no task definitions"
+    )
 
 
 def test_unknown_revision_flag(tmp_path: Path) -> None:
     out = tmp_path / "pkg"
-    _assert_clean_failure(run_cli(SCHEMA, "-o", out, "--revision", "1999-01-01"), out, "no rules overlay", "1999-01-01")
+    _assert_clean_failure(
+        run_cli(SCHEMA, "-o", out, "--revision", "1999-01-01"),
+        out,
+        "no rules overlay",
+        "1999-01-01",
+    )
 
 
 def test_cannot_infer_revision(tmp_path: Path, schema_doc: dict) -> None:  # type: ignore[type-arg]
@@ -104,7 +120,9 @@ def test_cannot_infer_revision(tmp_path: Path, schema_doc: dict) -> None:  # typ
     doc["$defs"]["Other"] = {"type": "object"}
     schema = write_schema(tmp_path / "s.json", doc)
     out = tmp_path / "pkg"
-    _assert_clean_failure(run_cli(schema, "-o", out), out, "cannot infer the protocol revision", "--revision")
+    _assert_clean_failure(
+        run_cli(schema, "-o", out), out, "cannot infer the protocol revision", "--revision"
+    )
 
 
 def test_broken_ref(tmp_path: Path, schema_doc: dict) -> None:  # type: ignore[type-arg]
@@ -126,7 +144,11 @@ def test_output_is_a_file(tmp_path: Path) -> None:
 
 def test_bad_package_name(tmp_path: Path) -> None:
     out = tmp_path / "pkg"
-    _assert_clean_failure(run_cli(SCHEMA, "-o", out, "--package-name", "not-valid"), out, "not a valid Python identifier")
+    _assert_clean_failure(
+        run_cli(SCHEMA, "-o", out, "--package-name", "not-valid"),
+        out,
+        "not a valid Python identifier",
+    )
 
 
 def test_foreign_file_is_never_overwritten(tmp_path: Path) -> None:

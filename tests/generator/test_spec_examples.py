@@ -15,7 +15,9 @@ INDEX = json.loads((FIXTURES / "index.json").read_text())
 
 
 def _wire(model: Any) -> str:
-    return json.dumps(model.model_dump(mode="json", by_alias=True, exclude_unset=True), ensure_ascii=False)
+    return json.dumps(
+        model.model_dump(mode="json", by_alias=True, exclude_unset=True), ensure_ascii=False
+    )
 
 
 def _same(model: Any, original: Any) -> None:
@@ -84,8 +86,13 @@ def test_example_round_trips(entry: dict[str, Any], pkg: Any) -> None:
 
 
 def test_ttl_null_survives_a_round_trip(pkg: Any) -> None:
-    task = {"taskId": "t1", "status": "working", "createdAt": "2025-11-25T10:30:00Z",
-            "lastUpdatedAt": "2025-11-25T10:30:00Z", "ttl": None}
+    task = {
+        "taskId": "t1",
+        "status": "working",
+        "createdAt": "2025-11-25T10:30:00Z",
+        "lastUpdatedAt": "2025-11-25T10:30:00Z",
+        "ttl": None,
+    }
     for model in (pkg.models.Task, pkg.models.GetTaskResult, pkg.models.CancelTaskResult):
         _same(model.model_validate(task), task)
     _same(pkg.models.CreateTaskResult.model_validate({"task": task}), {"task": task})

@@ -16,7 +16,9 @@ def _with_prompts_get_augmentable(doc: dict[str, Any]) -> dict[str, Any]:
         "$ref": "#/$defs/TaskMetadata",
         "description": "task-augmented prompts/get",
     }
-    requests = defs["ServerCapabilities"]["properties"]["tasks"]["properties"]["requests"]["properties"]
+    requests = defs["ServerCapabilities"]["properties"]["tasks"]["properties"]["requests"][
+        "properties"
+    ]
     requests["prompts"] = {
         "type": "object",
         "properties": {"get": {"type": "object", "additionalProperties": True, "properties": {}}},
@@ -27,11 +29,21 @@ def _with_prompts_get_augmentable(doc: dict[str, Any]) -> dict[str, Any]:
 def test_pinned_schema_structure(generated_pkg: Path, import_package: Any) -> None:
     pkg = import_package(generated_pkg)
     methods = pkg.methods
-    assert set(methods.METHODS) == {"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "notifications/tasks/status"}
+    assert set(methods.METHODS) == {
+        "tasks/get",
+        "tasks/result",
+        "tasks/list",
+        "tasks/cancel",
+        "notifications/tasks/status",
+    }
     get = methods.METHODS["tasks/get"]
     assert get.params is pkg.models.GetTaskRequestParams and get.result is pkg.models.GetTaskResult
     assert get.sent_by == {"client", "server"}
-    assert set(methods.AUGMENTABLE) == {"tools/call", "sampling/createMessage", "elicitation/create"}
+    assert set(methods.AUGMENTABLE) == {
+        "tools/call",
+        "sampling/createMessage",
+        "elicitation/create",
+    }
     assert methods.AUGMENTABLE["tools/call"].receiver == "server"
     assert methods.AUGMENTABLE["elicitation/create"].receiver == "client"
     assert methods.AUGMENTABLE["tools/call"].answer is pkg.models.CreateTaskResult
@@ -64,7 +76,9 @@ def test_new_augmentable_request_appears_without_code_change(
     ours = pkg.capabilities.build_tasks_capability("server")
     assert ours["requests"]["prompts"] == {"get": {}}
     assert pkg.capabilities.peer_supports({"tasks": ours}, "prompts/get")
-    assert not pkg.capabilities.peer_supports({"tasks": {"requests": {"tools": {"call": {}}}}}, "prompts/get")
+    assert not pkg.capabilities.peer_supports(
+        {"tasks": {"requests": {"tools": {"call": {}}}}}, "prompts/get"
+    )
 
 
 def test_augmentable_request_without_capability_is_not_augmentable(
@@ -82,20 +96,48 @@ def test_augmentable_request_without_capability_is_not_augmentable(
 def test_inline_objects_get_stable_names(generated_pkg: Path, import_package: Any) -> None:
     pkg = import_package(generated_pkg)
     m = pkg.models
-    for name in ("GetTaskRequestParams", "GetTaskPayloadRequestParams", "CancelTaskRequestParams",
-                 "ServerCapabilitiesTasks", "ClientCapabilitiesTasks", "TaskSupport", "TaskStatus"):
+    for name in (
+        "GetTaskRequestParams",
+        "GetTaskPayloadRequestParams",
+        "CancelTaskRequestParams",
+        "ServerCapabilitiesTasks",
+        "ClientCapabilitiesTasks",
+        "TaskSupport",
+        "TaskStatus",
+    ):
         assert hasattr(m, name), name
-    assert [s.value for s in m.TaskStatus] == ["cancelled", "completed", "failed", "input_required", "working"]
+    assert [s.value for s in m.TaskStatus] == [
+        "cancelled",
+        "completed",
+        "failed",
+        "input_required",
+        "working",
+    ]
     assert [s.value for s in m.TaskSupport] == ["forbidden", "optional", "required"]
     # Task.ttl is required and nullable.
     field = m.Task.model_fields["ttl"]
     assert field.is_required()
-    assert m.Task.model_validate(
-        {"taskId": "t", "status": "working", "createdAt": "x", "lastUpdatedAt": "x", "ttl": None}
-    ).ttl is None
+    assert (
+        m.Task.model_validate(
+            {
+                "taskId": "t",
+                "status": "working",
+                "createdAt": "x",
+                "lastUpdatedAt": "x",
+                "ttl": None,
+            }
+        ).ttl
+        is None
+    )
     # _meta as meta, population by name allowed.
-    r = m.CreateTaskResult(meta={"k": 1}, task=m.Task(taskId="t", status="working", createdAt="a", lastUpdatedAt="a", ttl=None))
+    r = m.CreateTaskResult(
+        meta={"k": 1},
+        task=m.Task(taskId="t", status="working", createdAt="a", lastUpdatedAt="a", ttl=None),
+    )
     assert r.model_dump(by_alias=True, exclude_unset=True)["_meta"] == {"k": 1}
-    assert pkg.meta.TaskMeta.model_validate(
-        {"io.modelcontextprotocol/related-task": {"taskId": "abc"}}
-    ).related_task.taskId == "abc"
+    assert (
+        pkg.meta.TaskMeta.model_validate(
+            {"io.modelcontextprotocol/related-task": {"taskId": "abc"}}
+        ).related_task.taskId
+        == "abc"
+    )

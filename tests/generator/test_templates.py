@@ -44,7 +44,11 @@ def test_undefined_variable_in_template_names_file_and_line(tmp_path: Path) -> N
     out = tmp_path / "pkg"
     result = run_cli(SCHEMA, "-o", out, "--templates", templates)
     assert result.exit_code == 2, result.output
-    assert "lifecycle.py.jinja" in result.output and "line 3" in result.output and "no_such_thing" in result.output
+    assert (
+        "lifecycle.py.jinja" in result.output
+        and "line 3" in result.output
+        and "no_such_thing" in result.output
+    )
     assert not out.exists()
 
 

@@ -1,0 +1,106 @@
+"""Wall time of a full generation of the pinned schema (formatting included) and of --check,
+next to a plain datamodel-codegen run on the full schema measured in the same run; and the
+import time of the generated package next to ``import pydantic`` alone.
+
+    .venv/bin/python benchmarks/bench_generate.py [--repeat N] [--quick]
+
+Each figure is the median of N runs of a fresh process. Targets (issue #2): generation at most
+0.5x the plain datamodel-codegen run; importing the generated package at most 2x pydantic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO.parent / "shared" / "mcp-schema" / "2025-11-25" / "schema.json"
+BIN = Path(sys.executable).parent
+
+IMPORT_PYDANTIC = "import pydantic; pydantic.BaseModel"
+IMPORT_PKG = (
+    "import mcp_tasks.models, mcp_tasks.methods, mcp_tasks.capabilities, mcp_tasks.lifecycle, "
+    "mcp_tasks.errors, mcp_tasks.meta, mcp_tasks.store, mcp_tasks.handlers"
+)
+
+
+def wall(cmd: list[str], repeat: int, before: object = None) -> float:
+    times = []
+    for _ in range(repeat):
+        if callable(before):
+            before()
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def import_time(stmt: str, repeat: int, cwd: Path) -> float:
+    """Median in-process time of ``stmt`` in a fresh interpreter (interpreter start excluded)."""
+    code = f"import time; t = time.perf_counter(); {stmt}; print(time.perf_counter() - t)"
+    times = []
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=cwd
+        )
+        times.append(float(out.stdout.strip()))
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="one run each (smoke test)")
+    args = parser.parse_args()
+    repeat = 1 if args.quick else args.repeat
+    tmp = Path(tempfile.mkdtemp(prefix="bench-generate-"))
+    try:
+        out = tmp / "mcp_tasks"
+        gen = [str(BIN / "mcptask-gen"), str(SCHEMA), "-o", str(out)]
+
+        def clean() -> None:
+            shutil.rmtree(out, ignore_errors=True)
+
+        ours = wall(gen, repeat, before=clean)
+        subprocess.run(gen, check=True, capture_output=True)
+        check = wall([*gen, "--check"], repeat)
+        plain = wall(
+            [
+                str(BIN / "datamodel-codegen"),
+                "--input",
+                str(SCHEMA),
+                "--input-file-type",
+                "jsonschema",
+                "--output-model-type",
+                "pydantic_v2.BaseModel",
+                "--output",
+                str(tmp / "full_models.py"),
+            ],
+            repeat,
+        )
+        pyd = import_time(IMPORT_PYDANTIC, max(repeat, 3), tmp)
+        pkg = import_time(IMPORT_PKG, max(repeat, 3), tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    rows = [
+        ("mcptask-gen full generation (2025-11-25, black included)", ours, ours / plain, "<= 0.5"),
+        ("mcptask-gen --check (up to date)", check, check / plain, "<= 0.5"),
+        ("baseline: plain datamodel-codegen, full schema, defaults", plain, 1.0, ""),
+        ("import of the generated package (8 modules)", pkg, pkg / pyd, "<= 2.0"),
+        ("baseline: import pydantic (pydantic.BaseModel)", pyd, 1.0, ""),
+    ]
+    print(f"median of {repeat} run(s); python {sys.version.split()[0]}")
+    print(f"{'measure':60} {'seconds':>9} {'ratio':>7}  target")
+    for name, secs, ratio, target in rows:
+        print(f"{name:60} {secs:9.3f} {ratio:7.2f}  {target}")
+
+
+if __name__ == "__main__":
+    main()
