@@ -23,8 +23,17 @@ def test_generator_mypy_strict(tmp_path: Path) -> None:
     # cannot follow), so give mypy a path where the directory has its import name.
     (tmp_path / "mcptask_gen").symlink_to(REPO / "generator", target_is_directory=True)
     result = subprocess.run(
-        [str(BIN / "mypy"), "--strict", "--no-incremental", "--cache-dir", os.devnull,
-         "--config-file", str(REPO / "pyproject.toml"), "-p", "mcptask_gen"],
+        [
+            str(BIN / "mypy"),
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            os.devnull,
+            "--config-file",
+            str(REPO / "pyproject.toml"),
+            "-p",
+            "mcptask_gen",
+        ],
         cwd=tmp_path,
         env=dict(os.environ, MYPYPATH=str(tmp_path)),
         capture_output=True,
