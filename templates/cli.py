@@ -114,7 +114,9 @@ async def _connect(target: str, token: str | None) -> AsyncIterator[Any]:
         from mcp.client.streamable_http import streamable_http_client
 
         headers = {"Authorization": f"Bearer {token}"} if token else None
-        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=None)) as http:
+        async with httpx2.AsyncClient(
+            headers=headers, timeout=httpx2.Timeout(60, read=None)
+        ) as http:
             async with streamable_http_client(target, http_client=http) as (read, write):
                 async with TasksClientSession(
                     read, write, elicitation_callback=_elicit, receive_tasks=False
@@ -162,7 +164,9 @@ async def _run(args: argparse.Namespace) -> int:
             try:
                 created = await requestor.call_tool_as_task(args.tool, arguments, ttl=args.ttl)
                 line.show(created.task)
-                task = await requestor.wait(created.task.taskId, on_status=line.show, first=created.task)
+                task = await requestor.wait(
+                    created.task.taskId, on_status=line.show, first=created.task
+                )
                 raw = await requestor.result(task.taskId)
                 line.show(await requestor.get(task.taskId))
             finally:

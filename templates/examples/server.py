@@ -147,9 +147,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
     parser.add_argument("--store", default="memory", help="memory (default) or sqlite:PATH")
     parser.add_argument("--tokens", metavar="FILE", help="JSON map of bearer token -> subject")
-    parser.add_argument(
-        "--stateless", action="store_true", help="Streamable HTTP without sessions"
-    )
+    parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without sessions")
     args = parser.parse_args(argv)
     if args.stdio and (args.tokens or args.stateless):
         parser.error("--tokens and --stateless apply to --http only")

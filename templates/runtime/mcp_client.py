@@ -305,9 +305,7 @@ class TasksClientSession(ClientSession):
         self.task_statuses: list[dict[str, Any]] = []
         self._on_task_status = on_task_status
         bindings = [*(notification_bindings or ()), status_binding(self._status_received)]
-        super().__init__(
-            read_stream, write_stream, *args, notification_bindings=bindings, **kwargs
-        )
+        super().__init__(read_stream, write_stream, *args, notification_bindings=bindings, **kwargs)
         self.receive_tasks = receive_tasks
         self.engine = TaskEngine(task_store, task_config)
         self.tasks = TaskRequestor(self)
@@ -373,7 +371,9 @@ class TasksClientSession(ClientSession):
             answer = ClientResponse.validate_python(response)
             if isinstance(answer, types.ErrorData):
                 raise JsonRpcError(answer.code, answer.message, answer.data)
-            dumped: dict[str, Any] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+            dumped: dict[str, Any] = answer.model_dump(
+                by_alias=True, mode="json", exclude_none=True
+            )
             return dumped
 
         return await self.engine.create_task(

@@ -348,9 +348,7 @@ class McpTasks:
             outbound = _TaskOutbound(conn, tctx, rctx.progress_token, request_id)
             session = ServerSession(outbound, conn)
             try:
-                result = await call_next(
-                    dataclasses.replace(ctx, params=params, session=session)
-                )
+                result = await call_next(dataclasses.replace(ctx, params=params, session=session))
             except MCPError as exc:
                 raise _task_error(exc) from None
             except ValidationError as exc:

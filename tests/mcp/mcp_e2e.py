@@ -24,6 +24,7 @@ import httpx2
 import pytest
 from mcp import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
 from mcp_tasks.runtime.mcp_client import TasksClientSession
 
 STARTUP_TIMEOUT = 60.0

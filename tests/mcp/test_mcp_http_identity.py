@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_e2e import http_session
+
 from mcp_tasks import models
 
 pytestmark = pytest.mark.anyio
