@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+
 from mcp_tasks.lifecycle import (
     CANCELLED,
     COMPLETED,

@@ -72,7 +72,10 @@ audit_log = logging.getLogger(f"{_PKG}.audit")
 log = logging.getLogger(f"{_PKG}.runtime")
 
 #: JSON-RPC error stored for a cancelled task: ``tasks/result`` answers it (R-RESULT-1).
-CANCELLED_ERROR: dict[str, Any] = {"code": -32800, "message": "Request cancelled: the task was cancelled"}
+CANCELLED_ERROR: dict[str, Any] = {
+    "code": -32800,
+    "message": "Request cancelled: the task was cancelled",
+}
 #: statusMessage and error of tasks interrupted by a process that died or shut down.
 INTERRUPTED_MESSAGE = "Task failed: the server stopped before the task finished"
 
@@ -253,7 +256,9 @@ class TaskEngine(TasksHandlerBase):
         except Exception:
             log.exception("on_status hook failed for task %s", rec.task_id)
 
-    async def _transition(self, task_id: str, status: models.TaskStatus, **kw: Any) -> TaskRecord | None:
+    async def _transition(
+        self, task_id: str, status: models.TaskStatus, **kw: Any
+    ) -> TaskRecord | None:
         try:
             return await self.store.transition(task_id, status, now=self.clock(), **kw)
         except TaskError:
@@ -439,7 +444,11 @@ class TaskEngine(TasksHandlerBase):
                 elif not run.scope.cancel_called:
                     # The engine shut down under the work.
                     await self._finish(
-                        task_id, run, FAILED, INTERRUPTED_MESSAGE, None,
+                        task_id,
+                        run,
+                        FAILED,
+                        INTERRUPTED_MESSAGE,
+                        None,
                         InternalError(message=INTERRUPTED_MESSAGE).to_error(),
                     )
                 else:
@@ -458,14 +467,21 @@ class TaskEngine(TasksHandlerBase):
             try:
                 # A late outcome after a cancel or expiry is a no-op (R-CANCEL-3).
                 rec = await self._transition(
-                    task_id, status, expected=NON_TERMINAL, status_message=message,
-                    result=result, error=error,
+                    task_id,
+                    status,
+                    expected=NON_TERMINAL,
+                    status_message=message,
+                    result=result,
+                    error=error,
                 )
             except StoreUnavailable:
                 log.exception("task %s: could not store its outcome", task_id)
                 err = InternalError(detail="the task's outcome could not be stored")
                 rec = await self._transition(
-                    task_id, FAILED, expected=NON_TERMINAL, status_message=err.message,
+                    task_id,
+                    FAILED,
+                    expected=NON_TERMINAL,
+                    status_message=err.message,
                     error=err.to_error(),
                 )
         except Exception:
@@ -502,7 +518,9 @@ class TaskEngine(TasksHandlerBase):
         run.pending[pending.id] = pending
         try:
             rec = await self._transition(
-                task_id, INPUT_REQUIRED, expected=(WORKING,),
+                task_id,
+                INPUT_REQUIRED,
+                expected=(WORKING,),
                 status_message=f"Waiting for the requestor to answer {method}",
             )
             if rec is not None:  # R-INPUT-1
@@ -516,7 +534,9 @@ class TaskEngine(TasksHandlerBase):
                 with anyio.CancelScope(shield=True):
                     rec = await self._transition(task_id, WORKING, expected=(INPUT_REQUIRED,))
                     if rec is not None:  # R-INPUT-4
-                        self._audit("status_changed", rec.requestor, task_id, status=rec.status.value)
+                        self._audit(
+                            "status_changed", rec.requestor, task_id, status=rec.status.value
+                        )
                         await self._emit(rec)
         if pending.error is not None:
             raise pending.error
@@ -569,8 +589,11 @@ class TaskEngine(TasksHandlerBase):
         if rec.status in TERMINAL:
             raise TaskAlreadyTerminal(rec.status.value)  # R-CANCEL-1
         new = await self._transition(
-            task_id, CANCELLED, expected=NON_TERMINAL,
-            status_message="The task was cancelled by the requestor", error=CANCELLED_ERROR,
+            task_id,
+            CANCELLED,
+            expected=NON_TERMINAL,
+            status_message="The task was cancelled by the requestor",
+            error=CANCELLED_ERROR,
         )
         if new is None:  # it ended meanwhile
             now_rec = await self._lookup(task_id, ctx)
@@ -607,9 +630,7 @@ class TaskEngine(TasksHandlerBase):
         page = recs[:size]
         now = self.clock()
         out: dict[str, Any] = {
-            "tasks": [
-                r.wire() for r in page if r.expires_at is None or r.expires_at > now
-            ]
+            "tasks": [r.wire() for r in page if r.expires_at is None or r.expires_at > now]
         }
         if len(recs) > size:  # R-LIST-1
             last = page[-1]
@@ -620,7 +641,9 @@ class TaskEngine(TasksHandlerBase):
         self, params: models.GetTaskPayloadRequestParams, ctx: RequestContext
     ) -> models.GetTaskPayloadResult:
         self._check_rate(ctx.requestor)
-        return models.GetTaskPayloadResult.model_validate(await self._result(params.taskId, ctx, None))
+        return models.GetTaskPayloadResult.model_validate(
+            await self._result(params.taskId, ctx, None)
+        )
 
     async def _result(
         self, task_id: str, ctx: RequestContext, on_input: InputHandler | None

@@ -128,7 +128,9 @@ class SqliteTaskStore(TaskStore):
 
     async def get(self, task_id: str) -> TaskRecord | None:
         def op(c: sqlite3.Connection) -> TaskRecord | None:
-            row = c.execute(f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+            row = c.execute(
+                f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
+            ).fetchone()
             return None if row is None else _row(row)
 
         return await self._call(op)

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+
 from mcp_tasks.errors import (
     ConcurrencyLimitExceeded,
     JsonRpcError,

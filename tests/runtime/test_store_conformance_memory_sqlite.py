@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from store_conformance import StoreConformance, record
+
 from mcp_tasks.lifecycle import COMPLETED, FAILED, INPUT_REQUIRED
 from mcp_tasks.runtime import InMemoryTaskStore, SqliteTaskStore
 from mcp_tasks.store import TaskStore
-from store_conformance import StoreConformance, record
 
 
 class TestInMemoryTaskStore(StoreConformance):

@@ -1,0 +1,234 @@
+"""Runtime benchmark: store operations, tasks/result wake-up, tasks/list pages, memory.
+
+    .venv/bin/python benchmarks/bench_runtime.py [--quick]
+
+Every figure is printed next to a baseline measured in the same run: a bare dict
+holding the same ``TaskRecord`` objects. Informational only: the test suite runs
+``--quick`` to keep this script working and never asserts on timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_tasks.handlers import RequestContext
+from mcp_tasks.lifecycle import COMPLETED, WORKING
+from mcp_tasks.runtime import (
+    EngineConfig,
+    InMemoryTaskStore,
+    SqliteTaskStore,
+    TaskContext,
+    TaskEngine,
+)
+from mcp_tasks.store import TaskRecord, TaskStore
+
+RESULT = {"content": [{"type": "text", "text": "ok"}]}
+
+
+def records(n: int, requestor: str = "bench") -> list[TaskRecord]:
+    now = time.time()
+    return [
+        TaskRecord(
+            task_id=secrets.token_urlsafe(16),
+            requestor=requestor,
+            method="tools/call",
+            status=WORKING,
+            created_at=now + i * 1e-6,
+            last_updated_at=now,
+            ttl_ms=3_600_000,
+            poll_interval_ms=500,
+        )
+        for i in range(n)
+    ]
+
+
+async def timed(n: int, op: Callable[[int], Awaitable[Any]]) -> float:
+    """Operations per second of ``op(i)`` for i in range(n)."""
+    t = time.perf_counter()
+    for i in range(n):
+        await op(i)
+    return n / (time.perf_counter() - t)
+
+
+async def bench_store(name: str, store: TaskStore, n: int, gets: int) -> dict[str, float]:
+    recs = records(n)
+    out: dict[str, float] = {}
+    out["create"] = await timed(n, lambda i: store.create(recs[i]))
+    ids = [r.task_id for r in recs]
+    now = time.time()
+    out["get"] = await timed(gets, lambda i: store.get(ids[i % n]))
+    out["complete"] = await timed(
+        n, lambda i: store.transition(ids[i], COMPLETED, now=now, result=RESULT)
+    )
+
+    async def get_result(i: int) -> Any:
+        rec = await store.get(ids[i % n])
+        return rec.result if rec is not None else None
+
+    out["get-result"] = await timed(gets, get_result)
+    return out
+
+
+async def bench_dict(n: int, gets: int) -> dict[str, float]:
+    d: dict[str, TaskRecord] = {}
+    recs = records(n)
+    ids = [r.task_id for r in recs]
+    out: dict[str, float] = {}
+
+    async def create(i: int) -> None:
+        d[recs[i].task_id] = recs[i]
+
+    async def get(i: int) -> Any:
+        return d.get(ids[i % n])
+
+    async def complete(i: int) -> None:
+        d[ids[i]] = replace(d[ids[i]], status=COMPLETED, result=RESULT)
+
+    async def get_result(i: int) -> Any:
+        rec = d.get(ids[i % n])
+        return rec.result if rec is not None else None
+
+    out["create"] = await timed(n, create)
+    out["get"] = await timed(gets, get)
+    out["complete"] = await timed(n, complete)
+    out["get-result"] = await timed(gets, get_result)
+    return out
+
+
+async def get_rate(store: TaskStore, size: int, gets: int) -> float:
+    recs = records(size, "sized")
+    for r in recs:
+        await store.create(r)
+    ids = [r.task_id for r in recs]
+    return await timed(gets, lambda i: store.get(ids[(i * 7919) % size]))
+
+
+async def wakeup_latency(samples: int) -> tuple[float, float]:
+    ctx = RequestContext(requestor="bench")
+    lat: list[float] = []
+    async with TaskEngine(InMemoryTaskStore(), EngineConfig(max_active_per_requestor=10**6)) as eng:
+        for _ in range(samples):
+            go = anyio.Event()
+            stamp: list[float] = []
+
+            async def work(
+                tc: TaskContext, go: anyio.Event = go, stamp: list[float] = stamp
+            ) -> dict[str, Any]:
+                await go.wait()
+                stamp.append(time.perf_counter())
+                return RESULT
+
+            tid = (await eng.create_task(ctx, "tools/call", work))["task"]["taskId"]
+            async with anyio.create_task_group() as tg:
+
+                async def waiter(tid: str = tid, stamp: list[float] = stamp) -> None:
+                    await eng.handle("tasks/result", {"taskId": tid}, ctx)
+                    lat.append(time.perf_counter() - stamp[0])
+
+                tg.start_soon(waiter)
+                await anyio.sleep(0.0005)
+                go.set()
+    lat.sort()
+    return statistics.median(lat) * 1000, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+
+
+async def list_page_time(retained: int, pages: int) -> float:
+    ctx = RequestContext(requestor="bench")
+    store = InMemoryTaskStore()
+    for r in records(retained, "bench"):
+        await store.create(r)
+    eng = TaskEngine(store, EngineConfig())
+    first = await eng.handle("tasks/list", {}, ctx)
+    cursor = first["nextCursor"]
+    t = time.perf_counter()
+    for _ in range(pages):
+        page = await eng.handle("tasks/list", {"cursor": cursor}, ctx)
+        assert len(page["tasks"]) == 50
+    return (time.perf_counter() - t) / pages * 1e6
+
+
+async def bytes_per_task(n: int) -> tuple[float, int]:
+    ctx = RequestContext(requestor="bench")
+    results = [{"content": [{"type": "text", "text": f"result {i}"}]} for i in range(n)]
+    cfg = EngineConfig(max_active_per_requestor=10**6, rate_limit_calls=10**9)
+    gc.collect()
+    tracemalloc.start()
+    async with TaskEngine(InMemoryTaskStore(), cfg) as eng:
+        base = tracemalloc.get_traced_memory()[0]
+        for i in range(n):
+
+            async def work(tc: TaskContext, r: dict[str, Any] = results[i]) -> dict[str, Any]:
+                return r
+
+            await eng.create_task(ctx, "tools/call", work)
+        while eng.running:
+            await anyio.sleep(0.001)
+        gc.collect()
+        used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    return used / n, len(eng.store)  # type: ignore[arg-type]
+
+
+def row(label: str, value: float, base: float | None = None, unit: str = "ops/s") -> None:
+    ratio = f"   ({value / base:6.2f}x dict)" if base else ""
+    print(f"  {label:<34} {value:>14,.0f} {unit}{ratio}")
+
+
+async def main(quick: bool) -> None:
+    n = 2_000 if quick else 100_000
+    gets = 5_000 if quick else 500_000
+    sq_n = 200 if quick else 5_000
+    print(
+        f"mcp_tasks runtime benchmark (python {sys.version.split()[0]}{', quick' if quick else ''})"
+    )
+    base = await bench_dict(n, gets)
+    mem = await bench_store("memory", InMemoryTaskStore(), n, gets)
+    with tempfile.TemporaryDirectory() as tmp:
+        sq_store = SqliteTaskStore(Path(tmp) / "bench.db")
+        sq = await bench_store("sqlite", sq_store, sq_n, sq_n)
+        await sq_store.close()
+    print(f"store operations ({n:,} tasks in memory, {sq_n:,} in SQLite)")
+    for op in ("create", "get", "complete", "get-result"):
+        row(f"dict baseline {op}", base[op])
+        row(f"InMemoryTaskStore {op}", mem[op], base[op])
+        row(f"SqliteTaskStore {op}", sq[op], base[op])
+    small, large = (1_000, 10_000) if quick else (1_000, 100_000)
+    g_small = await get_rate(InMemoryTaskStore(), small, gets)
+    g_large = await get_rate(InMemoryTaskStore(), large, gets)
+    print("get with many tasks stored (memory)")
+    row(f"get @ {small:,} tasks", g_small)
+    row(f"get @ {large:,} tasks", g_large)
+    print(f"  ratio {large:,}/{small:,}: {g_large / g_small:.2f}")
+    p50, p99 = await wakeup_latency(50 if quick else 1_000)
+    print("tasks/result wake-up latency after completion (memory)")
+    print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms")
+    pages = 20 if quick else 2_000
+    t_small = await list_page_time(small, pages)
+    t_large = await list_page_time(large, pages)
+    print("tasks/list page of 50 (memory, engine incl. cursor signing)")
+    print(f"  {small:>7,} retained: {t_small:8.1f} us/page")
+    print(f"  {large:>7,} retained: {t_large:8.1f} us/page")
+    print(f"  ratio: {t_large / t_small:.2f}")
+    per, kept = await bytes_per_task(1_000 if quick else 20_000)
+    print("memory per retained completed task (engine + memory store, tracemalloc)")
+    print(f"  {per:,.0f} bytes/task beyond its result payload ({kept:,} tasks kept;")
+    print("  the payloads were allocated before tracing started, so they are not counted)")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small sizes, for the smoke test")
+    anyio.run(main, ap.parse_args().quick)
