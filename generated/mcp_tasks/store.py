@@ -13,19 +13,31 @@ suite against it.
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from .lifecycle import SOURCES
 from .models import Task, TaskStatus
 
+_SECONDS: dict[int, str] = {}
+
 
 def rfc3339(ts: float) -> str:
-    """RFC 3339 UTC with milliseconds, e.g. ``2025-11-25T10:30:00.000Z`` (R-TTL-1)."""
-    dt = datetime.fromtimestamp(ts, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    """RFC 3339 UTC with milliseconds, e.g. ``2025-11-25T10:30:00.000Z`` (R-TTL-1).
+
+    Hot on every ``tasks/get`` and ``tasks/list``: the date-time part is formatted once per
+    second and cached (a small bounded dict), the milliseconds appended.
+    """
+    ms = int(ts * 1000)
+    sec, milli = divmod(ms, 1000)
+    prefix = _SECONDS.get(sec)
+    if prefix is None:
+        if len(_SECONDS) >= 4096:
+            _SECONDS.clear()
+        prefix = _SECONDS[sec] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
+    return f"{prefix}.{milli:03d}Z"
 
 
 @dataclass(slots=True)
