@@ -1,0 +1,57 @@
+"""Fixtures for the hardening tests (issue 8); helpers live in ``sec_harness``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sec_harness import TOKENS, HttpServer
+
+#: cases run by the fuzzers, printed in the terminal summary (key -> count)
+FUZZ_COUNTS: dict[str, int] = {}
+#: figures reported by the soak test (printed in the terminal summary)
+SOAK_REPORT: list[str] = []
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator[Callable[..., HttpServer]]:
+    """``make(*args, engine_config=None)``: a started example server; stopped by PID afterwards."""
+    started: list[HttpServer] = []
+
+    def make(*args: str, engine_config: dict[str, Any] | None = None) -> HttpServer:
+        server = HttpServer(*args, log_dir=tmp_path, engine_config=engine_config)
+        started.append(server)
+        return server.start()
+
+    try:
+        yield make
+    finally:
+        for server in started:
+            server.stop()
+
+
+@pytest.fixture
+def tokens_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps(TOKENS))
+    return path
+
+
+@pytest.fixture
+def fuzz_counter() -> Callable[[str, int], None]:
+    def count(key: str, n: int = 1) -> None:
+        FUZZ_COUNTS[key] = FUZZ_COUNTS.get(key, 0) + n
+
+    return count
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if FUZZ_COUNTS:
+        total = sum(FUZZ_COUNTS.values())
+        parts = ", ".join(f"{k}: {v}" for k, v in sorted(FUZZ_COUNTS.items()))
+        terminalreporter.write_line(f"fuzz cases run: {total} ({parts})")
+    for line in SOAK_REPORT:
+        terminalreporter.write_line(line)

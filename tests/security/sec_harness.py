@@ -1,0 +1,401 @@
+"""Shared helpers for the hardening tests (issue 8): start the example server as a
+real subprocess and talk raw JSON-RPC to it, over Streamable HTTP and stdio.
+
+``tests/mcp/mcp_e2e.py`` drives the server through the ``mcp`` SDK client, which
+validates what it sends; attacks need a raw wire, and the limit/soak tests need
+an example server with low limits (``config_server.py``: the example server's
+own ``main`` with an ``EngineConfig`` from ``--engine-config JSON``, because the
+example server has no flags for its limits).
+
+Servers are stopped by PID, always; nothing here asserts on timing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+CONFIG_SERVER = HERE / "config_server.py"
+SERVER_MODULE = "mcp_tasks.examples.server"
+PROTOCOL = "2025-11-25"
+STARTUP_TIMEOUT = 60.0
+TOKENS = {"tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"}
+ACCEPT = "application/json, text/event-stream"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out["PYTHONUNBUFFERED"] = "1"
+    return out
+
+
+def server_command(*args: str, engine_config: dict[str, Any] | None = None) -> list[str]:
+    """The example server (or, with ``engine_config``, the same server with those limits)."""
+    if engine_config is None:
+        return [sys.executable, "-m", SERVER_MODULE, *args]
+    return [
+        sys.executable,
+        str(CONFIG_SERVER),
+        "--engine-config",
+        json.dumps(engine_config),
+        *args,
+    ]
+
+
+def rss_kb(pid: int) -> int:
+    """Resident set size of a process, in KiB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+class HttpServer:
+    """One example server subprocess serving Streamable HTTP on 127.0.0.1."""
+
+    def __init__(
+        self, *args: str, log_dir: Path, engine_config: dict[str, Any] | None = None
+    ) -> None:
+        self.args = list(args)
+        self.engine_config = engine_config
+        self.log_dir = log_dir
+        self.port = 0
+        self.url = ""
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = log_dir / "server.log"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> HttpServer:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log_path = self.log_dir / f"server-{self.port}.log"
+        cmd = server_command(
+            "--http", f"127.0.0.1:{self.port}", *self.args, engine_config=self.engine_config
+        )
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env())
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{self.log_path.read_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"server did not start:\n{self.log_path.read_text()}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+
+
+# --------------------------------------------------------------------------- raw wire
+
+
+@dataclass
+class Reply:
+    """What came back for one POST: the HTTP status, the JSON-RPC messages, the raw body."""
+
+    status: int
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    body: str = ""
+
+    def response(self, request_id: Any) -> dict[str, Any] | None:
+        for m in self.messages:
+            if "method" not in m and m.get("id") == request_id:
+                return m
+        return None
+
+
+def parse_body(content_type: str, body: str) -> list[dict[str, Any]]:
+    """JSON-RPC messages of a Streamable HTTP answer (JSON or SSE)."""
+    if not body.strip():
+        return []
+    if "text/event-stream" in content_type:
+        out: list[dict[str, Any]] = []
+        for event in body.replace("\r\n", "\n").split("\n\n"):
+            data = "\n".join(
+                line[5:].lstrip() for line in event.split("\n") if line.startswith("data:")
+            )
+            if data.strip():
+                out.append(json.loads(data))
+        return out
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return []  # not JSON (e.g. the transport's plain-text 413); the caller checks
+    return parsed if isinstance(parsed, list) else [parsed]
+
+
+def init_request(request_id: Any = 0, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": PROTOCOL,
+            "capabilities": capabilities if capabilities is not None else {"elicitation": {}},
+            "clientInfo": {"name": "sec-tests", "version": "1"},
+        },
+    }
+
+
+class RawHttp:
+    """A raw Streamable HTTP client: one MCP session (unless ``stateless``), optional bearer token."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 60.0,
+        capabilities: dict[str, Any] | None = None,
+    ) -> None:
+        self.url = url
+        self.headers = {"Accept": ACCEPT, "Content-Type": "application/json"}
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
+        self.http = httpx.Client(timeout=httpx.Timeout(timeout))
+        self.session_id: str | None = None
+        self.capabilities = capabilities
+        self._next = 1000
+
+    def __enter__(self) -> RawHttp:
+        return self.initialize()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.session_id is not None:
+            try:
+                self.http.delete(self.url, headers=self._headers(), timeout=5)
+            except httpx.HTTPError:
+                pass
+        self.http.close()
+
+    def _headers(self) -> dict[str, str]:
+        h = dict(self.headers)
+        if self.session_id is not None:
+            h["mcp-session-id"] = self.session_id
+            h["mcp-protocol-version"] = PROTOCOL
+        return h
+
+    def initialize(self) -> RawHttp:
+        r = self.http.post(
+            self.url, headers=self.headers, json=init_request(capabilities=self.capabilities)
+        )
+        r.raise_for_status()
+        self.session_id = r.headers.get("mcp-session-id")
+        self.post_raw(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        return self
+
+    def post_raw(self, body: str | bytes, timeout: float | None = None) -> Reply:
+        content = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+        kw: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        r = self.http.post(self.url, headers=self._headers(), content=content, **kw)
+        text = r.text
+        return Reply(r.status_code, parse_body(r.headers.get("content-type", ""), text), text)
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One request; returns its JSON-RPC response (``result`` or ``error``)."""
+        self._next += 1
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next, "method": method}
+        if params is not None:
+            msg["params"] = params
+        reply = self.post_raw(json.dumps(msg))
+        resp = reply.response(self._next)
+        if resp is None:
+            raise AssertionError(f"no response to {method}: HTTP {reply.status} {reply.body[:300]}")
+        return resp
+
+    def ok(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        resp = self.call(method, params)
+        if "result" not in resp:
+            raise AssertionError(f"{method} failed: {resp}")
+        result: dict[str, Any] = resp["result"]
+        return result
+
+    def create(self, tool: str, arguments: dict[str, Any], ttl: int | None = None) -> str:
+        task: dict[str, Any] = {} if ttl is None else {"ttl": ttl}
+        res = self.ok("tools/call", {"name": tool, "arguments": arguments, "task": task})
+        return str(res["task"]["taskId"])
+
+    def wait(self, task_id: str, timeout: float = 60.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            task = self.ok("tasks/get", {"taskId": task_id})
+            if task["status"] in ("completed", "failed", "cancelled"):
+                return task
+            if time.monotonic() > deadline:
+                raise AssertionError(f"task {task_id} still {task['status']}")
+            time.sleep(0.05)
+
+    def list_all(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            res = self.ok("tasks/list", {"cursor": cursor} if cursor else {})
+            out.extend(res["tasks"])
+            cursor = res.get("nextCursor")
+            if not cursor:
+                return out
+
+
+class RawStdio:
+    """The example server over stdio, one JSON-RPC message per line."""
+
+    def __init__(self, *args: str, engine_config: dict[str, Any] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            server_command("--stdio", *args, engine_config=engine_config),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env(),
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.stderr = bytearray()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+        self._next = 1000
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.extend(line)
+
+    def __enter__(self) -> RawStdio:
+        self.send(json.dumps(init_request()))
+        resp = self.recv_response(0, timeout=STARTUP_TIMEOUT)
+        assert resp is not None and "result" in resp, resp
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (subprocess.TimeoutExpired, OSError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, line: str | bytes) -> None:
+        data = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data.replace(b"\n", b" ") + b"\n")
+        self.proc.stdin.flush()
+
+    def messages(self, timeout: float) -> Iterator[dict[str, Any]]:
+        """Messages until ``timeout`` passes without one."""
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout)
+            except queue.Empty:
+                return
+            if line is None:
+                return
+            yield json.loads(line)
+
+    def recv_response(self, request_id: Any, timeout: float = 30.0) -> dict[str, Any] | None:
+        """The response to ``request_id`` (server notifications in between are skipped)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                return None
+            if line is None:
+                return None
+            msg = json.loads(line)
+            if "method" not in msg and msg.get("id") == request_id:
+                return dict(msg)
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self._next += 1
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(json.dumps(msg))
+        resp = self.recv_response(self._next)
+        if resp is None:
+            raise AssertionError(f"no response to {method} over stdio")
+        return resp
+
+    def ok(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        resp = self.call(method, params)
+        if "result" not in resp:
+            raise AssertionError(f"{method} failed: {resp}")
+        result: dict[str, Any] = resp["result"]
+        return result
+
+
+LEAK_MARKERS = ("Traceback", 'File "', "/site-packages/", '.py", line')
+
+
+def assert_no_leak(text: str) -> None:
+    """No Python traceback or source path reaches the client."""
+    for marker in LEAK_MARKERS:
+        assert marker not in text, f"internal detail {marker!r} leaked to the client: {text[:500]}"

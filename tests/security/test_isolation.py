@@ -1,0 +1,181 @@
+"""Isolation between requestors (issue 8, part 2; R-SEC-1, R-ID-2).
+
+Two requestors, once as two bearer-token subjects (``--tokens``) and once as two
+MCP sessions without auth, each run tasks (completed, working, input_required,
+enough for several ``tasks/list`` pages). Every cross access (``tasks/get``,
+``tasks/result``, ``tasks/cancel`` with the other's IDs, guessed IDs next to them,
+``tasks/list``, the other's cursors) is refused exactly like a truly unknown ID:
+same code, same message, same data, and the same timing class (medians compared
+loosely). The victim's tasks are untouched afterwards.
+"""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sec_harness import HttpServer, RawHttp
+
+CONFIG = {"page_size": 2, "rate_limit_calls": 100_000}
+TIMING_SAMPLES = 40
+
+
+def _error(resp: dict[str, Any]) -> dict[str, Any]:
+    assert "error" in resp, f"cross access was answered: {resp}"
+    err = dict(resp["error"])
+    return err
+
+
+def _guesses(task_id: str) -> list[str]:
+    """IDs an attacker would try next to a leaked one."""
+    flip = "A" if task_id[-1] != "A" else "B"
+    return [
+        task_id[:-1] + flip,
+        task_id.upper(),
+        task_id + "=",
+        task_id[:-2],
+        " " + task_id,
+        secrets.token_urlsafe(16),
+    ]
+
+
+def _median_ms(client: RawHttp, ids: list[str]) -> float:
+    samples = []
+    for tid in ids:
+        t0 = time.perf_counter()
+        client.call("tasks/get", {"taskId": tid})
+        samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+def run_isolation(victim: RawHttp, attacker: RawHttp) -> None:
+    done = victim.create("slow_compute", {"seconds": 0, "label": "secret"})
+    failed = victim.create("failing_job", {})
+    victim.wait(done)
+    victim.wait(failed)
+    working = victim.create("slow_compute", {"seconds": 60})
+    asking = victim.create("confirm_delete", {"path": "/secret"})
+    for _ in range(3):
+        victim.create("slow_compute", {"seconds": 0})
+    own = attacker.create("slow_compute", {"seconds": 0})
+    attacker.wait(own)
+    victim_ids = [done, failed, working, asking]
+
+    unknown = secrets.token_urlsafe(16)
+    reference = {
+        m: _error(attacker.call(m, {"taskId": unknown}))
+        for m in ("tasks/get", "tasks/result", "tasks/cancel")
+    }
+    for m, err in reference.items():
+        assert err["code"] == -32602 and "not found" in err["message"].lower(), (m, err)
+
+    for tid in victim_ids:
+        for guess in [tid, *_guesses(tid)]:
+            for method, ref in reference.items():
+                err = _error(attacker.call(method, {"taskId": guess}))
+                assert err == ref, f"{method} on another's ID differs from an unknown one"
+
+    # tasks/list: only the attacker's own task, on every page
+    listed = {t["taskId"] for t in attacker.list_all()}
+    victim_all = {t["taskId"] for t in victim.list_all()}
+    assert own in listed and not listed & victim_all, (listed, victim_all)
+
+    # cursors: the victim's are refused like a forged one, and reveal nothing
+    page = victim.ok("tasks/list", {})
+    cursor = page["nextCursor"]
+    mine = attacker.create("slow_compute", {"seconds": 0})
+    attacker.create("slow_compute", {"seconds": 0})
+    own_cursor = attacker.ok("tasks/list", {})["nextCursor"]
+    forged = own_cursor[:-2] + ("AA" if own_cursor[-2:] != "AA" else "BB")
+    stolen_err = _error(attacker.call("tasks/list", {"cursor": cursor}))
+    forged_err = _error(attacker.call("tasks/list", {"cursor": forged}))
+    assert stolen_err == forged_err, (stolen_err, forged_err)
+    assert stolen_err["code"] == -32602
+    for tid in victim_ids:
+        assert tid not in str(stolen_err)
+    assert mine  # the attacker's own cursor still works
+    assert "tasks" in attacker.ok("tasks/list", {"cursor": own_cursor})
+
+    # timing class: another's IDs vs unknown IDs, interleaved, medians within a loose bound
+    others = [victim_ids[i % len(victim_ids)] for i in range(TIMING_SAMPLES)]
+    unknowns = [secrets.token_urlsafe(16) for _ in range(TIMING_SAMPLES)]
+    m_other = statistics.median(
+        [_median_ms(attacker, others[i : i + 10]) for i in range(0, TIMING_SAMPLES, 10)]
+    )
+    m_unknown = statistics.median(
+        [_median_ms(attacker, unknowns[i : i + 10]) for i in range(0, TIMING_SAMPLES, 10)]
+    )
+    assert m_other < 3 * m_unknown + 20 and m_unknown < 3 * m_other + 20, (m_other, m_unknown)
+
+    # nothing of the victim's changed: working still working, result intact
+    assert victim.ok("tasks/get", {"taskId": working})["status"] == "working"
+    assert victim.ok("tasks/get", {"taskId": asking})["status"] == "input_required"
+    result = victim.ok("tasks/result", {"taskId": done})
+    assert result["content"][0]["text"] == "done after 0s (secret)"
+    assert {done, failed, working, asking} <= {t["taskId"] for t in victim.list_all()}
+    victim.ok("tasks/cancel", {"taskId": working})
+    victim.ok("tasks/cancel", {"taskId": asking})
+
+
+def test_isolation_between_token_subjects(
+    server_factory: Callable[..., HttpServer], tokens_file: Path
+) -> None:
+    server = server_factory("--tokens", str(tokens_file), engine_config=CONFIG)
+    with (
+        RawHttp(server.url, token="tok-alice") as alice,
+        RawHttp(server.url, token="tok-bob") as bob,
+    ):
+        run_isolation(alice, bob)
+        run_isolation(bob, alice)
+    # the same subject on a new connection is the same requestor; a bad token is refused
+    with RawHttp(server.url, token="tok-alice") as again:
+        assert again.list_all()
+    bad = RawHttp(server.url, token="tok-mallory")
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        bad.initialize()
+    assert refused.value.response.status_code == 401
+    bad.close()
+
+
+def test_isolation_between_sessions_without_auth(
+    server_factory: Callable[..., HttpServer],
+) -> None:
+    server = server_factory(engine_config=CONFIG)
+    with RawHttp(server.url) as a, RawHttp(server.url) as b:
+        run_isolation(a, b)
+        run_isolation(b, a)
+    with RawHttp(server.url) as fresh:  # a new session sees nothing at all
+        assert fresh.list_all() == []
+
+
+def test_stateless_without_identity_never_lists(
+    server_factory: Callable[..., HttpServer],
+) -> None:
+    # R-SEC-2: no binding possible -> no tasks.list capability (and IDs are unguessable)
+    server = server_factory("--stateless")
+    client = RawHttp(server.url)
+    r = client.http.post(
+        server.url,
+        headers=client.headers,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "x", "version": "1"},
+            },
+        },
+    )
+    from sec_harness import parse_body
+
+    caps = parse_body(r.headers["content-type"], r.text)[0]["result"]["capabilities"]
+    assert "list" not in caps["tasks"], caps
+    client.close()

@@ -1,0 +1,124 @@
+"""Limits under a burst (issue 8, part 3; R-SEC-3, R-SEC-4, R-TTL-2).
+
+One requestor bursts (concurrent task creation, then ``tasks/*`` calls) while
+another is served normally; the per-requestor concurrency limit and the rate
+limit hold for the first and never touch the second; the maximum ttl is clamped
+and the actual ttl reported. Low limits come from ``config_server.py``
+(the example server has no flags for them: finding F-3).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from sec_harness import HttpServer, RawHttp
+
+MAX_ACTIVE = 3
+RATE_CALLS = 30
+RATE_WINDOW_S = 3.0
+MAX_TTL = 60_000
+CONFIG = {
+    "max_active_per_requestor": MAX_ACTIVE,
+    "rate_limit_calls": RATE_CALLS,
+    "rate_limit_window_s": RATE_WINDOW_S,
+    "max_ttl_ms": MAX_TTL,
+    "default_ttl_ms": 30_000,
+}
+
+
+def _create(url: str, token: str, seconds: float) -> dict[str, Any]:
+    with RawHttp(url, token=token) as c:
+        return c.call(
+            "tools/call",
+            {"name": "slow_compute", "arguments": {"seconds": seconds}, "task": {}},
+        )
+
+
+def test_concurrency_and_rate_limits_hold_per_requestor(
+    server_factory: Callable[..., HttpServer], tokens_file: Path
+) -> None:
+    server = server_factory("--tokens", str(tokens_file), engine_config=CONFIG)
+    url = server.url
+
+    # -- concurrency: alice bursts 12 concurrent creations; bob runs tasks meanwhile
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        burst = [pool.submit(_create, url, "tok-alice", 30) for _ in range(12)]
+        with RawHttp(url, token="tok-bob") as bob:
+            bob_ids = [
+                bob.create("slow_compute", {"seconds": 0, "label": f"b{i}"}) for i in range(3)
+            ]
+            for tid in bob_ids:
+                assert bob.wait(tid)["status"] == "completed"
+        answers = [f.result(timeout=120) for f in burst]
+    accepted = [a for a in answers if "result" in a]
+    refused = [a for a in answers if "error" in a]
+    assert len(accepted) == MAX_ACTIVE, answers
+    for a in refused:
+        assert a["error"]["code"] == -32000 and "active" in a["error"]["message"].lower(), a
+    with RawHttp(url, token="tok-alice") as alice:
+        active = [t for t in alice.list_all() if t["status"] == "working"]
+        assert len(active) == MAX_ACTIVE
+        # cancelling one frees one slot, exactly
+        alice.ok("tasks/cancel", {"taskId": active[0]["taskId"]})
+        assert "result" in alice.call(
+            "tools/call", {"name": "slow_compute", "arguments": {"seconds": 30}, "task": {}}
+        )
+        assert "error" in alice.call(
+            "tools/call", {"name": "slow_compute", "arguments": {"seconds": 30}, "task": {}}
+        )
+        for t in alice.list_all():
+            if t["status"] == "working":
+                alice.ok("tasks/cancel", {"taskId": t["taskId"]})
+
+    time.sleep(RATE_WINDOW_S + 0.2)  # a fresh rate window for everyone
+
+    # -- rate limit: alice floods tasks/get; bob keeps being served
+    with RawHttp(url, token="tok-alice") as alice, RawHttp(url, token="tok-bob") as bob:
+        results = []
+        bob_ok = 0
+        start = time.monotonic()
+        for i in range(3 * RATE_CALLS):
+            results.append(alice.call("tasks/get", {"taskId": f"probe-{i}"}))
+            if i % 5 == 0:
+                bob_ok += "result" in bob.call("tasks/list", {})
+        elapsed = time.monotonic() - start
+        limited = [r for r in results if r["error"]["code"] == -32000]
+        if elapsed < RATE_WINDOW_S:  # all of it inside one window: exact count
+            assert len(results) - len(limited) == RATE_CALLS, [r["error"] for r in results[:3]]
+        assert len(limited) >= RATE_CALLS, "the rate limit did not hold"
+        assert all("rate" in r["error"]["message"].lower() for r in limited)
+        assert bob_ok == len(range(0, 3 * RATE_CALLS, 5)), "the other requestor was limited too"
+        time.sleep(RATE_WINDOW_S + 0.2)
+        assert alice.call("tasks/get", {"taskId": "again"})["error"]["code"] == -32602
+
+
+def test_max_ttl_is_clamped_and_reported(
+    server_factory: Callable[..., HttpServer], tokens_file: Path
+) -> None:
+    server = server_factory("--tokens", str(tokens_file), engine_config=CONFIG)
+    with RawHttp(server.url, token="tok-carol") as c:
+        for asked, actual in [
+            (10**15, MAX_TTL),
+            (2**63, MAX_TTL),
+            (MAX_TTL + 1, MAX_TTL),
+            (None, MAX_TTL),  # unlimited is refused: clamped to the maximum
+            (1_000, 1_000),
+        ]:
+            res = c.ok(
+                "tools/call",
+                {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": asked}},
+            )
+            assert res["task"]["ttl"] == actual, (asked, res)
+            got = c.wait(res["task"]["taskId"])
+            assert got["ttl"] == actual, (asked, got)
+        res = c.ok("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {}})
+        assert res["task"]["ttl"] == 30_000  # the default
+        err = c.call(
+            "tools/call",
+            {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": -1}},
+        )
+        assert err["error"]["code"] == -32602 and "ttl" in err["error"]["message"]

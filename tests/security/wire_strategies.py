@@ -1,0 +1,335 @@
+"""Hypothesis strategies for the wire fuzzer: valid ``tasks/*`` and task-augmented
+``tools/call`` messages built from our own generated pydantic models (their JSON
+schema), and mutations of them.
+
+A drawn case is a :class:`Case`: the bytes to send, the request id (``None`` for
+a notification or for bytes that are no valid JSON-RPC request) and what kind
+of mutation produced it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from mcp_tasks import models
+
+#: the example server's tools and arguments that answer at once when not run as a task
+QUICK_TOOLS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
+    "greet": st.fixed_dictionaries({"name": st.text(max_size=20)}),
+    "slow_compute": st.fixed_dictionaries(
+        {"seconds": st.sampled_from([0, 0.01])},
+        optional={"label": st.text(max_size=20)},
+    ),
+}
+#: tools run only as tasks (they may wait for input or for a long time)
+TASK_TOOLS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
+    **QUICK_TOOLS,
+    "failing_job": st.just({}),
+    "protocol_error_job": st.just({}),
+    "confirm_delete": st.fixed_dictionaries({"path": st.text(max_size=30)}),
+}
+
+REQUEST_MODELS: list[type[BaseModel]] = [
+    models.GetTaskRequest,
+    models.GetTaskPayloadRequest,
+    models.CancelTaskRequest,
+    models.ListTasksRequest,
+]
+UNKNOWN_METHODS = [
+    "tasks/delete",
+    "tasks/update",
+    "tasks/",
+    "TASKS/GET",
+    "tasks/get/",
+    "rpc.discover",
+    "notifications/tasks/status",
+    "",
+    "x" * 300,
+    "\u202etasks/get",
+]
+
+
+def _strategy(
+    schema: dict[str, Any], defs: dict[str, Any], depth: int = 0
+) -> st.SearchStrategy[Any]:
+    """A strategy of JSON values valid against a (pydantic-emitted) JSON schema."""
+    if "$ref" in schema:
+        return _strategy(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, depth)
+    if "const" in schema:
+        return st.just(schema["const"])
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    if "anyOf" in schema:
+        return st.one_of([_strategy(s, defs, depth) for s in schema["anyOf"]])
+    kind = schema.get("type")
+    if kind == "string":
+        return st.text(max_size=40)
+    if kind == "integer":
+        lo = schema.get("minimum", schema.get("exclusiveMinimum", -(2**40)))
+        return st.integers(min_value=lo, max_value=2**40)
+    if kind == "number":
+        return st.floats(allow_nan=False, allow_infinity=False)
+    if kind == "boolean":
+        return st.booleans()
+    if kind == "null":
+        return st.none()
+    if kind == "array":
+        return st.lists(_strategy(schema.get("items", {}), defs, depth + 1), max_size=3)
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        required = set(schema.get("required", ()))
+        req = {k: _strategy(v, defs, depth + 1) for k, v in props.items() if k in required}
+        opt = {k: _strategy(v, defs, depth + 1) for k, v in props.items() if k not in required}
+        return st.fixed_dictionaries(req, optional=opt)
+    return json_values(depth)
+
+
+def json_values(depth: int = 0) -> st.SearchStrategy[Any]:
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=30),
+    )
+    if depth > 2:
+        return scalars
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=10), inner, max_size=3)
+        ),
+        max_leaves=8,
+    )
+
+
+def model_messages(model: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]]:
+    schema = model.model_json_schema()
+    return _strategy(schema, schema.get("$defs", {}))
+
+
+@st.composite
+def valid_messages(draw: st.DrawFn, known_ids: list[str]) -> dict[str, Any]:
+    """A valid request: ``tasks/*`` from the generated request models, or a
+    ``tools/call`` with ``task`` (``TaskAugmentedRequestParams``)."""
+    if draw(st.integers(0, 3)) == 0:
+        tool = draw(st.sampled_from(sorted(TASK_TOOLS)))
+        task_schema = models.TaskMetadata.model_json_schema()
+        task = draw(_strategy(task_schema, task_schema.get("$defs", {})))
+        params: dict[str, Any] = {"name": tool, "arguments": draw(TASK_TOOLS[tool]), "task": task}
+        models.TaskAugmentedRequestParams.model_validate(params)
+        return {"jsonrpc": "2.0", "id": 0, "method": "tools/call", "params": params}
+    model = draw(st.sampled_from(REQUEST_MODELS))
+    msg = draw(model_messages(model))
+    params = msg.get("params")
+    if known_ids and isinstance(params, dict) and "taskId" in params and draw(st.booleans()):
+        params["taskId"] = draw(st.sampled_from(known_ids))  # a real (finished) task
+    model.model_validate(msg)  # the strategy really is valid against our model
+    return msg
+
+
+@dataclass
+class Case:
+    kind: str
+    body: bytes
+    request_id: int | str | None  # the id a response must carry; None: no answer expected by id
+    notification: bool = False
+    well_formed: bool = True  # valid JSON and a JSON-RPC envelope the id can be read from
+    sent_id: Any = None  # the id in the bytes, if any (an error may echo it)
+
+    def __repr__(self) -> str:
+        body = (
+            self.body
+            if len(self.body) <= 300
+            else self.body[:300] + b"...(%d bytes)" % len(self.body)
+        )
+        return f"Case({self.kind!r}, {body!r}, id={self.request_id!r})"
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    current = doc.get(path[0]) if isinstance(doc, dict) else doc[path[0]]
+    doc[path[0]] = _set(current, path[1:], value)
+    return doc
+
+
+def _drop(doc: Any, path: tuple[Any, ...]) -> Any:
+    parent = doc
+    for p in path[:-1]:
+        parent = parent[p]
+    del parent[path[-1]]
+    return doc
+
+
+DEEP = "__deep_placeholder__"
+
+
+def _deep_text(depth: int) -> str:
+    """``depth`` levels of alternating arrays and objects, as JSON text (no recursion)."""
+    opens = "".join('{"n":' if i % 2 else "[" for i in range(depth))
+    closes = "".join("}" if i % 2 else "]" for i in reversed(range(depth)))
+    return opens + '"bottom"' + closes
+
+
+def _params_paths(msg: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [p for p in _paths(msg) if p and p[0] == "params"]
+
+
+MUTATIONS = [
+    "valid",
+    "wrong_type",
+    "missing_field",
+    "ttl",
+    "megabyte_string",
+    "unicode",
+    "deep_nesting",
+    "unknown_method",
+    "unknown_meta",
+    "notification",
+    "bad_json",
+    "bad_envelope",
+    "tool_arguments",
+]
+
+
+@st.composite
+def cases(draw: st.DrawFn, known_ids: list[str], request_id: int) -> Case:
+    msg = draw(valid_messages(known_ids))
+    msg["id"] = request_id
+    kind = draw(st.sampled_from(MUTATIONS))
+    rid: int | str | None = request_id
+    if kind == "wrong_type":
+        paths = _params_paths(msg) or [("params",)]
+        path = draw(st.sampled_from(paths))
+        msg.setdefault("params", {})
+        msg = _set(msg, path, draw(st.sampled_from([None, 0, -1, 1.5, True, "x", [], [1], {}])))
+    elif kind == "missing_field":
+        path = draw(st.sampled_from([("method",), ("jsonrpc",), *_params_paths(msg)]))
+        msg = _drop(msg, path)
+        if path in (("method",), ("jsonrpc",)):
+            rid = None  # no longer a request: an error with id null (or the id) is fine
+    elif kind == "ttl":
+        ttl = draw(
+            st.one_of(
+                st.sampled_from(
+                    [-1, -(2**63), 2**63, 10**30, 0, 1, 1e308, -0.0, 2.5, "60000", None]
+                ),
+                st.integers(),
+            )
+        )
+        msg = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": ttl}},
+        }
+    elif kind == "megabyte_string":
+        big = draw(st.sampled_from(["a", "\u00e9", "\U0001f600", "\x00"])) * (1 << 20)
+        paths = [p for p in _params_paths(msg) if len(p) > 1]
+        path = draw(st.sampled_from(paths)) if paths else ("params", "taskId")
+        msg.setdefault("params", {})
+        msg = _set(msg, path, big) if paths else {**msg, "params": {"taskId": big}}
+    elif kind == "unicode":
+        text = draw(st.text(min_size=1, max_size=50))
+        paths = [p for p in _params_paths(msg) if len(p) > 1] or [("params",)]
+        msg = _set(msg, draw(st.sampled_from(paths)), text)
+    elif kind == "deep_nesting":
+        depth = draw(st.sampled_from([50, 500, 5000, 50000]))
+        params = msg.setdefault("params", {})
+        if isinstance(params, dict):
+            params["_meta"] = {"deep": DEEP}
+        text = json.dumps(msg).replace(json.dumps(DEEP), _deep_text(depth))
+        return Case(kind, text.encode(), request_id)
+    elif kind == "unknown_method":
+        msg["method"] = draw(st.sampled_from(UNKNOWN_METHODS))
+        if msg["method"] == "notifications/tasks/status":
+            msg.pop("id")  # a notification of the client: silence
+            rid = None
+    elif kind == "unknown_meta":
+        params = msg.setdefault("params", {})
+        if isinstance(params, dict):
+            params["_meta"] = draw(
+                st.dictionaries(st.text(max_size=40), json_values(), min_size=1, max_size=4)
+            )
+            if draw(st.booleans()):
+                params["_meta"]["io.modelcontextprotocol/related-task"] = draw(json_values())
+    elif kind == "notification":
+        msg.pop("id")
+        msg["method"] = draw(
+            st.sampled_from(
+                [
+                    msg["method"],
+                    "notifications/cancelled",
+                    "notifications/progress",
+                    "notifications/tasks/status",
+                    "notifications/whatever",
+                ]
+            )
+        )
+        return Case(kind, json.dumps(msg).encode(), None, notification=True)
+    elif kind == "bad_json":
+        text = json.dumps(msg)
+        body = draw(
+            st.sampled_from(
+                [
+                    text[: max(1, len(text) // 2)].encode(),
+                    text.encode() + b"}",
+                    b"\xff\xfe" + text.encode(),
+                    text.replace('"', "'").encode(),
+                    b"",
+                    b"null",
+                    b"[]",
+                    b"{}",
+                    b'"just a string"',
+                    b"NaN",
+                    text.encode().replace(b"2.0", b"\x00"),
+                ]
+            )
+        )
+        return Case(kind, body, None, well_formed=False)
+    elif kind == "bad_envelope":
+        variant = draw(st.integers(0, 5))
+        if variant == 0:
+            msg["jsonrpc"] = draw(st.sampled_from(["1.0", "3.0", 2.0, None]))
+        elif variant == 1:
+            msg["id"] = draw(st.sampled_from([None, 1.5, True, {"a": 1}, [1]]))
+        elif variant == 2:
+            msg["params"] = draw(st.sampled_from([[1, 2], "x", 7, True]))
+        elif variant == 3:
+            msg = [msg]  # type: ignore[assignment]  # batches are gone in 2025-06-18+
+        elif variant == 4:
+            msg["method"] = draw(st.sampled_from([None, 7, ["tasks/get"], {}]))
+        else:
+            msg["result"] = {}
+        return Case(kind, json.dumps(msg).encode(), None, well_formed=False, sent_id=request_id)
+    elif kind == "tool_arguments":
+        tool = draw(st.sampled_from(sorted(TASK_TOOLS)))
+        args = draw(st.one_of(json_values(), st.dictionaries(st.text(max_size=10), json_values())))
+        msg = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": args, "task": {}},
+        }
+    params = msg.get("params")
+    if isinstance(params, dict) and params.get("name") == "confirm_delete":
+        if not isinstance(params.get("task"), dict):
+            params["name"] = "greet"  # run inline it would (rightly) wait for the user's answer
+    return Case(kind, json.dumps(msg, ensure_ascii=draw(st.booleans())).encode(), rid)
