@@ -1,0 +1,150 @@
+"""A throwaway ``redis-server`` for tests (reusable by any test module).
+
+Import the fixtures into a test module::
+
+    from redis_fixtures import redis_server, redis_url  # noqa: F401
+
+``redis_server`` (session scope) starts Debian's ``redis-server`` on 127.0.0.1 with a
+free port, without persistence (``--save '' --appendonly no``), and stops it by PID
+at teardown. ``fresh_redis_server`` is a private server per test (restart tests stop
+and start it). When ``redis-server`` is not installed the tests are skipped, except
+when the ``CI`` environment variable is set: then they fail, saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+STARTUP_TIMEOUT_S = 20.0
+
+
+def redis_server_binary() -> str:
+    """The ``redis-server`` path, or fail (under CI) / skip the calling test."""
+    path = shutil.which("redis-server")
+    if path is None:
+        msg = (
+            "redis-server is not installed: the Redis task-store tests need Debian's "
+            "`redis-server` package (apt-get install -y redis-server; .ci/run installs it)"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class RedisServer:
+    """One ``redis-server`` process; ``stop``/``start`` keep the same port."""
+
+    def __init__(self, workdir: Path, port: int | None = None) -> None:
+        self.binary = redis_server_binary()
+        self.workdir = workdir
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+    def start(self) -> None:
+        assert self.proc is None, "already running"
+        for _attempt in range(5):
+            log = open(self.workdir / f"redis-{self.port}.log", "ab")
+            self.proc = subprocess.Popen(
+                [
+                    self.binary,
+                    "--port", str(self.port),
+                    "--bind", "127.0.0.1",
+                    "--save", "",
+                    "--appendonly", "no",
+                    "--dir", str(self.workdir),
+                    "--daemonize", "no",
+                    "--loglevel", "warning",
+                ],  # fmt: skip
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+            log.close()
+            deadline = time.monotonic() + STARTUP_TIMEOUT_S
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    break  # exited: the port was taken meanwhile, probably
+                if _ping(self.port):
+                    return
+                time.sleep(0.05)
+            self.stop()
+            self.port = free_port()
+        raise RuntimeError(f"redis-server did not start (see logs in {self.workdir})")
+
+    def stop(self) -> None:
+        """Stop by PID (SIGTERM, then SIGKILL after 10 s)."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A Redis shared by the whole session: isolate tests by key namespace (``redis_url``)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fresh_redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis of this test's own, free to stop and restart."""
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    return redis_server.url
+
+
+def unique_namespace() -> str:
+    return "t-" + uuid.uuid4().hex[:12]

@@ -1,0 +1,222 @@
+"""The store-conformance suite on ``RedisTaskStore``, plus what only Redis has:
+keys and hash tags, Redis-side expiry, leases, change events, input hand-over, outages."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from redis_fixtures import (  # noqa: F401
+    RedisServer,
+    fresh_redis_server,
+    redis_server,
+    redis_url,
+    unique_namespace,
+)
+from store_conformance import T0, StoreConformance, record
+
+from mcp_tasks.errors import StoreUnavailable
+from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING
+from mcp_tasks.runtime.redis import RedisTaskStore
+from mcp_tasks.store import TaskStore
+
+pytestmark = pytest.mark.anyio
+
+
+class TestRedisTaskStore(StoreConformance):
+    @pytest.fixture(autouse=True)
+    def _redis(self, redis_server: RedisServer) -> None:  # noqa: F811
+        self.url = redis_server.url
+
+    async def make_store(self, tmp_path: Path) -> TaskStore:
+        return RedisTaskStore(self.url, namespace=unique_namespace())
+
+
+async def _keys(store: RedisTaskStore) -> list[str]:
+    return sorted(str(k) for k in await store.redis.keys(f"{store.ns}:*"))
+
+
+async def test_keys_namespaced_with_requestor_hash_tag(redis_url: str) -> None:  # noqa: F811
+    ns = unique_namespace()
+    store = RedisTaskStore(redis_url, namespace=ns)
+    try:
+        await store.create(record("t1", "alice"))
+        tag = store.tag("alice")
+        keys = await _keys(store)
+        assert all(k.startswith(ns + ":") for k in keys)
+        task_keys = [k for k in keys if ":{" in k]
+        assert task_keys and all(f":{{{tag}}}:" in k for k in task_keys)
+        # a requestor name with braces does not break the tag
+        await store.create(record("t2", "we{ird}"))
+        got = await store.get("t2")
+        assert got is not None and got.requestor == "we{ird}"
+        with pytest.raises(ValueError):
+            RedisTaskStore(redis_url, namespace="a{b}")
+    finally:
+        await store.close()
+
+
+async def test_redis_expiry_backstop_and_no_leftovers(redis_url: str) -> None:  # noqa: F811
+    """Task keys carry a Redis expiry (ttl + grace); deleting/expiring leaves no keys."""
+    store = RedisTaskStore(redis_url, namespace=unique_namespace(), expiry_grace_s=0.2)
+    try:
+        import time
+
+        now = time.time()
+        await store.create(record("short", created_at=now, ttl_ms=100))
+        await store.create(record("forever", created_at=now, ttl_ms=None))
+        pttl = await store.redis.pttl(f"{store.ns}:{{{store.tag('alice')}}}:t:short")
+        assert 0 < pttl <= 300
+        with anyio.fail_after(30):
+            while await store.redis.exists(f"{store.ns}:{{{store.tag('alice')}}}:t:short"):
+                await anyio.sleep(0.05)
+        # Redis expired it before any sweep: listing and counting skip the leftovers
+        assert [r.task_id for r in await store.list_tasks("alice", after=None, limit=10)] == [
+            "forever"
+        ]
+        assert await store.get("short") is None
+        popped = await store.pop_expired(now + 10, 100)
+        assert popped == []  # already gone: nothing to report, index cleaned
+        assert await store.count_active("alice") == 1
+        await store.delete("forever")
+        assert await _keys(store) == []
+    finally:
+        await store.close()
+
+
+async def test_late_completion_after_cancel_on_other_instance(redis_url: str) -> None:  # noqa: F811
+    ns = unique_namespace()
+    a = RedisTaskStore(redis_url, namespace=ns)
+    b = RedisTaskStore(redis_url, namespace=ns)
+    try:
+        await a.create(record("t1"))
+        assert (await b.transition("t1", CANCELLED, now=T0 + 1)) is not None
+        assert await a.transition("t1", COMPLETED, now=T0 + 2, result={"late": True}) is None
+        got = await a.get("t1")
+        assert got is not None and got.status == CANCELLED and got.result is None
+        # the cancel on b removed the task from a's lease set
+        assert await a.redis.smembers(a._owned(a.instance_id)) == set()
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_watch_wakes_on_change_from_other_instance(redis_url: str) -> None:  # noqa: F811
+    ns = unique_namespace()
+    async with (
+        RedisTaskStore(redis_url, namespace=ns) as a,
+        RedisTaskStore(redis_url, namespace=ns) as b,
+    ):
+        await b.create(record("t1"))
+        with a.watch("t1") as w:
+            assert await w.wait(0.05) in (True, False)  # drain the listener's initial wake-up
+            await b.transition("t1", COMPLETED, now=T0 + 1, result={"ok": 1})
+            with anyio.fail_after(20):
+                assert await w.wait(15) is True
+        # without a change, wait times out (the bounded fallback poll)
+        with a.watch("t1") as w:
+            await w.wait(0.05)
+            assert await w.wait(0.05) is False
+
+
+async def test_input_handover_between_instances(redis_url: str) -> None:  # noqa: F811
+    ns = unique_namespace()
+    a = RedisTaskStore(redis_url, namespace=ns)
+    b = RedisTaskStore(redis_url, namespace=ns)
+    try:
+        await a.create(record("t1"))
+        await a.transition("t1", INPUT_REQUIRED, now=T0 + 1)
+        item = {"id": "i1", "method": "elicitation/create", "params": {"message": "ok?"}}
+        assert await a.put_input("t1", "alice", item)
+        assert await b.claim_inputs("t1", "alice", "b-1", 30) == [item]
+        assert await b.claim_inputs("t1", "alice", "b-2", 30) == []  # claimed by b-1
+        await b.release_input("t1", "alice", "i1", "b-1")  # that call went away
+        assert await b.claim_inputs("t1", "alice", "b-2", 30) == [item]
+        assert await b.answer_input("t1", "alice", "i1", {"result": {"action": "accept"}})
+        assert not await b.answer_input("t1", "alice", "i1", {"result": {}})  # once only
+        assert await a.take_answer("t1", "alice", "i1") == {"result": {"action": "accept"}}
+        assert await a.take_answer("t1", "alice", "i1") is None
+        # a terminal transition drops the task's input keys
+        await a.put_input("t1", "alice", {"id": "i2", "method": "m", "params": {}})
+        await a.transition("t1", CANCELLED, now=T0 + 2)
+        assert await b.claim_inputs("t1", "alice", "b-3", 30) == []
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_lease_expiry_fails_dead_instance_tasks(redis_url: str) -> None:  # noqa: F811
+    ns = unique_namespace()
+    dead = RedisTaskStore(redis_url, namespace=ns, lease_s=0.3)
+    live = RedisTaskStore(redis_url, namespace=ns, lease_s=0.3)
+    try:
+        async with anyio.create_task_group() as tg:
+            await dead.start(tg)
+            await dead.create(record("d1"))
+            await dead.create(record("d2"))
+            await dead.transition("d2", INPUT_REQUIRED, now=T0 + 1)
+            await dead.create(record("done"))
+            await dead.transition("done", COMPLETED, now=T0 + 1, result={"x": 1})
+            await live.create(record("mine"))
+            tg.cancel_scope.cancel()  # `dead` stops heartbeating (as if SIGKILLed)
+        reaped: list[Any] = []
+        with anyio.fail_after(30):
+            while len(reaped) < 2:
+                reaped += await live.recover(T0 + 5, "lease expired")
+                await anyio.sleep(0.1)
+        assert sorted(r.task_id for r in reaped) == ["d1", "d2"]
+        for tid in ("d1", "d2"):
+            r = await live.get(tid)
+            assert r is not None and r.status == FAILED and r.status_message == "lease expired"
+            assert r.error == {"code": -32603, "message": "lease expired"}
+        done, mine = await live.get("done"), await live.get("mine")
+        assert done is not None and done.status == COMPLETED
+        assert mine is not None and mine.status == WORKING  # a live instance's task is untouched
+        assert await live.recover(T0 + 6, "again") == []
+    finally:
+        await dead.close()
+        await live.close()
+
+
+async def test_unreachable_redis_is_store_unavailable_and_recovers(
+    fresh_redis_server: RedisServer,  # noqa: F811
+) -> None:
+    store = RedisTaskStore(fresh_redis_server.url, namespace=unique_namespace())
+    try:
+        await store.create(record("t1"))
+        fresh_redis_server.stop()
+        for call in (
+            store.get("t1"),
+            store.create(record("t2")),
+            store.count_active("alice"),
+            store.list_tasks("alice", after=None, limit=5),
+        ):
+            with anyio.fail_after(30), pytest.raises(StoreUnavailable) as ei:
+                await call
+            err = ei.value.to_error()
+            assert err["code"] == -32603
+            assert err["message"].startswith("Task store unavailable: Redis at 127.0.0.1:")
+        fresh_redis_server.start()
+        # no persistence: the data is gone, but the store works again by itself
+        assert await store.get("t1") is None
+        await store.create(record("t3"))
+        r = await store.transition("t3", COMPLETED, now=T0 + 1, result={"ok": True})
+        assert r is not None and r.result == {"ok": True}
+    finally:
+        await store.close()
+
+
+def test_redis_fixture_fails_under_ci_when_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import redis_fixtures
+
+    monkeypatch.setattr(redis_fixtures.shutil, "which", lambda name: None)
+    monkeypatch.setenv("CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="redis-server is not installed"):
+        redis_fixtures.redis_server_binary()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        redis_fixtures.redis_server_binary()
+    assert os.environ.get("CI") is None
