@@ -1,0 +1,920 @@
+"""End-to-end benchmark against the peers, side by side (issue 7). One command:
+
+    .venv/bin/python benchmarks/peers_bench.py            # setup + full run (< 10 minutes)
+    .venv/bin/python benchmarks/peers_bench.py --quick    # a few seconds, tiny sizes (tests)
+
+Servers (each workload on a fresh process, bound to 127.0.0.1 on a free port):
+
+- ``ts``: ``benchmarks/peers/ts/server.mjs``, @modelcontextprotocol/sdk 1.32.2 experimental
+  tasks (``InMemoryTaskStore``, ``registerToolTask``), installed with ``npm ci``;
+- ``mcp129``: ``benchmarks/peers/mcp129/server.py`` on ``mcp==1.29.0`` experimental tasks, in
+  its own virtualenv ``benchmarks/peers/.venv-mcp129`` (also holds matplotlib for the plots);
+- ``floor``: ``benchmarks/peers/floor_server.py``, mcp 2.3 with the thinnest hand-written tasks:
+  what the SDK's transport alone costs;
+- ``ours-memory`` / ``ours-sqlite`` (/ ``ours-redis`` when the runtime has a Redis store and
+  ``redis-server`` is installed): ``benchmarks/peers/ours_server.py``, our example server.
+
+The driver (``benchmarks/peers/driver.py``) speaks raw JSON-RPC over Streamable HTTP on asyncio
+streams; its own CPU per request is measured and reported, and server CPU per operation is
+read from ``/proc/PID/stat``. Peers run in rotating order, ``--reps`` repetitions; the tables
+show medians over repetitions and ratios to the TypeScript server taken within each one.
+
+Writes ``benchmarks/results/peers-latest.{json,md}``, ``wakeup.png`` and ``list_pages.png``
+(``--quick``: under ``benchmarks/results/tmp/``, plots only if matplotlib is importable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PEERS = HERE / "peers"
+TS_DIR = PEERS / "ts"
+VENV129 = PEERS / ".venv-mcp129"
+PY129 = VENV129 / "bin" / "python"
+RESULTS = HERE / "results"
+sys.path.insert(0, str(PEERS))
+
+from driver import RpcError, Session  # noqa: E402
+
+HOST = "127.0.0.1"
+TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+TS = "ts"
+
+
+# --------------------------------------------------------------------------- settings
+@dataclass
+class Plan:
+    reps: int = 3
+    sessions: int = 8
+    warmup_s: float = 0.7
+    window_s: float = 3.0
+    wake_seconds: float = 0.5
+    wake_rounds: int = 6
+    list_sizes: tuple[int, ...] = (1000, 5000)
+    big_list: int = 100_000
+    fresh_process: bool = True
+
+
+QUICK = Plan(
+    reps=1,
+    sessions=2,
+    warmup_s=0.1,
+    window_s=0.3,
+    wake_seconds=0.05,
+    wake_rounds=2,
+    list_sizes=(20, 60),
+    big_list=200,
+    fresh_process=False,
+)
+
+
+# --------------------------------------------------------------------------- servers
+@dataclass
+class ServerSpec:
+    name: str
+    label: str
+    argv: Callable[[int, Path], list[str]]
+    prefill: bool = False  # has /bench/prefill (our server)
+    missing: str | None = None  # why it cannot run here
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def redis_store_spec() -> tuple[str | None, str | None]:
+    """(``--store`` prefix for Redis, why not) when the runtime ships a Redis store."""
+    try:
+        import mcp_tasks.runtime as rt
+    except ImportError as exc:
+        return None, str(exc)
+    if not (Path(rt.__file__).parent / "redis.py").exists():
+        return None, "no templates/runtime/redis.py yet (the Redis issue has not landed)"
+    if shutil.which("redis-server") is None:
+        return None, "redis-server not installed"
+    from mcp_tasks.examples.server import make_store
+
+    try:
+        make_store("redis://127.0.0.1:1/0")
+    except ValueError:
+        return None, "the example server's --store does not accept redis:// yet"
+    except Exception:
+        pass
+    return "redis://", None
+
+
+def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
+    py = sys.executable
+    specs = [
+        ServerSpec(
+            TS,
+            "TypeScript SDK 1.32.2 (InMemoryTaskStore)",
+            lambda port, _: ["node", str(TS_DIR / "server.mjs"), "--port", str(port)],
+            missing=(
+                None
+                if (TS_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir()
+                and shutil.which("node")
+                else "node_modules missing (run without --skip-setup)"
+            ),
+        ),
+        ServerSpec(
+            "mcp129",
+            "mcp 1.29.0 (experimental tasks)",
+            lambda port, _: [str(PY129), str(PEERS / "mcp129" / "server.py"), "--port", str(port)],
+            missing=None if PY129.exists() else "benchmarks/peers/.venv-mcp129 missing",
+        ),
+        ServerSpec(
+            "floor",
+            "floor: mcp 2.3 + thinnest tasks",
+            lambda port, _: [py, str(PEERS / "floor_server.py"), "--port", str(port)],
+        ),
+        ServerSpec(
+            "ours-memory",
+            "ours, InMemoryTaskStore",
+            lambda port, _: [py, str(PEERS / "ours_server.py"), "--port", str(port)],
+            prefill=True,
+        ),
+        ServerSpec(
+            "ours-sqlite",
+            "ours, SqliteTaskStore",
+            lambda port, d: [
+                py,
+                str(PEERS / "ours_server.py"),
+                "--port",
+                str(port),
+                "--store",
+                f"sqlite:{d / f'tasks-{port}.db'}",
+            ],
+            prefill=True,
+        ),
+    ]
+    redis_prefix, why = redis_store_spec()
+    specs.append(
+        ServerSpec(
+            "ours-redis",
+            "ours, RedisTaskStore",
+            lambda port, d: [
+                py,
+                str(PEERS / "ours_server.py"),
+                "--port",
+                str(port),
+                "--store",
+                f"{redis_prefix}127.0.0.1:{os.environ.get('BENCH_REDIS_PORT', '6379')}/0",
+            ],
+            prefill=True,
+            missing=why,
+        )
+    )
+    return specs
+
+
+class Running:
+    """A server process: its pid, port, CPU ticks and RSS from /proc."""
+
+    def __init__(self, spec: ServerSpec, tmp: Path) -> None:
+        self.spec, self.tmp = spec, tmp
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.log = tmp / f"{spec.name}.log"
+
+    async def start(self) -> Running:
+        for _attempt in range(3):
+            self.port = free_port()
+            env = dict(os.environ, **self.spec.env)
+            with open(self.log, "ab") as log:
+                self.proc = subprocess.Popen(
+                    self.spec.argv(self.port, self.tmp),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=env,
+                    cwd=str(ROOT),
+                )
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    _r, w = await asyncio.open_connection(HOST, self.port)
+                    w.close()
+                    return self
+                except OSError:
+                    await asyncio.sleep(0.05)
+            self.stop()
+        raise RuntimeError(f"{self.spec.name} did not start; see {self.log}")
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def cpu_s(self) -> float:
+        with open(f"/proc/{self.pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * TICK_S  # utime + stime
+
+    def rss_bytes(self) -> int:
+        with open(f"/proc/{self.pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+# --------------------------------------------------------------------------- helpers
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))
+    return s[k]
+
+
+async def open_sessions(port: int, n: int, conns: int = 1) -> list[Session]:
+    return [await Session(HOST, port).open(conns) for _ in range(n)]
+
+
+class Window:
+    """Server CPU, driver CPU and wall time over a measuring window."""
+
+    def __init__(self, srv: Running) -> None:
+        self.srv = srv
+
+    def __enter__(self) -> Window:
+        self.t0, self.c0, self.d0 = time.perf_counter(), self.srv.cpu_s(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.t0
+        self.server_cpu = self.srv.cpu_s() - self.c0
+        self.driver_cpu = time.process_time() - self.d0
+
+
+# --------------------------------------------------------------------------- workloads
+async def w_lifecycle(srv: Running, plan: Plan) -> dict[str, Any]:
+    """N sessions each looping task-augmented slow_compute(0) -> tasks/result."""
+    sessions = await open_sessions(srv.port, plan.sessions)
+    state = {"measure": False, "stop": False}
+    lat: list[float] = []
+
+    async def worker(s: Session) -> None:
+        while not state["stop"]:
+            t0 = time.perf_counter()
+            task = await s.task_call(0)
+            await s.call("tasks/result", {"taskId": task["taskId"]})
+            if state["measure"]:
+                lat.append(time.perf_counter() - t0)
+
+    jobs = [asyncio.create_task(worker(s)) for s in sessions]
+    await asyncio.sleep(plan.warmup_s)
+    state["measure"] = True
+    with Window(srv) as w:
+        await asyncio.sleep(plan.window_s)
+        state["measure"] = False
+        n = len(lat)
+    state["stop"] = True
+    await asyncio.gather(*jobs)
+    for s in sessions:
+        s.close()
+    return {
+        "tasks_per_s": n / w.wall,
+        "p50_ms": pct(lat, 50) * 1e3,
+        "p99_ms": pct(lat, 99) * 1e3,
+        "server_cpu_ms_per_task": w.server_cpu / max(n, 1) * 1e3,
+        "server_cpu_util": w.server_cpu / w.wall,
+        "driver_cpu_us_per_req": w.driver_cpu / max(2 * n, 1) * 1e6,
+        "tasks": n,
+    }
+
+
+async def w_wakeup(srv: Running, plan: Plan) -> dict[str, Any]:
+    """slow_compute(s) then tasks/result at once: lateness after the work ends.
+
+    Lateness = answer received - (tools/call sent + s). Sessions start staggered so
+    the wake-ups do not coincide."""
+    sessions = await open_sessions(srv.port, plan.sessions)
+    late: list[float] = []
+    secs = plan.wake_seconds
+    await asyncio.gather(*(s.task_call(0) for s in sessions))  # warm every path once
+
+    async def worker(i: int, s: Session) -> None:
+        await asyncio.sleep(i * secs / len(sessions))
+        for _ in range(plan.wake_rounds):
+            t0 = time.perf_counter()
+            task = await s.task_call(secs)
+            await s.call("tasks/result", {"taskId": task["taskId"]})
+            late.append((time.perf_counter() - t0 - secs) * 1e3)
+
+    await asyncio.gather(*(worker(i, s) for i, s in enumerate(sessions)))
+    for s in sessions:
+        s.close()
+    return {
+        "p50_ms": pct(late, 50),
+        "p99_ms": pct(late, 99),
+        "max_ms": max(late),
+        "samples": late,
+    }
+
+
+async def w_poll(srv: Running, plan: Plan) -> dict[str, Any]:
+    """N sessions each polling tasks/get on its own (completed) task."""
+    sessions = await open_sessions(srv.port, plan.sessions)
+    tids = []
+    for s in sessions:
+        task = await s.task_call(0)
+        await s.call("tasks/result", {"taskId": task["taskId"]})
+        tids.append(task["taskId"])
+    state = {"measure": False, "stop": False}
+    count = [0]
+
+    async def worker(s: Session, tid: str) -> None:
+        params = {"taskId": tid}
+        while not state["stop"]:
+            await s.call("tasks/get", params)
+            if state["measure"]:
+                count[0] += 1
+
+    jobs = [asyncio.create_task(worker(s, t)) for s, t in zip(sessions, tids, strict=True)]
+    await asyncio.sleep(plan.warmup_s)
+    state["measure"] = True
+    with Window(srv) as w:
+        await asyncio.sleep(plan.window_s)
+        state["measure"] = False
+        n = count[0]
+    state["stop"] = True
+    await asyncio.gather(*jobs)
+    for s in sessions:
+        s.close()
+    return {
+        "gets_per_s": n / w.wall,
+        "server_cpu_us_per_get": w.server_cpu / max(n, 1) * 1e6,
+        "server_cpu_util": w.server_cpu / w.wall,
+        "driver_cpu_us_per_req": w.driver_cpu / max(n, 1) * 1e6,
+        "gets": n,
+    }
+
+
+async def _fill(s: Session, target: int, have: int) -> int:
+    """Create completed tasks over the wire until ``target``, on all of ``s``'s connections."""
+    todo = [target - have]
+
+    async def worker(conn: int) -> None:
+        while todo[0] > 0:
+            todo[0] -= 1
+            await s.task_call(0, conn)
+
+    await asyncio.gather(*(worker(i) for i in range(len(s.conns))))
+    return target
+
+
+async def _first_page(s: Session, budget_s: float) -> tuple[float, int]:
+    times: list[float] = []
+    size = 0
+    start = time.perf_counter()
+    while len(times) < 3 or (len(times) < 25 and time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        page = await s.call("tasks/list", {})
+        times.append(time.perf_counter() - t0)
+        size = len(page["tasks"])
+    return statistics.median(times) * 1e3, size
+
+
+async def _walk(s: Session, budget_s: float) -> tuple[float, int, int]:
+    times: list[float] = []
+    start = time.perf_counter()
+    total = pages = 0
+    while not times or (len(times) < 5 and time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        total = pages = 0
+        params: dict[str, Any] = {}
+        while True:
+            page = await s.call("tasks/list", params)
+            total += len(page["tasks"])
+            pages += 1
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+            params = {"cursor": cursor}
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3, total, pages
+
+
+async def _prefill(port: int, sid: str, n: int) -> None:
+    reader, writer = await asyncio.open_connection(HOST, port)
+    writer.write(
+        f"POST /bench/prefill?session={sid}&n={n} HTTP/1.1\r\nHost: {HOST}\r\n"
+        "Content-Length: 0\r\nConnection: close\r\n\r\n".encode()
+    )
+    data = await reader.read()
+    writer.close()
+    if b" 200 " not in data.split(b"\r\n", 1)[0]:
+        raise RuntimeError(f"prefill failed: {data[:200]!r}")
+
+
+async def w_list(srv: Running, plan: Plan) -> dict[str, Any]:
+    """Retained completed tasks in one session: first page and whole walk at each N; RSS."""
+    s = await Session(HOST, srv.port).open(8)
+    have = await _fill(s, 50, 0)  # warm every code path before the RSS baseline
+    await asyncio.sleep(0.2)
+    rss0, n0 = srv.rss_bytes(), have
+    points: dict[str, Any] = {}
+    budget = 0.5 if plan.fresh_process else 0.1
+    sizes = [(n, False) for n in plan.list_sizes]
+    if srv.spec.prefill and plan.big_list:
+        sizes.append((plan.big_list, True))
+    rss_points = []
+    for n, by_prefill in sizes:
+        if by_prefill:
+            assert s.sid is not None
+            await _prefill(srv.port, s.sid, n - have)
+            have = n
+        else:
+            have = await _fill(s, n, have)
+        await asyncio.sleep(0.3)  # let the last works finish
+        rss = srv.rss_bytes()
+        rss_points.append((n, rss))
+        first_ms, page_size = await _first_page(s, budget)
+        walk_ms, total, pages = await _walk(s, budget)
+        points[str(n)] = {
+            "first_page_ms": first_ms,
+            "page_size": page_size,
+            "walk_ms": walk_ms,
+            "walk_tasks": total,
+            "walk_pages": pages,
+            "rss_bytes": rss,
+            "prefilled": by_prefill,
+        }
+    s.close()
+    wire = [(n, r) for (n, r), (_, pre) in zip(rss_points, sizes, strict=True) if not pre]
+    (n_a, r_a), (n_b, r_b) = ((n0, rss0), wire[-1]) if len(wire) < 2 else (wire[0], wire[-1])
+    out: dict[str, Any] = {
+        "points": points,
+        "bytes_per_task": (r_b - r_a) / max(n_b - n_a, 1),
+        "bytes_per_task_span": [n_a, n_b],
+    }
+    big = [(n, r) for (n, r), (_, pre) in zip(rss_points, sizes, strict=True) if pre]
+    if big:
+        out["bytes_per_task_prefilled"] = (big[0][1] - r_b) / max(big[0][0] - n_b, 1)
+    return out
+
+
+WORKLOADS: dict[str, Callable[[Running, Plan], Awaitable[dict[str, Any]]]] = {
+    "lifecycle": w_lifecycle,
+    "wakeup": w_wakeup,
+    "list": w_list,
+    "poll": w_poll,
+}
+
+
+# --------------------------------------------------------------------------- setup
+def run_cmd(argv: list[str], cwd: Path | None = None) -> None:
+    print("$", " ".join(argv), flush=True)
+    subprocess.run(argv, cwd=cwd, check=True)
+
+
+def setup() -> None:
+    """npm ci for the TypeScript peer; the mcp 1.29 + matplotlib virtualenv."""
+    stamp = TS_DIR / "node_modules" / ".package-lock.json"
+    lock = TS_DIR / "package-lock.json"
+    if not stamp.exists() or stamp.stat().st_mtime < lock.stat().st_mtime:
+        run_cmd(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=TS_DIR)
+    reqs = PEERS / "mcp129" / "requirements.txt"
+    marker = VENV129 / ".installed"
+    if not marker.exists() or marker.read_text() != reqs.read_text():
+        if not PY129.exists():
+            run_cmd([sys.executable, "-m", "venv", str(VENV129)])
+        run_cmd([str(PY129), "-m", "pip", "install", "-q", "-r", str(reqs)])
+        marker.write_text(reqs.read_text())
+
+
+# --------------------------------------------------------------------------- run
+async def run_one(spec: ServerSpec, workload: str, plan: Plan, tmp: Path) -> dict[str, Any]:
+    srv = await Running(spec, tmp).start()
+    try:
+        return await WORKLOADS[workload](srv, plan)
+    finally:
+        srv.stop()
+
+
+async def run_all(specs: list[ServerSpec], plan: Plan, tmp: Path) -> dict[str, Any]:
+    names = [s.name for s in specs]
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+        w: {n: [] for n in names} for w in WORKLOADS
+    }
+    errors: list[str] = []
+    for rep in range(plan.reps):
+        order = names[rep % len(names) :] + names[: rep % len(names)]
+        if plan.fresh_process:
+            for workload in WORKLOADS:
+                for name in order:
+                    spec = next(s for s in specs if s.name == name)
+                    t0 = time.perf_counter()
+                    try:
+                        res = await run_one(spec, workload, plan, tmp)
+                    except (RuntimeError, RpcError, OSError, asyncio.IncompleteReadError) as exc:
+                        errors.append(f"rep {rep} {workload} {name}: {exc}")
+                        print("  ERROR", errors[-1], flush=True)
+                        continue
+                    runs[workload][name].append(res)
+                    print(
+                        f"rep {rep} {workload:9s} {name:12s} {time.perf_counter() - t0:5.1f}s "
+                        + summary(workload, res),
+                        flush=True,
+                    )
+        else:  # quick: one process per server for every workload
+            for name in order:
+                spec = next(s for s in specs if s.name == name)
+                srv = await Running(spec, tmp).start()
+                try:
+                    for workload, fn in WORKLOADS.items():
+                        runs[workload][name].append(await fn(srv, plan))
+                        print(
+                            f"{workload:9s} {name:12s} "
+                            + summary(workload, runs[workload][name][-1])
+                        )
+                finally:
+                    srv.stop()
+    return {"runs": runs, "errors": errors}
+
+
+def summary(workload: str, r: dict[str, Any]) -> str:
+    if workload == "lifecycle":
+        return f"{r['tasks_per_s']:.0f} tasks/s p99 {r['p99_ms']:.1f} ms cpu {r['server_cpu_ms_per_task']:.3f} ms/task"
+    if workload == "wakeup":
+        return f"late p50 {r['p50_ms']:.1f} p99 {r['p99_ms']:.1f} ms"
+    if workload == "poll":
+        return f"{r['gets_per_s']:.0f} gets/s cpu {r['server_cpu_us_per_get']:.0f} us/get"
+    pts = r["points"]
+    return (
+        " ".join(
+            f"N={n}: page {p['first_page_ms']:.2f} ms walk {p['walk_ms']:.0f} ms"
+            for n, p in pts.items()
+        )
+        + f" | {r['bytes_per_task']:.0f} B/task"
+    )
+
+
+# --------------------------------------------------------------------------- aggregate
+def med(values: list[float]) -> float | None:
+    vals = [v for v in values if v is not None and v == v]
+    return statistics.median(vals) if vals else None
+
+
+def aggregate(runs: dict[str, dict[str, list[dict[str, Any]]]], names: list[str]) -> dict[str, Any]:
+    """Medians over repetitions; ratios to ts computed per repetition, then the median."""
+    agg: dict[str, Any] = {}
+
+    def ratio(workload: str, name: str, getter: Callable[[dict[str, Any]], float]) -> float | None:
+        mine, theirs = runs[workload].get(name, []), runs[workload].get(TS, [])
+        return med([getter(a) / getter(b) for a, b in zip(mine, theirs, strict=False) if getter(b)])
+
+    for name in names:
+        row: dict[str, Any] = {}
+        lc = runs["lifecycle"][name]
+        if lc:
+            for key in (
+                "tasks_per_s",
+                "p50_ms",
+                "p99_ms",
+                "server_cpu_ms_per_task",
+                "driver_cpu_us_per_req",
+                "server_cpu_util",
+            ):
+                row[f"lifecycle.{key}"] = med([r[key] for r in lc])
+            row["lifecycle.x_ts"] = ratio("lifecycle", name, lambda r: r["tasks_per_s"])
+        wk = runs["wakeup"][name]
+        if wk:
+            row["wakeup.p50_ms"] = med([r["p50_ms"] for r in wk])
+            row["wakeup.p99_ms"] = med([r["p99_ms"] for r in wk])
+            row["wakeup.x_ts"] = ratio("wakeup", name, lambda r: r["p99_ms"])
+        pl = runs["poll"][name]
+        if pl:
+            for key in ("gets_per_s", "server_cpu_us_per_get", "driver_cpu_us_per_req"):
+                row[f"poll.{key}"] = med([r[key] for r in pl])
+            row["poll.x_ts"] = ratio("poll", name, lambda r: r["gets_per_s"])
+        ls = runs["list"][name]
+        if ls:
+            row["memory.bytes_per_task"] = med([r["bytes_per_task"] for r in ls])
+            row["memory.x_ts"] = ratio("list", name, lambda r: r["bytes_per_task"])
+            pre = [r["bytes_per_task_prefilled"] for r in ls if "bytes_per_task_prefilled" in r]
+            row["memory.bytes_per_task_prefilled"] = med(pre)
+            for n in ls[0]["points"]:
+                for key in ("first_page_ms", "walk_ms", "page_size", "walk_tasks"):
+                    row[f"list.{n}.{key}"] = med(
+                        [r["points"][n][key] for r in ls if n in r["points"]]
+                    )
+        agg[name] = row
+    return agg
+
+
+def fmt(v: Any, digits: int = 1) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        if abs(v) >= 100:
+            return f"{v:,.0f}"
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def targets(agg: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
+    """Issue 7's targets, for each of our stores, with the floor's figure beside."""
+    out = []
+    floor = agg.get("floor", {})
+    sizes = [str(n) for n in plan.list_sizes]
+    big = str(plan.big_list)
+    for name in [n for n in agg if n.startswith("ours-")]:
+        r = agg[name]
+
+        def add(
+            what: str,
+            value: Any,
+            ok: bool | None,
+            floor_value: Any,
+            note: str = "",
+            name: str = name,
+        ) -> None:
+            out.append(
+                {
+                    "server": name,
+                    "target": what,
+                    "value": value,
+                    "met": ok,
+                    "floor": floor_value,
+                    "note": note,
+                }
+            )
+
+        tps = r.get("lifecycle.tasks_per_s")
+        add(
+            "lifecycle ≥ 1,000 tasks/s (8 sessions)",
+            tps,
+            None if tps is None else tps >= 1000,
+            floor.get("lifecycle.tasks_per_s"),
+        )
+        cpu, fcpu = r.get("lifecycle.server_cpu_ms_per_task"), floor.get(
+            "lifecycle.server_cpu_ms_per_task"
+        )
+        add(
+            "lifecycle CPU/task within 10% of the floor",
+            cpu,
+            None if cpu is None or not fcpu else cpu <= 1.1 * fcpu,
+            fcpu,
+            "" if cpu is None or not fcpu else f"{cpu / fcpu:.2f}× floor",
+        )
+        p99 = r.get("wakeup.p99_ms")
+        add("wake-up p99 < 5 ms", p99, None if p99 is None else p99 < 5, floor.get("wakeup.p99_ms"))
+        fp = r.get(f"list.{sizes[-1]}.first_page_ms")
+        add(
+            f"list first page < 2 ms at {int(sizes[-1]):,}",
+            fp,
+            None if fp is None else fp < 2,
+            floor.get(f"list.{sizes[-1]}.first_page_ms"),
+        )
+        f_small, f_big = r.get(f"list.{sizes[0]}.first_page_ms"), r.get(f"list.{big}.first_page_ms")
+        flat = (
+            None if f_small is None or f_big is None else f_big <= max(1.5 * f_small, f_small + 0.5)
+        )
+        add(
+            f"list first page flat {int(sizes[0]):,} → {int(big):,}",
+            f_big,
+            flat,
+            None,
+            "" if flat is None else f"{f_small:.2f} → {f_big:.2f} ms",
+        )
+        mem = r.get("memory.bytes_per_task")
+        add(
+            "memory < 1.5 KB per retained task",
+            mem,
+            None if mem is None else mem < 1536,
+            floor.get("memory.bytes_per_task"),
+        )
+        gps = r.get("poll.gets_per_s")
+        add(
+            "poll ≥ 2,500 gets/s (8 sessions)",
+            gps,
+            None if gps is None else gps >= 2500,
+            floor.get("poll.gets_per_s"),
+        )
+    return out
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor()
+    with contextlib.suppress(OSError):
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "node": (
+            subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+            if shutil.which("node")
+            else None
+        ),
+        "loadavg_before": os.getloadavg(),
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    agg, plan, specs = report["aggregate"], report["plan"], report["servers"]
+    names = [s["name"] for s in specs if s["name"] in agg]
+    label = {s["name"]: s["label"] for s in specs}
+    m = report["machine"]
+    load = m["loadavg_before"]
+    lines = [
+        f"Run {report['date']} on {m['cpu']} ({m['cores']} cores, Linux {m['kernel']}), "
+        f"Python {m['python']}, Node {m['node']}; {plan['reps']} repetitions, medians; "
+        f"load average before the run {load[0]:.1f} / after {report['loadavg_after'][0]:.1f}"
+        + (
+            " — **taken while other jobs shared the machine**: absolute figures are pessimistic, "
+            "ratios taken within each repetition are the fairer comparison."
+            if load[0] > 0.5 * (m["cores"] or 1)
+            else "."
+        ),
+        "",
+        f"**Lifecycle** ({plan['sessions']} sessions looping task-augmented `slow_compute(0)` → `tasks/result`, "
+        f"{plan['window_s']:g} s window; CPU from `/proc/PID/stat`)",
+        "",
+        "| server | tasks/s | × TS | p50 ms | p99 ms | server CPU ms/task | server CPU use | driver CPU µs/req |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for n in names:
+        r = agg[n]
+        util = r.get("lifecycle.server_cpu_util")
+        lines.append(
+            f"| {label[n]} | {fmt(r.get('lifecycle.tasks_per_s'))} | {fmt(r.get('lifecycle.x_ts'), 2)} | "
+            f"{fmt(r.get('lifecycle.p50_ms'), 2)} | {fmt(r.get('lifecycle.p99_ms'), 2)} | "
+            f"{fmt(r.get('lifecycle.server_cpu_ms_per_task'), 3)} | {'–' if util is None else f'{util:.0%}'} | "
+            f"{fmt(r.get('lifecycle.driver_cpu_us_per_req'))} |"
+        )
+    lines += [
+        "",
+        f"**Wake-up** (`slow_compute({plan['wake_seconds']:g})` then `tasks/result` at once; lateness = answer − "
+        f"(call sent + {plan['wake_seconds']:g} s); {plan['sessions']} staggered sessions × {plan['wake_rounds']} rounds) "
+        f"and **poll** ({plan['sessions']} sessions looping `tasks/get`)",
+        "",
+        "| server | wake p50 ms | wake p99 ms | gets/s | × TS | server CPU µs/get | driver CPU µs/req |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for n in names:
+        r = agg[n]
+        lines.append(
+            f"| {label[n]} | {fmt(r.get('wakeup.p50_ms'), 2)} | {fmt(r.get('wakeup.p99_ms'), 2)} | "
+            f"{fmt(r.get('poll.gets_per_s'))} | {fmt(r.get('poll.x_ts'), 2)} | "
+            f"{fmt(r.get('poll.server_cpu_us_per_get'))} | {fmt(r.get('poll.driver_cpu_us_per_req'))} |"
+        )
+    sizes = [str(n) for n in plan["list_sizes"]] + [str(plan["big_list"])]
+    head = " | ".join(f"first page @{int(n):,}" for n in sizes)
+    walk = " | ".join(f"walk @{int(n):,}" for n in sizes)
+    lines += [
+        "",
+        "**List** (retained completed tasks in one session; ms; the 100,000 rows are inserted straight "
+        "into our stores, the others created over the wire) and **memory** (server RSS growth per retained "
+        f"completed task between {int(sizes[0]):,} and {int(sizes[-2]):,} tasks)",
+        "",
+        f"| server | page size | {head} | {walk} | bytes/task | × TS |",
+        "| --- | ---: | " + " | ".join(["---:"] * (2 * len(sizes) + 2)) + " |",
+    ]
+    for n in names:
+        r = agg[n]
+        firsts = " | ".join(fmt(r.get(f"list.{s}.first_page_ms"), 2) for s in sizes)
+        walks = " | ".join(fmt(r.get(f"list.{s}.walk_ms"), 1) for s in sizes)
+        lines.append(
+            f"| {label[n]} | {fmt(r.get(f'list.{sizes[0]}.page_size'))} | {firsts} | {walks} | "
+            f"{fmt(r.get('memory.bytes_per_task'))} | {fmt(r.get('memory.x_ts'), 2)} |"
+        )
+    lines += ["", "**Targets** (issue 7) for our server, the floor server's figure beside", ""]
+    lines += [
+        "| server | target | ours | met | floor | note |",
+        "| --- | --- | ---: | :---: | ---: | --- |",
+    ]
+    for t in report["targets"]:
+        met = {True: "yes", False: "**no**", None: "–"}[t["met"]]
+        lines.append(
+            f"| {t['server']} | {t['target']} | {fmt(t['value'], 2)} | {met} | {fmt(t['floor'], 2)} | {t['note']} |"
+        )
+    skipped = [f"{s['name']} ({s['missing']})" for s in specs if s.get("missing")]
+    if skipped:
+        lines += ["", "Not run: " + "; ".join(skipped) + "."]
+    if report["errors"]:
+        lines += ["", "Errors: " + "; ".join(report["errors"])]
+    return "\n".join(lines) + "\n"
+
+
+def plot(json_path: Path, out_dir: Path) -> list[str]:
+    """Draw the PNGs with matplotlib from the benchmark virtualenv (or this one)."""
+    script = PEERS / "plot.py"
+    for py in (PY129, Path(sys.executable)):
+        if not py.exists():
+            continue
+        probe = subprocess.run([str(py), "-c", "import matplotlib"], capture_output=True)
+        if probe.returncode == 0:
+            done = subprocess.run(
+                [str(py), str(script), str(json_path), str(out_dir)], capture_output=True, text=True
+            )
+            if done.returncode != 0:
+                print(done.stderr, file=sys.stderr)
+                return []
+            return done.stdout.split()
+    print("matplotlib not available: no plots", file=sys.stderr)
+    return []
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a few seconds, tiny sizes (tests)")
+    ap.add_argument("--skip-setup", action="store_true", help="no npm ci / pip install")
+    ap.add_argument("--reps", type=int)
+    ap.add_argument(
+        "--servers",
+        help="comma-separated subset of ts,mcp129,floor,ours-memory,ours-sqlite,ours-redis",
+    )
+    ap.add_argument("--out", type=Path, help="results directory")
+    args = ap.parse_args(argv)
+    plan = QUICK if args.quick else Plan()
+    if args.reps:
+        plan.reps = args.reps
+    out_dir = args.out or (RESULTS / "tmp" if args.quick else RESULTS)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not args.quick and not args.skip_setup:
+        setup()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="peers-bench-") as d:
+        tmp = Path(d)
+        specs = server_specs(tmp, args.quick)
+        if args.servers:
+            wanted = args.servers.split(",")
+            specs = [s for s in specs if s.name in wanted]
+        runnable = [s for s in specs if s.missing is None]
+        for s in specs:
+            if s.missing:
+                print(f"skipping {s.name}: {s.missing}", file=sys.stderr)
+        info = machine()
+        result = asyncio.run(run_all(runnable, plan, tmp))
+        logs = {p.name: p.read_text()[-2000:] for p in tmp.glob("*.log") if p.stat().st_size}
+    names = [s.name for s in runnable]
+    agg = aggregate(result["runs"], names)
+    plan_d = {k: (list(v) if isinstance(v, tuple) else v) for k, v in plan.__dict__.items()}
+    report: dict[str, Any] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": info,
+        "loadavg_after": os.getloadavg(),
+        "plan": plan_d,
+        "quick": args.quick,
+        "seconds": time.perf_counter() - started,
+        "servers": [{"name": s.name, "label": s.label, "missing": s.missing} for s in specs],
+        "runs": result["runs"],
+        "errors": result["errors"],
+        "server_logs_tail": logs,
+        "aggregate": agg,
+    }
+    report["targets"] = targets(agg, plan)
+    json_path = out_dir / "peers-latest.json"
+    json_path.write_text(json.dumps(report, indent=1, default=str))
+    md = markdown(report)
+    (out_dir / "peers-latest.md").write_text(md)
+    pngs = plot(json_path, out_dir)
+    print(md)
+    print(
+        f"wrote {json_path}, {out_dir / 'peers-latest.md'} {' '.join(pngs)} in {report['seconds']:.0f} s"
+    )
+    return 1 if result["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Keep benchmarks/peers_bench.py working: its --quick mode, end to end (no timing assertions).
+
+Runs our server (memory and SQLite stores) and the floor server, plus the TypeScript and
+mcp 1.29 peers when their setup (``npm ci``, the benchmark virtualenv) is present.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "peers_bench.py"
+
+
+def test_peers_bench_quick(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    report = json.loads((tmp_path / "peers-latest.json").read_text())
+    assert report["quick"] is True and not report["errors"]
+    agg = report["aggregate"]
+    for name in ("floor", "ours-memory", "ours-sqlite"):
+        row = agg[name]
+        assert row["lifecycle.tasks_per_s"] > 0
+        assert row["lifecycle.server_cpu_ms_per_task"] is not None
+        assert row["lifecycle.driver_cpu_us_per_req"] is not None
+        assert row["poll.gets_per_s"] > 0
+        assert row["wakeup.p99_ms"] is not None
+        assert row["memory.bytes_per_task"] is not None
+        sizes = [str(n) for n in report["plan"]["list_sizes"]]
+        for n in sizes:
+            assert row[f"list.{n}.walk_tasks"] >= int(n)  # every retained task is listed
+            assert row[f"list.{n}.first_page_ms"] is not None
+    for name in ("ours-memory", "ours-sqlite"):  # the big-N rows come from the prefill hook
+        assert (
+            agg[name][f"list.{report['plan']['big_list']}.walk_tasks"] >= report["plan"]["big_list"]
+        )
+    ran = {s["name"] for s in report["servers"] if not s["missing"]}
+    assert {"floor", "ours-memory", "ours-sqlite"} <= ran <= set(agg)
+    if "ts" in agg:
+        assert agg["ts"]["lifecycle.x_ts"] == 1.0
+    assert {t["server"] for t in report["targets"]} >= {"ours-memory", "ours-sqlite"}
+    md = (tmp_path / "peers-latest.md").read_text()
+    for needle in ("**Lifecycle**", "**Wake-up**", "**List**", "**Targets**", "tasks/s"):
+        assert needle in md
