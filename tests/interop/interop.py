@@ -15,9 +15,12 @@ import fcntl
 import hashlib
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,7 @@ __all__ = [
     "HERE",
     "SERVER_MODULE",
     "HttpServer",
+    "TsServer",
     "free_port",
     "http_session",
     "node_env",
@@ -126,3 +130,45 @@ def run_node(*args: str, timeout: float = 180, cwd: Path = HERE) -> dict[str, An
     data["_rc"] = out.returncode
     data["_stderr"] = out.stderr[-4000:]
     return data
+
+
+class TsServer:
+    """``ts_server.mjs --http PORT`` (the TypeScript SDK server) on 127.0.0.1, stopped by PID."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log_path = log_dir / f"ts-server-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> TsServer:
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [str(node_path()), "ts_server.mjs", "--http", str(self.port)],
+                cwd=HERE,
+                env=node_env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ts_server exited early:\n{self.log_path.read_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"ts_server did not start:\n{self.log_path.read_text()}")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
