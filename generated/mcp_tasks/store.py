@@ -5,7 +5,8 @@
 
 """The abstract ``TaskStore``: what the runtime needs from a place that keeps tasks.
 
-Implementations: ``runtime.memory.InMemoryTaskStore``, ``runtime.sqlite.SqliteTaskStore``;
+Implementations: ``runtime.memory.InMemoryTaskStore``, ``runtime.sqlite.SqliteTaskStore``,
+``runtime.redis.RedisTaskStore`` (shared by many processes);
 users subclass ``TaskStore`` for their own backend and run the store-conformance
 suite against it.
 """
@@ -83,6 +84,26 @@ class TaskRecord:
         return Task.model_validate(self.wire())
 
 
+class TaskWatch:
+    """A subscription to one task's change events (``TaskStore.watch``).
+
+    This default never fires: ``wait`` sleeps ``timeout`` and returns False, so the
+    caller polls. Shared stores return one that wakes as soon as any instance
+    changes the task (True), with ``timeout`` as the bounded fallback poll."""
+
+    def __enter__(self) -> TaskWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    async def wait(self, timeout: float) -> bool:
+        import anyio
+
+        await anyio.sleep(timeout)
+        return False
+
+
 class TaskStore(abc.ABC):
     """Where tasks live. Every method is safe to call concurrently from one event loop.
 
@@ -112,7 +133,18 @@ class TaskStore(abc.ABC):
     - ``recover`` (durable stores) marks records left non-terminal by a dead
       process ``failed`` with ``message`` as statusMessage and a stored
       ``{"code": -32603, "message": message}`` error, and returns them.
+
+    Shared stores (``shared = True``, e.g. ``runtime.redis.RedisTaskStore``): several
+    engines in several processes use one store. They also provide change events
+    (``watch``), background work in the engine's task group (``start``), a
+    ``recover`` that only touches tasks of instances whose lease expired (the
+    engine calls it on every sweep), and the input hand-over methods below, so
+    an ``input_required`` request created on one instance is delivered by a
+    ``tasks/result`` held on another and the answer reaches the running work.
     """
+
+    #: True when other processes change the same tasks (see above).
+    shared: bool = False
 
     @abc.abstractmethod
     async def create(self, record: TaskRecord) -> None: ...
@@ -154,6 +186,52 @@ class TaskStore(abc.ABC):
     async def close(self) -> None:
         """Release resources. The default does nothing."""
         return None
+
+    async def start(self, tg: Any) -> None:
+        """Start background work (change listener, heartbeat) in the engine's anyio task
+        group ``tg``; it stops when the engine stops. The default starts nothing."""
+        return None
+
+    def watch(self, task_id: str) -> TaskWatch:
+        """Change events for one task, as a context manager: enter it before reading the
+        task, then ``await w.wait(timeout)``. The default never fires (callers poll)."""
+        return TaskWatch()
+
+    # Input hand-over between instances (shared stores only). ``item`` is
+    # ``{"id", "method", "params"}``; an answer is ``{"result": {...}}`` or ``{"error": {...}}``.
+
+    async def put_input(self, task_id: str, requestor: str, item: dict[str, Any]) -> bool:
+        """Queue an input request of a running task for any ``tasks/result``."""
+        raise NotImplementedError
+
+    async def claim_inputs(
+        self, task_id: str, requestor: str, claimer: str, lease_s: float
+    ) -> list[dict[str, Any]]:
+        """Input requests not being delivered (or already claimed by ``claimer``: that
+        renews the claim), claimed for ``lease_s`` seconds."""
+        raise NotImplementedError
+
+    async def release_input(
+        self, task_id: str, requestor: str, input_id: str, claimer: str
+    ) -> None:
+        """Give up a claim (the ``tasks/result`` call went away); another may deliver it."""
+        raise NotImplementedError
+
+    async def answer_input(
+        self, task_id: str, requestor: str, input_id: str, answer: dict[str, Any]
+    ) -> bool:
+        """Store the answer for the work; False when the input is unknown or answered."""
+        raise NotImplementedError
+
+    async def take_answer(
+        self, task_id: str, requestor: str, input_id: str
+    ) -> dict[str, Any] | None:
+        """The answer to an input request, once (None while unanswered)."""
+        raise NotImplementedError
+
+    async def withdraw_input(self, task_id: str, requestor: str, input_id: str) -> None:
+        """Forget an input request (its work stopped waiting)."""
+        raise NotImplementedError
 
     @staticmethod
     def sources(status: TaskStatus) -> frozenset[TaskStatus]:

@@ -49,6 +49,7 @@ import secrets
 import socket
 import struct
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable
 from typing import Any, ParamSpec, TypeVar
 
@@ -62,7 +63,7 @@ from redis.exceptions import NoScriptError, RedisError
 from ..errors import StoreUnavailable
 from ..lifecycle import FAILED, TERMINAL
 from ..models import TaskStatus
-from ..store import TaskRecord, TaskStore
+from ..store import TaskRecord, TaskStore, TaskWatch
 
 _PKG = __name__.rsplit(".", 2)[0]
 log = logging.getLogger(f"{_PKG}.runtime.redis")
@@ -137,7 +138,8 @@ return out
 """
 
 #: delete / expire: KEYS task, idx, active, in, cl, ans; ARGV id, lexkey, now|'' (expire only
-#: when expired by then), channel
+#: when expired by then), channel|'' (expiry publishes nothing: the sweeping engine wakes its
+#: own waiters after remembering the task as expired; other instances notice on their next poll)
 _REMOVE = """
 local h = redis.call('HGETALL', KEYS[1])
 if #h > 0 and ARGV[3] ~= '' then
@@ -149,7 +151,7 @@ if #h > 0 then lex = redis.call('HGET', KEYS[1], 'k') end
 redis.call('DEL', KEYS[1], KEYS[4], KEYS[5], KEYS[6])
 if lex ~= '' then redis.call('ZREM', KEYS[2], lex) end
 redis.call('SREM', KEYS[3], ARGV[1])
-if #h > 0 then redis.call('PUBLISH', ARGV[4], 'd ' .. ARGV[1]) end
+if #h > 0 and ARGV[4] ~= '' then redis.call('PUBLISH', ARGV[4], 'd ' .. ARGV[1]) end
 return h
 """
 
@@ -306,7 +308,7 @@ def _owner_of(flat: Iterable[Any]) -> str | None:
     return dict(zip(items[::2], items[1::2], strict=True)).get("o")
 
 
-class TaskWatchHandle:
+class TaskWatchHandle(TaskWatch):
     """A subscription to one task's change events (see ``RedisTaskStore.watch``).
 
     Enter it before reading the task, then ``await wait(timeout)``: returns True as
@@ -424,6 +426,22 @@ class RedisTaskStore(TaskStore):
         self.on_reaped: Callable[[list[TaskRecord]], Awaitable[None]] | None = None
         #: Round trips issued (commands and pipelines), for benchmarks.
         self.round_trips = 0
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> RedisTaskStore:
+        """``redis://HOST:PORT/DB[?namespace=NS&lease=SECONDS]`` (other query options go
+        to redis-py)."""
+        parts = urllib.parse.urlsplit(url)
+        rest: list[tuple[str, str]] = []
+        for key, value in urllib.parse.parse_qsl(parts.query):
+            if key == "namespace":
+                kwargs["namespace"] = value
+            elif key == "lease":
+                kwargs["lease_s"] = float(value)
+            else:
+                rest.append((key, value))
+        clean = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(rest)))
+        return cls(clean, **kwargs)
 
     # ------------------------------------------------------------------ keys
 
@@ -695,7 +713,7 @@ class RedisTaskStore(TaskStore):
                         _REMOVE,
                         [
                             [t, self._k(tag, "idx"), active, inp, cl, ans],
-                            [tid, lex, repr(float(now)), self.channel],
+                            [tid, lex, repr(float(now)), ""],
                         ],
                     )
                 )
@@ -915,9 +933,11 @@ class RedisTaskStore(TaskStore):
         self,
         tg: anyio.abc.TaskGroup,
         *,
+        reap: bool = False,
         reap_message: str = "Task failed: the server running it stopped responding",
     ) -> None:
-        """Run the change listener, this instance's heartbeat and the lease reaper in ``tg``."""
+        """Run the change listener and this instance's heartbeat in ``tg``; with ``reap``
+        also a lease reaper (the engine reaps itself: it calls ``recover`` every sweep)."""
         if self._started:
             return
         self._started = True
@@ -927,13 +947,14 @@ class RedisTaskStore(TaskStore):
             log.warning("redis unavailable at start: %s: %s", type(exc).__name__, exc)
         tg.start_soon(self._listen)
         tg.start_soon(self._heartbeat)
-        tg.start_soon(self._reaper, reap_message)
+        if reap:
+            tg.start_soon(self._reaper, reap_message)
 
     async def __aenter__(self) -> RedisTaskStore:
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        await self.start(tg)
+        await self.start(tg, reap=True)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

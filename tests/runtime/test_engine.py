@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from redis_fixtures import redis_server  # noqa: F401  (the "redis" store_factory uses it)
 
 from mcp_tasks.errors import (
     ConcurrencyLimitExceeded,
@@ -48,10 +49,17 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], TaskStore]:
     if request.param == "memory":
         return InMemoryTaskStore
+    if request.param == "redis":  # a shared store: tests/redis_fixtures.py starts redis-server
+        from redis_fixtures import unique_namespace
+
+        from mcp_tasks.runtime.redis import RedisTaskStore
+
+        url, ns = request.getfixturevalue("redis_server").url, unique_namespace()
+        return lambda: RedisTaskStore(url, namespace=ns)
     return lambda: SqliteTaskStore(tmp_path / "tasks.db")
 
 

@@ -5,7 +5,7 @@
 
 """Example MCP server with 2025-11-25 tasks, on the ``mcp`` SDK's ``MCPServer``.
 
-    python -m mcp_tasks.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH]
+    python -m mcp_tasks.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH|redis://HOST:PORT/DB]
                                         [--tokens FILE] [--stateless]
     python -m mcp_tasks.examples.server --stdio [--store ...]
 
@@ -19,6 +19,10 @@ Tools (a fixed contract other tests rely on):
   ``tasks/result`` answers the JSON-RPC error.
 - ``confirm_delete`` {path}: optional; asks by ``elicitation/create``;
   accept -> ``deleted {path}``, otherwise ``kept {path}``.
+
+``--store redis://HOST:PORT/DB[?namespace=NS&lease=SECONDS]``: tasks shared by every
+instance using the same Redis and namespace (needs the ``redis`` extra); run several
+instances behind a load balancer, with ``--tokens`` so one requestor is one subject.
 
 ``--tokens FILE``: a JSON object mapping bearer token -> subject; tasks are then
 bound to the subject (R-SEC-1), which survives sessions and restarts.
@@ -66,7 +70,7 @@ class Confirm(BaseModel):
 
 
 def make_store(spec: str) -> TaskStore:
-    """``memory`` or ``sqlite:PATH``."""
+    """``memory``, ``sqlite:PATH`` or ``redis://HOST:PORT/DB[?namespace=NS&lease=S]``."""
     if spec == "memory":
         from ..runtime.memory import InMemoryTaskStore
 
@@ -75,7 +79,13 @@ def make_store(spec: str) -> TaskStore:
         from ..runtime.sqlite import SqliteTaskStore
 
         return SqliteTaskStore(spec[len("sqlite:") :])
-    raise ValueError(f"--store must be 'memory' or 'sqlite:PATH', not {spec!r}")
+    if spec.startswith(("redis://", "rediss://", "unix://")):
+        from ..runtime.redis import RedisTaskStore
+
+        return RedisTaskStore.from_url(spec)
+    raise ValueError(
+        f"--store must be 'memory', 'sqlite:PATH' or 'redis://HOST:PORT/DB', not {spec!r}"
+    )
 
 
 def build_server(
@@ -150,7 +160,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp")
     mode.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
-    parser.add_argument("--store", default="memory", help="memory (default) or sqlite:PATH")
+    parser.add_argument(
+        "--store",
+        default="memory",
+        help="memory (default), sqlite:PATH or redis://HOST:PORT/DB (shared by instances)",
+    )
     parser.add_argument("--tokens", metavar="FILE", help="JSON map of bearer token -> subject")
     parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without sessions")
     args = parser.parse_args(argv)
@@ -169,17 +183,24 @@ async def _serve(args: argparse.Namespace) -> None:
         ):
             raise SystemExit("--tokens: expected a JSON object of token -> subject strings")
         tokens = loaded
-    mcp, tasks = build_server(store=make_store(args.store), tokens=tokens)
-    async with tasks:
-        if args.stdio:
-            await mcp.run_stdio_async()
-            return
-        import uvicorn
+    store = make_store(args.store)
+    mcp, tasks = build_server(store=store, tokens=tokens)
+    try:
+        async with tasks:
+            if args.stdio:
+                await mcp.run_stdio_async()
+                return
+            import uvicorn
 
-        host, _, port = str(args.http).rpartition(":")
-        app = mcp.streamable_http_app(stateless_http=bool(args.stateless))
-        config = uvicorn.Config(app, host=host or "127.0.0.1", port=int(port), log_level="warning")
-        await uvicorn.Server(config).serve()
+            host, _, port = str(args.http).rpartition(":")
+            app = mcp.streamable_http_app(stateless_http=bool(args.stateless))
+            config = uvicorn.Config(
+                app, host=host or "127.0.0.1", port=int(port), log_level="warning"
+            )
+            await uvicorn.Server(config).serve()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await store.close()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -83,6 +83,10 @@ CANCELLED_ERROR: dict[str, Any] = {
 }
 #: statusMessage and error of tasks interrupted by a process that died or shut down.
 INTERRUPTED_MESSAGE = "Task failed: the server stopped before the task finished"
+#: statusMessage and error of tasks whose instance stopped renewing its lease (shared stores).
+LEASE_EXPIRED_MESSAGE = (
+    "Task failed: the server instance running it stopped responding (its lease expired)"
+)
 
 StatusHook = Callable[[str, dict[str, Any]], Awaitable[None]]
 ProgressHook = Callable[[str, str | int, float, float | None, str | None, str], Awaitable[None]]
@@ -108,6 +112,12 @@ class EngineConfig:
     expired_tombstones_per_requestor: int = 1024
     #: requestors whose tombstones are kept (least recently expired dropped first)
     tombstone_requestors: int = 10_000
+    #: shared stores: longest wait for a change event before re-reading the store anyway
+    #: (the bounded fallback poll when a message was missed)
+    watch_fallback_s: float = 1.0
+    #: shared stores: how long a tasks/result call holds an input request it delivers
+    #: before another instance may deliver it (renewed while the call waits)
+    input_claim_s: float = 30.0
 
     def __post_init__(self) -> None:
         if self.max_ttl_ms < 0 or self.page_size < 1 or self.max_active_per_requestor < 1:
@@ -217,7 +227,17 @@ class TaskEngine(TasksHandlerBase):
         await tg.__aenter__()
         self._tg = tg
         try:
-            for rec in await self.store.recover(self.clock(), INTERRUPTED_MESSAGE):
+            await self.store.start(tg)
+            try:
+                recovered = await self.store.recover(self.clock(), INTERRUPTED_MESSAGE)
+            except Exception:
+                if not self.store.shared:
+                    raise
+                # A shared store may be down now: serve anyway (task calls answer "Task
+                # store unavailable" until it is back); the sweeper reaps leases later.
+                log.warning("task store unavailable at start", exc_info=True)
+                recovered = []
+            for rec in recovered:
                 self._audit("status_changed", rec.requestor, rec.task_id, status=rec.status.value)
                 await self._emit(rec)
         except BaseException:
@@ -269,7 +289,7 @@ class TaskEngine(TasksHandlerBase):
         except TaskError:
             raise
         except Exception as exc:
-            raise StoreUnavailable(detail=type(exc).__name__) from exc
+            raise _store_error(exc) from exc
 
     def _check_rate(self, requestor: str) -> None:
         """R-SEC-3: fixed-window counter per requestor."""
@@ -314,7 +334,7 @@ class TaskEngine(TasksHandlerBase):
         try:
             rec = await self.store.get(task_id)
         except Exception as exc:
-            raise StoreUnavailable(detail=type(exc).__name__) from exc
+            raise _store_error(exc) from exc
         if rec is None or rec.requestor != ctx.requestor:
             if self._is_tombstoned(ctx.requestor, task_id):
                 raise TaskExpired()
@@ -374,7 +394,7 @@ class TaskEngine(TasksHandlerBase):
             try:
                 active = await self.store.count_active(requestor)
             except Exception as exc:
-                raise StoreUnavailable(detail=type(exc).__name__) from exc
+                raise _store_error(exc) from exc
             if active + self._reserved[requestor] > limit:
                 self._audit("create_rejected", requestor, None, reason="concurrency_limit")
                 raise ConcurrencyLimitExceeded(limit)
@@ -395,7 +415,7 @@ class TaskEngine(TasksHandlerBase):
                 await self.store.create(rec)
             except Exception as exc:
                 self._runs.pop(rec.task_id, None)
-                raise StoreUnavailable(detail=type(exc).__name__) from exc
+                raise _store_error(exc) from exc
         finally:
             left = self._reserved[requestor] - 1
             if left:
@@ -405,6 +425,8 @@ class TaskEngine(TasksHandlerBase):
         self._audit("created", requestor, rec.task_id, method=method, ttl=ttl)
         tc = TaskContext(self, rec.task_id, requestor, ctx.progress_token)
         tg.start_soon(self._run, rec.task_id, run, tc, work, is_error_result)
+        if self.store.shared:
+            tg.start_soon(self._monitor, rec.task_id, run)
         out: dict[str, Any] = {"task": rec.wire()}
         if immediate_response is not None:
             out["_meta"] = {MODEL_IMMEDIATE_RESPONSE_KEY: immediate_response}  # R-CREATE-3
@@ -497,6 +519,24 @@ class TaskEngine(TasksHandlerBase):
             await self._emit(rec)
         self._end_run(task_id, run)
 
+    async def _monitor(self, task_id: str, run: _Run) -> None:
+        """Shared stores: stop the work here when another instance ends the task (a cancel,
+        an expiry, a lease reap): R-CANCEL-2 across instances."""
+        with self.store.watch(task_id) as watch:
+            while self._runs.get(task_id) is run:
+                await watch.wait(5 * self.config.watch_fallback_s)
+                if self._runs.get(task_id) is not run:
+                    return
+                try:
+                    rec = await self.store.get(task_id)
+                except Exception:
+                    continue  # store unavailable: keep working, look again later
+                if rec is None or rec.status in TERMINAL:
+                    run.scope.cancel()
+                    run.signal()
+                    return
+                run.signal()
+
     def _end_run(self, task_id: str, run: _Run) -> None:
         if self._runs.get(task_id) is run:
             del self._runs[task_id]
@@ -521,28 +561,53 @@ class TaskEngine(TasksHandlerBase):
         out["_meta"] = with_related_task(params.get("_meta"), task_id)  # R-INPUT-2
         pending = PendingInput(id=secrets.token_hex(8), task_id=task_id, method=method, params=out)
         run.pending[pending.id] = pending
+        store = self.store
+        # Shared stores: the request goes through the store, so a tasks/result held on any
+        # instance delivers it, and the answer comes back through the store.
+        shared = store.shared
+        answer: dict[str, Any] | None = None
         try:
-            rec = await self._transition(
-                task_id,
-                INPUT_REQUIRED,
-                expected=(WORKING,),
-                status_message=f"Waiting for the requestor to answer {method}",
-            )
-            if rec is not None:  # R-INPUT-1
-                self._audit("status_changed", rec.requestor, task_id, status=rec.status.value)
-                await self._emit(rec)
-            run.signal()
-            await pending.answered.wait()
+            with store.watch(task_id) as watch:
+                if shared:
+                    item = {"id": pending.id, "method": method, "params": out}
+                    await store.put_input(task_id, run.requestor, item)
+                rec = await self._transition(
+                    task_id,
+                    INPUT_REQUIRED,
+                    expected=(WORKING,),
+                    status_message=f"Waiting for the requestor to answer {method}",
+                )
+                if rec is not None:  # R-INPUT-1
+                    self._audit("status_changed", rec.requestor, task_id, status=rec.status.value)
+                    await self._emit(rec)
+                run.signal()
+                if shared:
+                    while answer is None:
+                        answer = await store.take_answer(task_id, run.requestor, pending.id)
+                        if answer is None:
+                            await watch.wait(self.config.watch_fallback_s)
+                else:
+                    await pending.answered.wait()
         finally:
             run.pending.pop(pending.id, None)
-            if not run.pending and not run.scope.cancel_called:
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                if shared and answer is None:
+                    try:
+                        await store.withdraw_input(task_id, run.requestor, pending.id)
+                    except Exception:
+                        log.warning("task %s: could not withdraw input %s", task_id, pending.id)
+                if not run.pending and not run.scope.cancel_called:
                     rec = await self._transition(task_id, WORKING, expected=(INPUT_REQUIRED,))
                     if rec is not None:  # R-INPUT-4
                         self._audit(
                             "status_changed", rec.requestor, task_id, status=rec.status.value
                         )
                         await self._emit(rec)
+        if answer is not None:
+            if isinstance(answer.get("error"), dict):
+                raise JsonRpcError.from_error(answer["error"])
+            result = answer.get("result")
+            return dict(result) if isinstance(result, dict) else {}
         if pending.error is not None:
             raise pending.error
         return pending.answer if pending.answer is not None else {}
@@ -559,6 +624,11 @@ class TaskEngine(TasksHandlerBase):
             n += len(batch)
             if len(batch) < 1000:
                 break
+        if self.store.shared:
+            # Tasks of an instance whose lease expired (it died mid-task) become failed.
+            for rec in await self.store.recover(self.clock(), LEASE_EXPIRED_MESSAGE):
+                self._audit("status_changed", rec.requestor, rec.task_id, status=rec.status.value)
+                await self._emit(rec)
         now = time.monotonic()
         window = self.config.rate_limit_window_s
         if len(self._rate) > 1024:
@@ -566,10 +636,18 @@ class TaskEngine(TasksHandlerBase):
         return n
 
     async def _sweeper(self) -> None:
+        store_down = False
         while True:
             await anyio.sleep(self.config.sweep_interval_s)
             try:
                 await self.sweep()
+                if store_down:
+                    log.warning("task store available again")
+                store_down = False
+            except StoreUnavailable as exc:
+                if not store_down:  # once per outage, not every sweep
+                    log.warning("TTL sweep: %s", exc.message)
+                store_down = True
             except Exception:
                 log.exception("TTL sweep failed")
 
@@ -631,7 +709,7 @@ class TaskEngine(TasksHandlerBase):
         try:
             recs = await self.store.list_tasks(ctx.requestor, after=after, limit=size + 1)
         except Exception as exc:
-            raise StoreUnavailable(detail=type(exc).__name__) from exc
+            raise _store_error(exc) from exc
         page = recs[:size]
         now = self.clock()
         out: dict[str, Any] = {
@@ -654,6 +732,21 @@ class TaskEngine(TasksHandlerBase):
         self, task_id: str, ctx: RequestContext, on_input: InputHandler | None
     ) -> dict[str, Any]:
         """Block until terminal (R-RESULT-2), delivering pending input requests meanwhile."""
+        rec = await self._lookup(task_id, ctx)
+        if rec.status not in TERMINAL:  # else no task group: the common case costs less
+            rec = await self._await_terminal(task_id, ctx, on_input)
+        self._audit("result_retrieved", ctx.requestor, task_id, status=rec.status.value)
+        if rec.error is not None and rec.result is None:
+            raise JsonRpcError.from_error(rec.error)  # R-RESULT-1
+        out = dict(rec.result or {})
+        out["_meta"] = with_related_task(out.get("_meta"), task_id)  # R-RESULT-4
+        return out
+
+    async def _await_terminal(
+        self, task_id: str, ctx: RequestContext, on_input: InputHandler | None
+    ) -> TaskRecord:
+        if self.store.shared:
+            return await self._await_terminal_shared(task_id, ctx, on_input)
         delivering: set[str] = set()
         failure: TaskError | None = None
         async with anyio.create_task_group() as tg:
@@ -680,12 +773,84 @@ class TaskEngine(TasksHandlerBase):
             tg.cancel_scope.cancel()
         if failure is not None:
             raise failure
-        self._audit("result_retrieved", ctx.requestor, task_id, status=rec.status.value)
-        if rec.error is not None and rec.result is None:
-            raise JsonRpcError.from_error(rec.error)  # R-RESULT-1
-        out = dict(rec.result or {})
-        out["_meta"] = with_related_task(out.get("_meta"), task_id)  # R-RESULT-4
-        return out
+        return rec
+
+    async def _await_terminal_shared(
+        self, task_id: str, ctx: RequestContext, on_input: InputHandler | None
+    ) -> TaskRecord:
+        """Shared stores: wait for change events from any instance (bounded fallback poll);
+        deliver input requests claimed from the store, whichever instance runs the work."""
+        delivering: set[str] = set()
+        failure: TaskError | None = None
+        claimer = secrets.token_hex(8)
+        with self.store.watch(task_id) as watch:
+            async with anyio.create_task_group() as tg:
+                try:
+                    while True:
+                        rec = await self._lookup(task_id, ctx)
+                        if rec.status in TERMINAL:
+                            break
+                        if on_input is not None and rec.status == INPUT_REQUIRED:
+                            # Claiming again renews the claims this call is delivering.
+                            try:
+                                items = await self.store.claim_inputs(
+                                    task_id, ctx.requestor, claimer, self.config.input_claim_s
+                                )
+                            except Exception as exc:
+                                raise _store_error(exc) from exc
+                            for item in items:
+                                if str(item.get("id")) not in delivering:
+                                    delivering.add(str(item.get("id")))
+                                    tg.start_soon(
+                                        self._deliver_shared, item, on_input, ctx.requestor,
+                                        task_id, claimer, delivering,
+                                    )  # fmt: skip
+                        await watch.wait(self.config.watch_fallback_s)
+                except TaskError as exc:
+                    failure = exc
+                tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return rec
+
+    async def _deliver_shared(
+        self,
+        item: dict[str, Any],
+        on_input: InputHandler,
+        requestor: str,
+        task_id: str,
+        claimer: str,
+        delivering: set[str],
+    ) -> None:
+        params = item.get("params")
+        p = PendingInput(
+            id=str(item.get("id")),
+            task_id=task_id,
+            method=str(item.get("method")),
+            params=dict(params) if isinstance(params, dict) else {},
+        )
+        stored = False
+        try:
+            try:
+                answer: dict[str, Any] = {"result": await on_input(p)}
+            except TaskError as exc:
+                answer = {"error": exc.to_error()}
+            except Exception as exc:
+                err = InternalError(detail=f"input request failed: {type(exc).__name__}")
+                answer = {"error": err.to_error()}
+            try:
+                await self.store.answer_input(task_id, requestor, p.id, answer)
+                stored = True
+            except Exception:
+                log.exception("task %s: could not store the answer to %s", task_id, p.id)
+        finally:
+            delivering.discard(p.id)
+            if not stored:  # this waiter went away: let another tasks/result deliver it
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await self.store.release_input(task_id, requestor, p.id, claimer)
+                    except Exception:
+                        pass  # the claim lapses by itself
 
     async def _deliver(
         self, p: PendingInput, on_input: InputHandler, run: _Run, delivering: set[str]
@@ -736,6 +901,12 @@ class TaskEngine(TasksHandlerBase):
         except Exception as exc:
             log.exception("tasks engine: %s failed", method)
             raise InternalError(detail=type(exc).__name__) from exc
+
+
+def _store_error(exc: Exception) -> TaskError:
+    """A store failure as the error to answer: the store's own ``TaskError`` (e.g. a
+    ``StoreUnavailable`` naming what is unreachable) or a generic ``StoreUnavailable``."""
+    return exc if isinstance(exc, TaskError) else StoreUnavailable(detail=type(exc).__name__)
 
 
 def _error_text(result: Mapping[str, Any]) -> str:

@@ -1,0 +1,190 @@
+"""Two example-server processes sharing one Redis (issue 5, Acceptance).
+
+Both run ``--stateless --tokens FILE --store redis://...`` so one bearer token is one
+requestor on either instance: create through A, poll and ``tasks/result`` through B,
+cancel through A; A killed with SIGKILL mid-task (its task becomes ``failed`` after
+the lease, the others are unaffected); Redis stopped and restarted under a server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_e2e import http_session
+from redis_fixtures import (  # noqa: F401
+    RedisServer,
+    fresh_redis_server,
+    redis_server,
+    unique_namespace,
+)
+
+from mcp_tasks import models
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+LEASE_S = 2
+
+
+def _text(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+def _store_arg(url: str, ns: str) -> str:
+    return f"{url}?namespace={ns}&lease={LEASE_S}"
+
+
+async def _until(task_status: Any, want: set[str], timeout: float = 90) -> models.Task:
+    with anyio.fail_after(timeout):
+        while True:
+            t = await task_status()
+            if t.status.value in want:
+                return t
+            await anyio.sleep(0.1)
+
+
+async def test_create_on_a_result_on_b_cancel_on_a(
+    http_server_factory: Any, tokens_file: Path, redis_server: RedisServer  # noqa: F811
+) -> None:
+    store = _store_arg(redis_server.url, unique_namespace())
+    args = ("--stateless", "--tokens", str(tokens_file), "--store", store)
+    a, b = http_server_factory(*args), http_server_factory(*args)
+    async with (
+        http_session(a.url, token="tok-alice") as sa,
+        http_session(b.url, token="tok-alice") as sb,
+        http_session(b.url, token="tok-bob") as bob,
+    ):
+        created = await sa.tasks.call_tool_as_task("slow_compute", {"seconds": 1, "label": "x"})
+        tid = created.task.taskId
+        first = await sb.tasks.get(tid)  # B knows A's task at once
+        assert first.status in (models.TaskStatus.working, models.TaskStatus.completed)
+        with anyio.fail_after(120):
+            result = await sb.tasks.result(tid)  # waits on B, woken when A finishes
+        assert _text(result) == "done after 1s (x)"
+        assert result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == tid
+        assert (await sa.tasks.get(tid)).status == models.TaskStatus.completed
+
+        # another requestor sees nothing, on either instance (R-SEC-1)
+        with pytest.raises(MCPError) as err:
+            await bob.tasks.get(tid)
+        assert err.value.code == -32602
+
+        # cancel through A while B holds tasks/result: B answers the cancellation
+        long = (await sa.tasks.call_tool_as_task("slow_compute", {"seconds": 120})).task.taskId
+        caught: list[MCPError] = []
+
+        async def hold_result() -> None:
+            try:
+                await sb.tasks.result(long)
+            except MCPError as exc:
+                caught.append(exc)
+
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(hold_result)
+                await anyio.sleep(0.5)
+                cancelled = await sa.tasks.cancel(long)
+                assert cancelled.status == models.TaskStatus.cancelled
+        assert caught and caught[0].code == -32800
+        assert (await sb.tasks.get(long)).status == models.TaskStatus.cancelled
+
+        # listing through either instance: both tasks, nothing lost
+        ids_a = {t.taskId for t in await sa.tasks.list_all()}
+        ids_b = {t.taskId for t in await sb.tasks.list_all()}
+        assert ids_a == ids_b == {tid, long}
+
+
+async def test_input_required_created_on_a_answered_through_b(
+    http_server_factory: Any, tokens_file: Path, redis_server: RedisServer  # noqa: F811
+) -> None:
+    # Stateful HTTP here: the SDK's stateless mode has no back-channel for the server's
+    # elicitation request. Tasks are still bound to the token's subject on both instances.
+    store = _store_arg(redis_server.url, unique_namespace())
+    args = ("--tokens", str(tokens_file), "--store", store)
+    a, b = http_server_factory(*args), http_server_factory(*args)
+    asked: list[Any] = []
+
+    async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    async with (
+        http_session(a.url, token="tok-alice") as sa,
+        http_session(b.url, token="tok-alice", elicitation_callback=on_elicit) as sb,
+    ):
+        tid = (await sa.tasks.call_tool_as_task("confirm_delete", {"path": "/x"})).task.taskId
+        await _until(lambda: sb.tasks.get(tid), {"input_required"})
+        with anyio.fail_after(120):
+            result = await sb.tasks.result(tid)
+        assert _text(result) == "deleted /x"
+        assert len(asked) == 1
+        assert (await sa.tasks.get(tid)).status == models.TaskStatus.completed
+
+
+async def test_sigkill_mid_task_fails_after_lease_others_unaffected(
+    http_server_factory: Any, tokens_file: Path, redis_server: RedisServer  # noqa: F811
+) -> None:
+    store = _store_arg(redis_server.url, unique_namespace())
+    args = ("--stateless", "--tokens", str(tokens_file), "--store", store)
+    a, b = http_server_factory(*args), http_server_factory(*args)
+    async with (
+        http_session(a.url, token="tok-alice") as sa,
+        http_session(b.url, token="tok-alice") as sb,
+    ):
+        on_a = (await sa.tasks.call_tool_as_task("slow_compute", {"seconds": 300})).task.taskId
+        done_on_a = (await sa.tasks.call_tool_as_task("slow_compute", {"seconds": 0})).task.taskId
+        await _until(lambda: sb.tasks.get(done_on_a), {"completed"})
+        on_b = (await sb.tasks.call_tool_as_task("slow_compute", {"seconds": 3})).task.taskId
+    assert a.proc is not None
+    os.kill(a.proc.pid, signal.SIGKILL)
+    a.proc.wait(timeout=30)
+    a.proc = None
+    async with http_session(b.url, token="tok-alice") as sb:
+        failed = await _until(lambda: sb.tasks.get(on_a), {"failed", "completed", "cancelled"})
+        assert failed.status == models.TaskStatus.failed
+        assert failed.statusMessage is not None and "lease expired" in failed.statusMessage
+        with pytest.raises(MCPError) as err:
+            await sb.tasks.result(on_a)
+        assert err.value.code == -32603
+        with anyio.fail_after(120):
+            assert _text(await sb.tasks.result(on_b)) == "done after 3s (no label)"
+        assert _text(await sb.tasks.result(done_on_a)) == "done after 0s (no label)"
+
+
+async def test_redis_restart_clear_errors_then_normal(
+    http_server_factory: Any, tokens_file: Path, fresh_redis_server: RedisServer  # noqa: F811
+) -> None:
+    store = _store_arg(fresh_redis_server.url, unique_namespace())
+    server = http_server_factory("--stateless", "--tokens", str(tokens_file), "--store", store)
+    async with http_session(server.url, token="tok-alice") as s:
+        running = (await s.tasks.call_tool_as_task("slow_compute", {"seconds": 2})).task.taskId
+        fresh_redis_server.stop()
+        # non-task requests keep working
+        greeting = await s.call_tool("greet", {"name": "R"})
+        assert greeting.content[0].text == "Hello, R!"  # type: ignore[union-attr]
+        for call in (
+            lambda: s.tasks.get(running),
+            lambda: s.tasks.call_tool_as_task("slow_compute", {"seconds": 0}),
+            lambda: s.tasks.list(),
+        ):
+            with anyio.fail_after(60), pytest.raises(MCPError) as err:
+                await call()
+            assert err.value.code == -32603
+            assert "Task store unavailable" in err.value.error.message
+        await anyio.sleep(2.5)  # the running task ends while Redis is down
+        fresh_redis_server.start()
+        # served normally again, with no restart of the server (Redis kept no data)
+        with anyio.fail_after(60):
+            while True:
+                try:
+                    tid = (await s.tasks.call_tool_as_task("slow_compute", {"seconds": 0})).task
+                    break
+                except MCPError:
+                    await anyio.sleep(0.2)
+            assert _text(await s.tasks.result(tid.taskId)) == "done after 0s (no label)"

@@ -1,0 +1,189 @@
+"""Two TaskEngines sharing one Redis: wake-ups, cancel, input hand-over and outages
+across instances (in one process; tests/runtime/test_redis_e2e.py uses two servers)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from redis_fixtures import (  # noqa: F401
+    RedisServer,
+    fresh_redis_server,
+    redis_server,
+    redis_url,
+    unique_namespace,
+)
+
+from mcp_tasks.errors import JsonRpcError, TaskError
+from mcp_tasks.handlers import RequestContext
+from mcp_tasks.runtime import EngineConfig, PendingInput, TaskContext, TaskEngine
+from mcp_tasks.runtime.redis import RedisTaskStore
+
+pytestmark = pytest.mark.anyio
+
+ALICE = RequestContext(requestor="alice")
+
+
+@asynccontextmanager
+async def two_engines(url: str, **store_kw: Any) -> AsyncIterator[tuple[TaskEngine, TaskEngine]]:
+    ns = unique_namespace()
+    sa = RedisTaskStore(url, namespace=ns, **store_kw)
+    sb = RedisTaskStore(url, namespace=ns, **store_kw)
+    cfg = EngineConfig(cursor_secret=b"shared-secret", sweep_interval_s=0.2)
+    try:
+        async with TaskEngine(sa, cfg) as a, TaskEngine(sb, cfg) as b:
+            yield a, b
+    finally:
+        await sa.close()
+        await sb.close()
+
+
+async def test_result_on_b_wakes_when_a_finishes(redis_url: str) -> None:  # noqa: F811
+    release = anyio.Event()
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        await release.wait()
+        return {"content": [{"type": "text", "text": "done"}], "isError": False}
+
+    async with two_engines(redis_url) as (a, b):
+        created = await a.create_task(ALICE, "tools/call", work, task={"ttl": 60_000})
+        tid = created["task"]["taskId"]
+        got = await b.handle("tasks/get", {"taskId": tid}, ALICE)
+        assert got["status"] == "working"
+        out: dict[str, Any] = {}
+
+        async def wait_result() -> None:
+            out.update(await b.handle("tasks/result", {"taskId": tid}, ALICE))
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait_result)
+                await anyio.sleep(0.2)
+                release.set()
+        assert out["content"] == [{"type": "text", "text": "done"}]
+        assert out["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": tid}
+        # listing with a cursor issued by A works on B (same cursor secret)
+        listed = await b.handle("tasks/list", {}, ALICE)
+        assert [t["taskId"] for t in listed["tasks"]] == [tid]
+
+
+async def test_cancel_on_b_stops_work_on_a(redis_url: str) -> None:  # noqa: F811
+    started, stopped = anyio.Event(), anyio.Event()
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        return {}
+
+    async with two_engines(redis_url) as (a, b):
+        tid = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        with anyio.fail_after(60):
+            await started.wait()
+            cancelled = await b.handle("tasks/cancel", {"taskId": tid}, ALICE)
+            assert cancelled["status"] == "cancelled"
+            await stopped.wait()  # R-CANCEL-2 across instances
+            while a.running:
+                await anyio.sleep(0.01)
+        got = await a.handle("tasks/get", {"taskId": tid}, ALICE)
+        assert got["status"] == "cancelled"  # the late end of the work changed nothing
+        with pytest.raises(JsonRpcError) as ei:
+            await a.handle("tasks/result", {"taskId": tid}, ALICE)
+        assert ei.value.code == -32800
+
+
+async def test_input_required_delivered_by_other_instance(redis_url: str) -> None:  # noqa: F811
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        answer = await tc.request_input(
+            "elicitation/create", {"message": "Delete?", "requestedSchema": {"type": "object"}}
+        )
+        return {"content": [{"type": "text", "text": answer["action"]}], "isError": False}
+
+    seen: list[PendingInput] = []
+
+    async def on_input(p: PendingInput) -> dict[str, Any]:
+        seen.append(p)
+        return {"action": "accept", "content": {}}
+
+    async with two_engines(redis_url) as (a, b):
+        tid = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        with anyio.fail_after(60):
+            out = await b.handle("tasks/result", {"taskId": tid}, ALICE, on_input=on_input)
+        assert out["content"] == [{"type": "text", "text": "accept"}]
+        assert len(seen) == 1 and seen[0].method == "elicitation/create"
+        assert seen[0].params["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": tid}
+        assert (await a.handle("tasks/get", {"taskId": tid}, ALICE))["status"] == "completed"
+
+
+async def test_input_error_answer_reaches_work(redis_url: str) -> None:  # noqa: F811
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        try:
+            await tc.request_input("sampling/createMessage", {"messages": [], "maxTokens": 5})
+        except TaskError as exc:
+            return {"content": [{"type": "text", "text": f"refused {exc.code}"}]}
+        return {"content": []}
+
+    async def on_input(p: PendingInput) -> dict[str, Any]:
+        raise JsonRpcError(-1, "User rejected sampling request")
+
+    async with two_engines(redis_url) as (a, b):
+        tid = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        with anyio.fail_after(60):
+            out = await b.handle("tasks/result", {"taskId": tid}, ALICE, on_input=on_input)
+        assert out["content"] == [{"type": "text", "text": "refused -1"}]
+
+
+async def test_abandoned_delivery_is_offered_again(redis_url: str) -> None:  # noqa: F811
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        answer = await tc.request_input("elicitation/create", {"message": "?"})
+        return {"content": [{"type": "text", "text": str(answer["n"])}]}
+
+    async def never(p: PendingInput) -> dict[str, Any]:
+        await anyio.sleep_forever()
+        return {}
+
+    async def answer(p: PendingInput) -> dict[str, Any]:
+        return {"n": 7}
+
+    async with two_engines(redis_url) as (a, b):
+        tid = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        with anyio.move_on_after(1.0):  # this tasks/result call goes away mid-delivery
+            await b.handle("tasks/result", {"taskId": tid}, ALICE, on_input=never)
+        with anyio.fail_after(60):
+            out = await a.handle("tasks/result", {"taskId": tid}, ALICE, on_input=answer)
+        assert out["content"] == [{"type": "text", "text": "7"}]
+
+
+async def test_store_outage_is_clear_error_and_recovers(
+    fresh_redis_server: RedisServer,  # noqa: F811
+) -> None:
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        return {"content": []}
+
+    async with two_engines(fresh_redis_server.url) as (a, b):
+        tid = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        fresh_redis_server.stop()
+        for method, params in (
+            ("tasks/get", {"taskId": tid}),
+            ("tasks/list", {}),
+            ("tasks/result", {"taskId": tid}),
+            ("tasks/cancel", {"taskId": tid}),
+        ):
+            with anyio.fail_after(60), pytest.raises(TaskError) as ei:
+                await b.handle(method, params, ALICE)
+            err = ei.value.to_error()
+            assert err["code"] == -32603
+            assert err["message"].startswith("Task store unavailable: Redis at 127.0.0.1:")
+        with pytest.raises(TaskError) as ei:
+            await a.create_task(ALICE, "tools/call", work)
+        assert ei.value.code == -32603
+        fresh_redis_server.start()
+        with anyio.fail_after(60):
+            tid2 = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+            out = await b.handle("tasks/result", {"taskId": tid2}, ALICE)
+        assert out["content"] == []
