@@ -157,7 +157,15 @@ class _TaskOutbound:
         self.progress_token = progress_token
         self.request_id = request_id
         self.message_metadata: Any = None
-        self.cancel_requested = anyio.Event()
+        self._cancel_requested: anyio.Event | None = None
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        # Made on first use: an anyio.Event per task is measurable (benchmarks/peers).
+        ev = self._cancel_requested
+        if ev is None:
+            ev = self._cancel_requested = anyio.Event()
+        return ev
 
     @property
     def transport(self) -> Any:
