@@ -94,6 +94,7 @@ class ServerSpec:
     label: str
     argv: Callable[[int, Path], list[str]]
     prefill: bool = False  # has /bench/prefill (our server)
+    needs_redis: bool = False  # CPU and RSS include the redis-server's
     missing: str | None = None  # why it cannot run here
     env: dict[str, str] = field(default_factory=dict)
 
@@ -185,9 +186,73 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
             ],
             prefill=True,
             missing=why,
+            needs_redis=True,
         )
     )
     return specs
+
+
+def proc_cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * TICK_S  # utime + stime
+
+
+def proc_rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+class RedisServer:
+    """One throw-away redis-server for the ours-redis rows, flushed before each server start."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        self.port = free_port()
+        os.environ["BENCH_REDIS_PORT"] = str(self.port)
+        self.proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                HOST,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(200):
+            with contextlib.suppress(OSError):
+                await self.flush()
+                return
+            await asyncio.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    async def flush(self) -> None:
+        reader, writer = await asyncio.open_connection(HOST, self.port)
+        writer.write(b"*1\r\n$8\r\nFLUSHALL\r\n")
+        line = await reader.readline()
+        writer.close()
+        if not line.startswith(b"+OK"):
+            raise OSError(f"FLUSHALL: {line!r}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(5)
+
+
+REDIS = RedisServer()
 
 
 class Running:
@@ -200,6 +265,8 @@ class Running:
         self.log = tmp / f"{spec.name}.log"
 
     async def start(self) -> Running:
+        if self.spec.needs_redis:
+            await REDIS.flush()
         for _attempt in range(3):
             self.port = free_port()
             env = dict(os.environ, **self.spec.env)
@@ -228,17 +295,16 @@ class Running:
         assert self.proc is not None
         return self.proc.pid
 
+    def pids(self) -> list[int]:
+        if self.spec.needs_redis and REDIS.proc is not None:
+            return [self.pid, REDIS.proc.pid]
+        return [self.pid]
+
     def cpu_s(self) -> float:
-        with open(f"/proc/{self.pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) * TICK_S  # utime + stime
+        return sum(proc_cpu_s(pid) for pid in self.pids())
 
     def rss_bytes(self) -> int:
-        with open(f"/proc/{self.pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        return 0
+        return sum(proc_rss_bytes(pid) for pid in self.pids())
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -532,6 +598,23 @@ async def run_all(specs: list[ServerSpec], plan: Plan, tmp: Path) -> dict[str, A
         w: {n: [] for n in names} for w in WORKLOADS
     }
     errors: list[str] = []
+    if any(s.needs_redis for s in specs):
+        await REDIS.start()
+    try:
+        await _run_reps(specs, plan, tmp, names, runs, errors)
+    finally:
+        REDIS.stop()
+    return {"runs": runs, "errors": errors}
+
+
+async def _run_reps(
+    specs: list[ServerSpec],
+    plan: Plan,
+    tmp: Path,
+    names: list[str],
+    runs: dict[str, dict[str, list[dict[str, Any]]]],
+    errors: list[str],
+) -> None:
     for rep in range(plan.reps):
         order = names[rep % len(names) :] + names[: rep % len(names)]
         if plan.fresh_process:
@@ -564,7 +647,6 @@ async def run_all(specs: list[ServerSpec], plan: Plan, tmp: Path) -> dict[str, A
                         )
                 finally:
                     srv.stop()
-    return {"runs": runs, "errors": errors}
 
 
 def summary(workload: str, r: dict[str, Any]) -> str:
