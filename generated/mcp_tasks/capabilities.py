@@ -184,14 +184,17 @@ def check_tool_call(
 ) -> bool:
     """Receiver side: does this ``tools/call`` run as a task?
 
-    ``declared``: we declared ``tasks.requests.tools.call``. Without it the
-    ``task`` param is ignored (R-CREATE-4). Raises ``ToolTaskForbidden``
-    (-32601, R-TOOL-2) or ``ToolTaskRequired`` (-32601, R-TOOL-4).
+    ``declared``: we declared ``tasks.requests.tools.call`` to this peer. Without
+    it the ``task`` param is ignored and the call is handled normally
+    (R-CREATE-4): such a peer may never task-augment (R-TOOL-1), so "required"
+    cannot be held against it. Raises ``ToolTaskForbidden`` (-32601, R-TOOL-2)
+    or ``ToolTaskRequired`` (-32601, R-TOOL-4).
     """
+    if not declared:
+        return False
     support = task_support or TASK_SUPPORT_DEFAULT
-    as_task = augmented and declared
-    if as_task and support == "forbidden":
+    if augmented and support == "forbidden":
         raise ToolTaskForbidden(tool=tool_name)
-    if not as_task and support == "required":
+    if not augmented and support == "required":
         raise ToolTaskRequired(tool=tool_name)
-    return as_task
+    return augmented

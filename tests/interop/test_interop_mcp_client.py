@@ -158,11 +158,6 @@ async def test_modern_negotiation_offers_no_tasks(target: Any) -> None:
         assert text_of(plain) == "done after 0s (no label)"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="F1 (notes/interop-findings.md): a 2026-07-28 session gets -32601 'requires "
-    "task-augmented execution' for a tool listed without taskSupport",
-)
 async def test_modern_negotiation_required_tool_runs_plainly(target: Any) -> None:
     async with Client(target) as c:
         res = await c.call_tool("failing_job", {})
