@@ -65,12 +65,13 @@ TS = "ts"
 class Plan:
     reps: int = 3
     sessions: int = 8
-    warmup_s: float = 0.7
-    window_s: float = 3.0
+    warmup_s: float = 0.5
+    window_s: float = 2.5
     wake_seconds: float = 0.5
     wake_rounds: int = 6
     list_sizes: tuple[int, ...] = (1000, 5000)
     big_list: int = 100_000
+    big_list_reps: int = 1  # 100,000-task rows in the first repetition only (time budget)
     fresh_process: bool = True
 
 
@@ -95,6 +96,7 @@ class ServerSpec:
     argv: Callable[[int, Path], list[str]]
     prefill: bool = False  # has /bench/prefill (our server)
     needs_redis: bool = False  # CPU and RSS include the redis-server's
+    heap_hook: bool = False  # GET /bench/heap: full GC, then process.memoryUsage() (node)
     missing: str | None = None  # why it cannot run here
     env: dict[str, str] = field(default_factory=dict)
 
@@ -132,7 +134,14 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
         ServerSpec(
             TS,
             "TypeScript SDK 1.32.2 (InMemoryTaskStore)",
-            lambda port, _: ["node", str(TS_DIR / "server.mjs"), "--port", str(port)],
+            lambda port, _: [
+                "node",
+                "--expose-gc",
+                str(TS_DIR / "server.mjs"),
+                "--port",
+                str(port),
+            ],
+            heap_hook=True,
             missing=(
                 None
                 if (TS_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir()
@@ -467,12 +476,17 @@ async def _first_page(s: Session, budget_s: float) -> tuple[float, int]:
     times: list[float] = []
     size = 0
     start = time.perf_counter()
-    while len(times) < 3 or (len(times) < 25 and time.perf_counter() - start < budget_s):
+    while not times or (
+        len(times) < 25
+        and (len(times) < 3 or time.perf_counter() - start < budget_s)
+        and time.perf_counter() - start < 2.0  # one call of a slow peer is enough
+    ):
         t0 = time.perf_counter()
         page = await s.call("tasks/list", {})
         times.append(time.perf_counter() - t0)
         size = len(page["tasks"])
-    return statistics.median(times) * 1e3, size
+        single = "nextCursor" not in page
+    return statistics.median(times) * 1e3, size if not single else -size
 
 
 async def _walk(s: Session, budget_s: float) -> tuple[float, int, int]:
@@ -507,16 +521,29 @@ async def _prefill(port: int, sid: str, n: int) -> None:
         raise RuntimeError(f"prefill failed: {data[:200]!r}")
 
 
-async def w_list(srv: Running, plan: Plan) -> dict[str, Any]:
+async def _heap(srv: Running) -> int | None:
+    """Node only: full GC, then heapUsed (RSS is read after the GC too)."""
+    if not srv.spec.heap_hook:
+        return None
+    reader, writer = await asyncio.open_connection(HOST, srv.port)
+    writer.write(f"GET /bench/heap HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n".encode())
+    data = await reader.read()
+    writer.close()
+    return int(json.loads(data.split(b"\r\n\r\n", 1)[1])["heapUsed"])
+
+
+async def w_list(srv: Running, plan: Plan, rep: int = 0) -> dict[str, Any]:
     """Retained completed tasks in one session: first page and whole walk at each N; RSS."""
     s = await Session(HOST, srv.port).open(8)
     have = await _fill(s, 50, 0)  # warm every code path before the RSS baseline
     await asyncio.sleep(0.2)
+    heap0 = await _heap(srv)
     rss0, n0 = srv.rss_bytes(), have
+    heaps = []
     points: dict[str, Any] = {}
     budget = 0.5 if plan.fresh_process else 0.1
     sizes = [(n, False) for n in plan.list_sizes]
-    if srv.spec.prefill and plan.big_list:
+    if srv.spec.prefill and plan.big_list and rep < plan.big_list_reps:
         sizes.append((plan.big_list, True))
     rss_points = []
     for n, by_prefill in sizes:
@@ -527,10 +554,16 @@ async def w_list(srv: Running, plan: Plan) -> dict[str, Any]:
         else:
             have = await _fill(s, n, have)
         await asyncio.sleep(0.3)  # let the last works finish
+        heap = await _heap(srv)
+        heaps.append((n, heap))
         rss = srv.rss_bytes()
         rss_points.append((n, rss))
         first_ms, page_size = await _first_page(s, budget)
-        walk_ms, total, pages = await _walk(s, budget)
+        if page_size < 0:  # the first page held every task: the walk is that one call
+            page_size = walk_total = -page_size
+            walk_ms, total, pages = first_ms, walk_total, 1
+        else:
+            walk_ms, total, pages = await _walk(s, budget)
         points[str(n)] = {
             "first_page_ms": first_ms,
             "page_size": page_size,
@@ -548,6 +581,8 @@ async def w_list(srv: Running, plan: Plan) -> dict[str, Any]:
         "bytes_per_task": (r_b - r_a) / max(n_b - n_a, 1),
         "bytes_per_task_span": [n_a, n_b],
     }
+    if heap0 is not None and heaps and heaps[-1][1] is not None:
+        out["heap_bytes_per_task"] = (heaps[-1][1] - heap0) / max(heaps[-1][0] - n0, 1)
     big = [(n, r) for (n, r), (_, pre) in zip(rss_points, sizes, strict=True) if pre]
     if big:
         out["bytes_per_task_prefilled"] = (big[0][1] - r_b) / max(big[0][0] - n_b, 1)
@@ -584,9 +619,13 @@ def setup() -> None:
 
 
 # --------------------------------------------------------------------------- run
-async def run_one(spec: ServerSpec, workload: str, plan: Plan, tmp: Path) -> dict[str, Any]:
+async def run_one(
+    spec: ServerSpec, workload: str, plan: Plan, tmp: Path, rep: int = 0
+) -> dict[str, Any]:
     srv = await Running(spec, tmp).start()
     try:
+        if workload == "list":
+            return await w_list(srv, plan, rep)
         return await WORKLOADS[workload](srv, plan)
     finally:
         srv.stop()
@@ -623,7 +662,7 @@ async def _run_reps(
                     spec = next(s for s in specs if s.name == name)
                     t0 = time.perf_counter()
                     try:
-                        res = await run_one(spec, workload, plan, tmp)
+                        res = await run_one(spec, workload, plan, tmp, rep)
                     except (RuntimeError, RpcError, OSError, asyncio.IncompleteReadError) as exc:
                         errors.append(f"rep {rep} {workload} {name}: {exc}")
                         print("  ERROR", errors[-1], flush=True)
@@ -710,6 +749,8 @@ def aggregate(runs: dict[str, dict[str, list[dict[str, Any]]]], names: list[str]
             row["memory.x_ts"] = ratio("list", name, lambda r: r["bytes_per_task"])
             pre = [r["bytes_per_task_prefilled"] for r in ls if "bytes_per_task_prefilled" in r]
             row["memory.bytes_per_task_prefilled"] = med(pre)
+            heap = [r["heap_bytes_per_task"] for r in ls if "heap_bytes_per_task" in r]
+            row["memory.heap_bytes_per_task"] = med(heap)
             for n in ls[0]["points"]:
                 for key in ("first_page_ms", "walk_ms", "page_size", "walk_tasks"):
                     row[f"list.{n}.{key}"] = med(
@@ -885,20 +926,36 @@ def markdown(report: dict[str, Any]) -> str:
     walk = " | ".join(f"walk @{int(n):,}" for n in sizes)
     lines += [
         "",
-        "**List** (retained completed tasks in one session; ms; the 100,000 rows are inserted straight "
-        "into our stores, the others created over the wire) and **memory** (server RSS growth per retained "
-        f"completed task between {int(sizes[0]):,} and {int(sizes[-2]):,} tasks)",
+        "**List** (retained completed tasks in one session, ms; the "
+        f"{int(sizes[-1]):,}-task rows are inserted straight into our stores, in the first "
+        "repetition only; the others are created over the wire)",
         "",
-        f"| server | page size | {head} | {walk} | bytes/task | × TS |",
-        "| --- | ---: | " + " | ".join(["---:"] * (2 * len(sizes) + 2)) + " |",
+        f"| server | page size | {head} | {walk} |",
+        "| --- | ---: | " + " | ".join(["---:"] * (2 * len(sizes))) + " |",
     ]
     for n in names:
         r = agg[n]
         firsts = " | ".join(fmt(r.get(f"list.{s}.first_page_ms"), 2) for s in sizes)
         walks = " | ".join(fmt(r.get(f"list.{s}.walk_ms"), 1) for s in sizes)
         lines.append(
-            f"| {label[n]} | {fmt(r.get(f'list.{sizes[0]}.page_size'))} | {firsts} | {walks} | "
-            f"{fmt(r.get('memory.bytes_per_task'))} | {fmt(r.get('memory.x_ts'), 2)} |"
+            f"| {label[n]} | {fmt(r.get(f'list.{sizes[0]}.page_size'))} | {firsts} | {walks} |"
+        )
+    lines += [
+        "",
+        "**Memory** (server RSS growth per retained completed task; Redis rows include "
+        "redis-server's RSS; the TypeScript server's RSS is read after a full GC, and its V8 "
+        "heap growth is shown too)",
+        "",
+        f"| server | RSS bytes/task {int(sizes[0]):,} → {int(sizes[-2]):,} | × TS | "
+        f"RSS bytes/task {int(sizes[-2]):,} → {int(sizes[-1]):,} (inserted) | heap bytes/task |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for n in names:
+        r = agg[n]
+        lines.append(
+            f"| {label[n]} | {fmt(r.get('memory.bytes_per_task'))} | {fmt(r.get('memory.x_ts'), 2)} | "
+            f"{fmt(r.get('memory.bytes_per_task_prefilled'))} | "
+            f"{fmt(r.get('memory.heap_bytes_per_task'))} |"
         )
     lines += ["", "**Targets** (issue 7) for our server, the floor server's figure beside", ""]
     lines += [

@@ -42,9 +42,20 @@ class Conn:
     async def post(self, head: bytes, body: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
         """Send one POST (``head`` = request line + headers without Content-Length)."""
         assert self.reader is not None and self.writer is not None
-        self.writer.write(b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body))
+        request = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body)
+        self.writer.write(request)
+        try:
+            raw = await self.reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial:
+                raise
+            # The server closed an idle keep-alive connection: reconnect, send again once.
+            self.close()
+            await self.open()
+            assert self.writer is not None and self.reader is not None
+            self.writer.write(request)
+            raw = await self.reader.readuntil(b"\r\n\r\n")
         reader = self.reader
-        raw = await reader.readuntil(b"\r\n\r\n")
         lines = raw.split(b"\r\n")
         status = int(lines[0].split(b" ", 2)[1])
         headers: dict[bytes, bytes] = {}

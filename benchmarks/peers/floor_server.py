@@ -154,7 +154,7 @@ def main() -> None:
     ):
         server.add_request_handler(method, AnyParams, handler)
     app = server.streamable_http_app(json_response=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_keep_alive=600)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import secrets
 import sys
 import time
 from typing import Any
@@ -55,22 +56,24 @@ async def serve(args: argparse.Namespace) -> None:
         query = parse_qs(scope.get("query_string", b"").decode())
         sid, n = query["session"][0], int(query["n"][0])
         now = time.time()
-        import secrets
 
-        for i in range(n):
-            await store.create(
-                TaskRecord(
-                    task_id=secrets.token_urlsafe(16),
-                    requestor=f"session:{sid}",
-                    method="tools/call",
-                    status=COMPLETED,
-                    created_at=now + i * 1e-6,
-                    last_updated_at=now,
-                    ttl_ms=3_600_000,
-                    poll_interval_ms=config.poll_interval_ms,
-                    result=dict(RESULT),
-                )
+        def record(i: int) -> TaskRecord:
+            return TaskRecord(
+                task_id=secrets.token_urlsafe(16),
+                requestor=f"session:{sid}",
+                method="tools/call",
+                status=COMPLETED,
+                created_at=now + i * 1e-6,
+                last_updated_at=now,
+                ttl_ms=3_600_000,
+                poll_interval_ms=config.poll_interval_ms,
+                result=dict(RESULT),
             )
+
+        for start in range(0, n, 64):  # 64 at a time: a networked store overlaps round trips
+            async with anyio.create_task_group() as tg:
+                for i in range(start, min(n, start + 64)):
+                    tg.start_soon(store.create, record(i))
         body = json.dumps({"inserted": n}).encode()
         await send(
             {
@@ -91,7 +94,9 @@ async def serve(args: argparse.Namespace) -> None:
             await inner(scope, receive, send)
 
     async with tasks:
-        config_ = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+        config_ = uvicorn.Config(
+            app, host=args.host, port=args.port, log_level="warning", timeout_keep_alive=600
+        )
         await uvicorn.Server(config_).serve()
 
 

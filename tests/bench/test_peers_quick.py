@@ -47,5 +47,5 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
         assert agg["ts"]["lifecycle.x_ts"] == 1.0
     assert {t["server"] for t in report["targets"]} >= {"ours-memory", "ours-sqlite"}
     md = (tmp_path / "peers-latest.md").read_text()
-    for needle in ("**Lifecycle**", "**Wake-up**", "**List**", "**Targets**", "tasks/s"):
+    for needle in ("**Lifecycle**", "**Wake-up**", "**List**", "**Memory**", "**Targets**"):
         assert needle in md

@@ -79,7 +79,7 @@ def main() -> None:
     app = Starlette(
         routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lifespan
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_keep_alive=600)
 
 
 if __name__ == "__main__":

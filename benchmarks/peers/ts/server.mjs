@@ -2,7 +2,9 @@
 // experimental tasks (InMemoryTaskStore + registerToolTask), Streamable HTTP
 // with sessions and JSON responses, one McpServer per session sharing one store.
 //
-//   node server.mjs --port PORT [--host 127.0.0.1]
+//   node --expose-gc server.mjs --port PORT [--host 127.0.0.1]
+//
+// GET /bench/heap runs a full GC and answers process.memoryUsage() (benchmark hook).
 import { createServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -65,6 +67,14 @@ const sessions = new Map();
 
 const http = createServer(async (req, res) => {
   try {
+    if (req.url === '/bench/heap') {
+      // Benchmark hook: full GC (node --expose-gc), then the process's memory figures.
+      if (globalThis.gc) globalThis.gc();
+      const body = JSON.stringify(process.memoryUsage());
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
     if (!req.url.startsWith('/mcp')) {
       res.writeHead(404).end();
       return;
