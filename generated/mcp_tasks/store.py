@@ -192,6 +192,11 @@ class TaskStore(abc.ABC):
         group ``tg``; it stops when the engine stops. The default starts nothing."""
         return None
 
+    async def shared_secret(self) -> bytes | None:
+        """A secret every engine using this store reads alike (it signs ``tasks/list``
+        cursors when ``EngineConfig.cursor_secret`` is not set). The default: None."""
+        return None
+
     def watch(self, task_id: str) -> TaskWatch:
         """Change events for one task, as a context manager: enter it before reading the
         task, then ``await w.wait(timeout)``. The default never fires (callers poll)."""

@@ -187,3 +187,35 @@ async def test_store_outage_is_clear_error_and_recovers(
             tid2 = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
             out = await b.handle("tasks/result", {"taskId": tid2}, ALICE)
         assert out["content"] == []
+
+
+async def test_list_cursor_from_a_accepted_by_b_without_configured_secret(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """No cursor_secret configured: the engines share one through the store."""
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        return {"content": []}
+
+    ns = unique_namespace()
+    sa = RedisTaskStore(redis_url, namespace=ns)
+    sb = RedisTaskStore(redis_url, namespace=ns)
+    cfg = EngineConfig(page_size=1)
+    try:
+        async with TaskEngine(sa, cfg) as a, TaskEngine(sb, cfg) as b:
+            ids = [
+                (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"] for _ in "xyz"
+            ]
+            seen: list[str] = []
+            page = await a.handle("tasks/list", {}, ALICE)
+            engines = [b, a]
+            while True:
+                seen += [t["taskId"] for t in page["tasks"]]
+                if "nextCursor" not in page:
+                    break
+                engines.reverse()  # alternate instances page by page
+                page = await engines[0].handle("tasks/list", {"cursor": page["nextCursor"]}, ALICE)
+            assert sorted(seen) == sorted(ids)
+    finally:
+        await sa.close()
+        await sb.close()

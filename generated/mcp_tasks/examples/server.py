@@ -115,8 +115,10 @@ def build_server(
         """Wait `seconds`, reporting progress; stops early when cancelled."""
         steps = max(1, min(20, int(seconds * 10)))
         if seconds > 0:
+            start = anyio.current_time()
             for i in range(steps):
-                await anyio.sleep(seconds / steps)
+                # Deadlines, not sleeps: the steps' timer overshoots must not add up.
+                await anyio.sleep_until(start + seconds * (i + 1) / steps)
                 await ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
         return f"done after {seconds:g}s ({label or 'no label'})"
 

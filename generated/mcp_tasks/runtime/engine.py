@@ -239,6 +239,15 @@ class TaskEngine(TasksHandlerBase):
         self._tg = tg
         try:
             await self.store.start(tg)
+            if self.config.cursor_secret is None and self.store.shared:
+                # A cursor issued by one instance must verify on every other one.
+                try:
+                    secret = await self.store.shared_secret()
+                except Exception:
+                    log.warning("task store unavailable: cursors valid on this instance only")
+                    secret = None
+                if secret is not None:
+                    self._cursors = CursorCodec(secret)
             try:
                 recovered = await self.store.recover(self.clock(), INTERRUPTED_MESSAGE)
             except Exception:

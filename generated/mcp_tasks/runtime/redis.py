@@ -28,6 +28,7 @@ slot only):
 - ``NS:instances``      sorted set: instance ID -> last heartbeat (Redis server time, ms)
 - ``NS:owned:INSTANCE`` set: the non-terminal tasks an instance runs (lease recovery)
 - ``NS:events``         pub/sub channel of task changes (cross-instance wake-ups)
+- ``NS:cursor-secret``  signs ``tasks/list`` cursors alike on every instance
 
 Status changes are Lua scripts that compare the status and write in one step on the
 server, so a late completion after a cancel is a no-op on any instance (R-CANCEL-3);
@@ -797,6 +798,15 @@ class RedisTaskStore(TaskStore):
                 "instance %s stopped heartbeating: its unfinished tasks are marked failed", inst
             )
         return out
+
+    @_unavailable
+    async def shared_secret(self) -> bytes:
+        """One random secret per namespace, made by the first instance that asks (a Redis
+        that lost its data makes a new one: cursors issued before then become invalid)."""
+        key = f"{self.ns}:cursor-secret"
+        self.round_trips += 2
+        await self.redis.set(key, secrets.token_hex(32), nx=True)
+        return bytes.fromhex(_s(await self.redis.get(key)))
 
     # ------------------------------------------------------------------ cross-instance input
 
