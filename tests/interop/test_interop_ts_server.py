@@ -207,12 +207,12 @@ def test_cli_against_ts_server(ts_http: TsServer) -> None:
         ok = mcptask("call", target, "slow_compute", "seconds=0.3", "label=cli", "--task")
         assert ok.returncode == 0, ok.stderr
         assert ok.stdout.strip() == "done after 0.3s (cli)"
-        assert "completed" in ok.stderr  # the live status line followed the task
-        failed = mcptask("call", target, "failing_job", "--task")
-        assert failed.returncode == 1 and failed.stdout.strip() == "job failed"
-        crashed = mcptask("call", target, "protocol_error_job", "--task")
-        assert crashed.returncode == 1 and "-32603" in crashed.stderr
-        refused = mcptask("call", target, "greet", "name=x", "--task")
-        assert refused.returncode == 2  # R-TOOL-2 on our side
+        assert "completed" in ok.stderr  # the live status line followed the task (R-GET-1)
+    failed = mcptask("call", ts_http.url, "failing_job", "--task")
+    assert failed.returncode == 1 and failed.stdout.strip() == "job failed"
+    crashed = mcptask("call", ts_http.url, "protocol_error_job", "--task")
+    assert crashed.returncode == 1 and "-32603" in crashed.stderr
+    refused = mcptask("call", ts_http.url, "greet", "name=x", "--task")
+    assert refused.returncode == 2  # R-TOOL-2 on our side
     listed = mcptask("tasks", "list", ts_http.url)
     assert listed.returncode == 0, listed.stderr
