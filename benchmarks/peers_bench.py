@@ -472,6 +472,16 @@ async def _fill(s: Session, target: int, have: int) -> int:
     return target
 
 
+async def _settle(s: Session) -> None:
+    """A few unmeasured list calls: the first ones after a bulk insert pay for the garbage
+    collector's pass over the new objects, which is not what a page costs."""
+    start = time.perf_counter()
+    for _ in range(10):
+        await s.call("tasks/list", {})
+        if time.perf_counter() - start > 0.3:
+            break
+
+
 async def _first_page(s: Session, budget_s: float) -> tuple[float, int]:
     times: list[float] = []
     size = 0
@@ -558,6 +568,7 @@ async def w_list(srv: Running, plan: Plan, rep: int = 0) -> dict[str, Any]:
         heaps.append((n, heap))
         rss = srv.rss_bytes()
         rss_points.append((n, rss))
+        await _settle(s)
         first_ms, page_size = await _first_page(s, budget)
         if page_size < 0:  # the first page held every task: the walk is that one call
             page_size = walk_total = -page_size
@@ -771,84 +782,79 @@ def fmt(v: Any, digits: int = 1) -> str:
 
 
 def targets(agg: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
-    """Issue 7's targets, for each of our stores, with the floor's figure beside."""
-    out = []
+    """Issue 7's targets for each of our stores, judged on the floor server's figure too:
+    a target the floor misses as well is out of reach on the SDK's transport here."""
+    out: list[dict[str, Any]] = []
     floor = agg.get("floor", {})
-    sizes = [str(n) for n in plan.list_sizes]
-    big = str(plan.big_list)
-    for name in [n for n in agg if n.startswith("ours-")]:
-        r = agg[name]
+    first, last, big = (str(n) for n in (plan.list_sizes[0], plan.list_sizes[-1], plan.big_list))
 
-        def add(
-            what: str,
-            value: Any,
-            ok: bool | None,
-            floor_value: Any,
-            note: str = "",
-            name: str = name,
-        ) -> None:
-            out.append(
-                {
-                    "server": name,
-                    "target": what,
-                    "value": value,
-                    "met": ok,
-                    "floor": floor_value,
-                    "note": note,
-                }
-            )
+    def flat(row: dict[str, Any]) -> float | None:
+        small, large = row.get(f"list.{first}.first_page_ms"), row.get(f"list.{big}.first_page_ms")
+        return None if small is None or large is None else large / small
 
-        tps = r.get("lifecycle.tasks_per_s")
-        add(
+    fcpu = floor.get("lifecycle.server_cpu_ms_per_task")
+    checks: list[tuple[str, Callable[[dict[str, Any]], Any], Callable[[Any], bool], bool]] = [
+        (
             "lifecycle ≥ 1,000 tasks/s (8 sessions)",
-            tps,
-            None if tps is None else tps >= 1000,
-            floor.get("lifecycle.tasks_per_s"),
-        )
-        cpu, fcpu = r.get("lifecycle.server_cpu_ms_per_task"), floor.get(
-            "lifecycle.server_cpu_ms_per_task"
-        )
-        add(
-            "lifecycle CPU/task within 10% of the floor",
-            cpu,
-            None if cpu is None or not fcpu else cpu <= 1.1 * fcpu,
-            fcpu,
-            "" if cpu is None or not fcpu else f"{cpu / fcpu:.2f}× floor",
-        )
-        p99 = r.get("wakeup.p99_ms")
-        add("wake-up p99 < 5 ms", p99, None if p99 is None else p99 < 5, floor.get("wakeup.p99_ms"))
-        fp = r.get(f"list.{sizes[-1]}.first_page_ms")
-        add(
-            f"list first page < 2 ms at {int(sizes[-1]):,}",
-            fp,
-            None if fp is None else fp < 2,
-            floor.get(f"list.{sizes[-1]}.first_page_ms"),
-        )
-        f_small, f_big = r.get(f"list.{sizes[0]}.first_page_ms"), r.get(f"list.{big}.first_page_ms")
-        flat = (
-            None if f_small is None or f_big is None else f_big <= max(1.5 * f_small, f_small + 0.5)
-        )
-        add(
-            f"list first page flat {int(sizes[0]):,} → {int(big):,}",
-            f_big,
+            lambda r: r.get("lifecycle.tasks_per_s"),
+            lambda v: v >= 1000,
+            True,
+        ),
+        (
+            "lifecycle server CPU/task within 10% of the floor's (ms)",
+            lambda r: r.get("lifecycle.server_cpu_ms_per_task"),
+            lambda v: bool(fcpu) and v <= 1.1 * fcpu,
+            False,
+        ),
+        ("wake-up p99 < 5 ms", lambda r: r.get("wakeup.p99_ms"), lambda v: v < 5, True),
+        (
+            f"list first page < 2 ms at {int(last):,} (ms)",
+            lambda r: r.get(f"list.{last}.first_page_ms"),
+            lambda v: v < 2,
+            True,
+        ),
+        (
+            f"list first page flat {int(first):,} → {int(big):,} (ratio ≤ 1.5)",
             flat,
-            None,
-            "" if flat is None else f"{f_small:.2f} → {f_big:.2f} ms",
-        )
-        mem = r.get("memory.bytes_per_task")
-        add(
-            "memory < 1.5 KB per retained task",
-            mem,
-            None if mem is None else mem < 1536,
-            floor.get("memory.bytes_per_task"),
-        )
-        gps = r.get("poll.gets_per_s")
-        add(
+            lambda v: v <= 1.5,
+            False,
+        ),
+        (
+            "memory < 1.5 KB RSS per retained task (bytes)",
+            lambda r: r.get("memory.bytes_per_task"),
+            lambda v: v < 1536,
+            True,
+        ),
+        (
             "poll ≥ 2,500 gets/s (8 sessions)",
-            gps,
-            None if gps is None else gps >= 2500,
-            floor.get("poll.gets_per_s"),
-        )
+            lambda r: r.get("poll.gets_per_s"),
+            lambda v: v >= 2500,
+            True,
+        ),
+    ]
+    for name in [n for n in agg if n.startswith("ours-")]:
+        for what, get, ok, floor_applies in checks:
+            value = get(agg[name])
+            met = None if value is None else bool(ok(value))
+            fvalue = get(floor) if floor else None
+            if what.startswith("lifecycle server CPU"):
+                fvalue = fcpu
+            fmet = None if fvalue is None or not floor_applies else bool(ok(fvalue))
+            note = ""
+            if met is False and fmet is False:
+                note = (
+                    "the floor misses it too: the mcp SDK transport's limit on this machine"
+                    if "memory" not in what
+                    else "the floor (plain dicts) misses it too"
+                )
+            elif met is False and fmet:
+                note = "the floor meets it: our own overhead"
+            if what.startswith("lifecycle server CPU") and value is not None and fcpu:
+                note = f"{value / fcpu:.2f}× the floor" + (f"; {note}" if note else "")
+            out.append(
+                {"server": name, "target": what, "value": value, "met": met, "floor": fvalue,
+                 "floor_met": fmet, "note": note}
+            )  # fmt: skip
     return out
 
 
