@@ -8,12 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sec_harness import TOKENS, HttpServer
-
-#: cases run by the fuzzers, printed in the terminal summary (key -> count)
-FUZZ_COUNTS: dict[str, int] = {}
-#: figures reported by the soak test (printed in the terminal summary)
-SOAK_REPORT: list[str] = []
+from sec_harness import FUZZ_COUNTS, SOAK_REPORT, TOKENS, HttpServer
 
 
 @pytest.fixture

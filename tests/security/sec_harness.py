@@ -3,9 +3,8 @@ real subprocess and talk raw JSON-RPC to it, over Streamable HTTP and stdio.
 
 ``tests/mcp/mcp_e2e.py`` drives the server through the ``mcp`` SDK client, which
 validates what it sends; attacks need a raw wire, and the limit/soak tests need
-an example server with low limits (``config_server.py``: the example server's
-own ``main`` with an ``EngineConfig`` from ``--engine-config JSON``, because the
-example server has no flags for its limits).
+an example server with low limits (its ``--max-active``, ``--rate-limit``,
+``--max-ttl``, ``--default-ttl`` and ``--page-size`` flags).
 
 Servers are stopped by PID, always; nothing here asserts on timing.
 """
@@ -29,12 +28,16 @@ from typing import Any
 import httpx
 
 HERE = Path(__file__).resolve().parent
-CONFIG_SERVER = HERE / "config_server.py"
 SERVER_MODULE = "mcp_tasks.examples.server"
 PROTOCOL = "2025-11-25"
 STARTUP_TIMEOUT = 60.0
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"}
 ACCEPT = "application/json, text/event-stream"
+
+#: cases run by the fuzzers, printed in pytest's terminal summary (key -> count)
+FUZZ_COUNTS: dict[str, int] = {}
+#: figures reported by the soak test (printed in pytest's terminal summary)
+SOAK_REPORT: list[str] = []
 
 
 def free_port() -> int:
@@ -49,17 +52,31 @@ def env() -> dict[str, str]:
     return out
 
 
+#: EngineConfig field -> the example server's limit flag
+LIMIT_FLAGS = {
+    "max_active_per_requestor": "--max-active",
+    "max_ttl_ms": "--max-ttl",
+    "default_ttl_ms": "--default-ttl",
+    "page_size": "--page-size",
+}
+
+
+def limit_flags(engine_config: dict[str, Any] | None) -> list[str]:
+    """The example server's limit flags for these ``EngineConfig`` fields."""
+    cfg = dict(engine_config or {})
+    out: list[str] = []
+    if "rate_limit_calls" in cfg or "rate_limit_window_s" in cfg:
+        calls = cfg.pop("rate_limit_calls", 1000)
+        window = cfg.pop("rate_limit_window_s", 10.0)
+        out += ["--rate-limit", f"{calls}/{window}"]
+    for key, value in cfg.items():
+        out += [LIMIT_FLAGS[key], str(value)]
+    return out
+
+
 def server_command(*args: str, engine_config: dict[str, Any] | None = None) -> list[str]:
-    """The example server (or, with ``engine_config``, the same server with those limits)."""
-    if engine_config is None:
-        return [sys.executable, "-m", SERVER_MODULE, *args]
-    return [
-        sys.executable,
-        str(CONFIG_SERVER),
-        "--engine-config",
-        json.dumps(engine_config),
-        *args,
-    ]
+    """The example server, with limit flags for ``engine_config`` (EngineConfig fields)."""
+    return [sys.executable, "-m", SERVER_MODULE, *args, *limit_flags(engine_config)]
 
 
 def rss_kb(pid: int) -> int:

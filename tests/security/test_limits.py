@@ -3,8 +3,8 @@
 One requestor bursts (concurrent task creation, then ``tasks/*`` calls) while
 another is served normally; the per-requestor concurrency limit and the rate
 limit hold for the first and never touch the second; the maximum ttl is clamped
-and the actual ttl reported. Low limits come from ``config_server.py``
-(the example server has no flags for them: finding F-3).
+and the actual ttl reported. Low limits are set with the example server's
+limit flags (added for finding F-3).
 """
 
 from __future__ import annotations
@@ -122,3 +122,26 @@ def test_max_ttl_is_clamped_and_reported(
             {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": -1}},
         )
         assert err["error"]["code"] == -32602 and "ttl" in err["error"]["message"]
+
+
+def test_limit_flags_are_checked(tmp_path: Path) -> None:
+    """F-3: the limits are flags of the example server; bad values exit 2 with a usage line."""
+    import subprocess
+    import sys
+
+    for bad in (
+        ["--rate-limit", "lots"],
+        ["--rate-limit", "0/10"],
+        ["--max-active", "0"],
+        ["--page-size", "0"],
+        ["--max-ttl", "-5"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "mcp_tasks.examples.server", "--stdio", *bad],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert proc.returncode == 2, (bad, proc.stderr)
+        assert "Traceback" not in proc.stderr and "error:" in proc.stderr, proc.stderr

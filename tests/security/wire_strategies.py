@@ -224,7 +224,9 @@ def cases(draw: st.DrawFn, known_ids: list[str], request_id: int) -> Case:
         path = draw(st.sampled_from([("method",), ("jsonrpc",), *_params_paths(msg)]))
         msg = _drop(msg, path)
         if path in (("method",), ("jsonrpc",)):
-            rid = None  # no longer a request: an error with id null (or the id) is fine
+            # no longer a request: an error with id null (or this id) is the answer
+            body = json.dumps(msg).encode()
+            return Case(kind, body, None, well_formed=False, sent_id=request_id)
     elif kind == "ttl":
         ttl = draw(
             st.one_of(
@@ -309,7 +311,9 @@ def cases(draw: st.DrawFn, known_ids: list[str], request_id: int) -> Case:
         if variant == 0:
             msg["jsonrpc"] = draw(st.sampled_from(["1.0", "3.0", 2.0, None]))
         elif variant == 1:
+            # not a valid id: the SDK reads such a message as a notification (F-5)
             msg["id"] = draw(st.sampled_from([None, 1.5, True, {"a": 1}, [1]]))
+            return Case(kind, json.dumps(msg).encode(), None, well_formed=False)
         elif variant == 2:
             msg["params"] = draw(st.sampled_from([[1, 2], "x", 7, True]))
         elif variant == 3:
