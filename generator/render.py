@@ -88,8 +88,9 @@ def render_models(ir: IR, defs: dict[str, Any]) -> str:
     except GeneratorError:
         raise
     except Exception as exc:  # datamodel-code-generator raises many types
+        detail = re.sub(r"\s*For further information visit \S+", "", str(exc))
         raise GeneratorError(
-            f"datamodel-code-generator could not build the models: {exc}"
+            f"datamodel-code-generator could not build the models: {detail}"
         ) from None
     if not isinstance(code, str):
         raise GeneratorError("datamodel-code-generator returned several modules; expected one")

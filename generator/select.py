@@ -75,6 +75,23 @@ def _ref_name(node: Any) -> str | None:
     return None
 
 
+def _alias_cycle(defs: dict[str, Any], start: str) -> list[str] | None:
+    """The names of a cycle of definitions that are nothing but a ``$ref`` to the next."""
+    chain = [start]
+    name = start
+    while True:
+        node = defs.get(name)
+        if not isinstance(node, dict) or not set(node) <= {"$ref", "description", "title"}:
+            return None
+        nxt = _ref_name(node)
+        if nxt is None:
+            return None
+        if nxt in chain:
+            return [*chain[chain.index(nxt) :], nxt]
+        chain.append(nxt)
+        name = nxt
+
+
 def _pascal(name: str) -> str:
     parts = re.split(r"[^0-9A-Za-z]+", name)
     out = "".join(p[:1].upper() + p[1:] for p in parts if p)
@@ -402,6 +419,12 @@ def _cut(
             continue
         out[name] = copy.deepcopy(defs[name])
         visit_refs(out[name])
+    for name in sorted(out):
+        cycle = _alias_cycle(out, name)
+        if cycle is not None:
+            raise GeneratorError(
+                f"$ref cycle: {' -> '.join(cycle)} (definitions that only refer to each other)"
+            )
 
     # Hoist inline objects and enums into named definitions, in name order.
     taken = set(defs) | set(out)

@@ -1,0 +1,308 @@
+"""Generator fuzzing (issue 8, part 6): mutated schemas never give a traceback or
+partial output. Each run either exits 2 with one clear line (``mcptask-gen: error:
+...``) and writes nothing, or exits 0 with a package that imports; one sample of
+the successful ones is checked with ``mypy --strict`` (slow, so only one).
+
+The CLI runs in-process (``CliRunner(catch_exceptions=False)``): any uncaught
+exception fails the test with its traceback, which is exactly the defect looked for.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from mcptask_gen.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = REPO.parent / "shared" / "mcp-schema" / "2025-11-25" / "schema.json"
+BASE: dict[str, Any] = json.loads(SCHEMA.read_text())
+TASK_DEFS = sorted(k for k in BASE["$defs"] if "Task" in k)
+RENDERED = ["models", "methods", "capabilities", "lifecycle", "errors", "meta", "store", "handlers"]
+SUCCESSES: list[Path] = []
+
+
+def run_gen(schema: Path, out: Path) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [str(schema), "-o", str(out)], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def import_generated(pkg: Path) -> None:
+    """Import every rendered module of a generated package (in a subprocess: clean state)."""
+    code = "import importlib, sys; [importlib.import_module(f'{sys.argv[1]}.{m}') for m in sys.argv[2:]]"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, pkg.name, *RENDERED],
+        cwd=pkg.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def check_outcome(schema: Path, out: Path) -> int:
+    code, output = run_gen(schema, out)
+    lines = [line for line in output.splitlines() if line.strip()]
+    if code == 2:
+        assert len(lines) == 1, output[-2000:]
+        assert lines[0].startswith("mcptask-gen: error: "), lines[0]
+        assert "Traceback" not in output
+        assert not out.exists(), f"partial output left in {out}: {list(out.rglob('*'))[:5]}"
+    else:
+        assert code == 0, (code, output[-2000:])
+        assert lines[-1].startswith("wrote "), output
+        import_generated(out)
+        SUCCESSES.append(out)
+    return code
+
+
+def _write(tmp: Path, name: str, doc: Any) -> Path:
+    path = tmp / f"{name}.json"
+    path.write_text(json.dumps(doc) if not isinstance(doc, str) else doc)
+    return path
+
+
+def _refs(node: Any) -> list[dict[str, Any]]:
+    out = []
+    if isinstance(node, dict):
+        if "$ref" in node:
+            out.append(node)
+        for v in node.values():
+            out += _refs(v)
+    elif isinstance(node, list):
+        for v in node:
+            out += _refs(v)
+    return out
+
+
+def _rename(doc: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    doc["$defs"][new] = doc["$defs"].pop(old)
+    for ref in _refs(doc):
+        if ref["$ref"] == f"#/$defs/{old}":
+            ref["$ref"] = f"#/$defs/{new}"
+    return doc
+
+
+def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
+    def drop_defs(d: dict[str, Any]) -> Any:
+        del d["$defs"]
+        return d
+
+    def drop_task(d: dict[str, Any]) -> Any:
+        del d["$defs"]["Task"]
+        return d
+
+    def broken_ref(d: dict[str, Any]) -> Any:
+        d["$defs"]["Task"]["properties"]["status"] = {"$ref": "#/$defs/DoesNotExist"}
+        return d
+
+    def external_ref(d: dict[str, Any]) -> Any:
+        d["$defs"]["Task"]["properties"]["status"] = {"$ref": "http://127.0.0.1:9/x.json#/a"}
+        return d
+
+    def file_ref(d: dict[str, Any]) -> Any:
+        d["$defs"]["TaskMetadata"]["properties"]["ttl"] = {"$ref": "/etc/passwd#/x"}
+        return d
+
+    def ref_cycle(d: dict[str, Any]) -> Any:
+        d["$defs"]["LoopA"] = {"$ref": "#/$defs/LoopB"}
+        d["$defs"]["LoopB"] = {"$ref": "#/$defs/LoopA"}
+        d["$defs"]["Task"]["properties"]["loop"] = {"$ref": "#/$defs/LoopA"}
+        return d
+
+    def self_cycle(d: dict[str, Any]) -> Any:
+        d["$defs"]["Task"]["properties"]["parent"] = {"$ref": "#/$defs/Task"}
+        return d
+
+    def renamed_task(d: dict[str, Any]) -> Any:
+        return _rename(d, "Task", "Job")
+
+    def renamed_all(d: dict[str, Any]) -> Any:
+        for name in TASK_DEFS:
+            _rename(d, name, name.replace("Task", "Job"))
+        return d
+
+    def properties_list(d: dict[str, Any]) -> Any:
+        d["$defs"]["Task"]["properties"] = []
+        return d
+
+    def required_string(d: dict[str, Any]) -> Any:
+        d["$defs"]["Task"]["required"] = "taskId"
+        return d
+
+    def type_number(d: dict[str, Any]) -> Any:
+        d["$defs"]["Task"]["type"] = 5
+        return d
+
+    def enum_wrong(d: dict[str, Any]) -> Any:
+        d["$defs"]["TaskStatus"]["enum"] = [1, None, {"a": 1}]
+        return d
+
+    def enum_empty(d: dict[str, Any]) -> Any:
+        d["$defs"]["TaskStatus"]["enum"] = []
+        return d
+
+    def defs_list(d: dict[str, Any]) -> Any:
+        d["$defs"] = list(d["$defs"].values())
+        return d
+
+    def def_not_object(d: dict[str, Any]) -> Any:
+        d["$defs"]["TaskMetadata"] = "ttl"
+        return d
+
+    def docstring_injection(d: dict[str, Any]) -> Any:
+        evil = 'x""" + __import__("os").system("touch /tmp/pwned") + """\\\\ \'\'\' \u202e'
+        d["$defs"]["Task"]["description"] = evil
+        d["$defs"]["Task"]["properties"]["taskId"]["description"] = evil
+        return d
+
+    def keyword_properties(d: dict[str, Any]) -> Any:
+        props = d["$defs"]["TaskMetadata"]["properties"]
+        props["class"] = {"type": "string"}
+        props["a-b c"] = {"type": "integer"}
+        props["\u00e9t\u00e9"] = {"type": "boolean"}
+        return d
+
+    def unicode_def_names(d: dict[str, Any]) -> Any:
+        d["$defs"]["T\u00e2che"] = {"type": "object", "properties": {"x": {"type": "string"}}}
+        d["$defs"]["Task"]["properties"]["extra"] = {"$ref": "#/$defs/T\u00e2che"}
+        return d
+
+    def deep_nesting(d: dict[str, Any]) -> Any:
+        text = json.dumps(d)
+        return text.replace(
+            '"$defs": {', '"$defs": {"Deep": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1
+        )
+
+    def enormous(d: dict[str, Any]) -> Any:
+        for i in range(3000):
+            d["$defs"][f"Filler{i}"] = {"type": "object", "description": "x" * 2000}
+        return d
+
+    def too_large(d: dict[str, Any]) -> Any:
+        return json.dumps(d) + " " * (65 * 1024 * 1024)
+
+    return {name: fn for name, fn in locals().items() if callable(fn) and not name.startswith("_")}
+
+
+MUTATIONS = _mutations()
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_mutated_schema(
+    name: str, tmp_path: Path, fuzz_counter: Callable[[str, int], None]
+) -> None:
+    doc = MUTATIONS[name](copy.deepcopy(BASE))
+    schema = _write(tmp_path, name, doc)
+    check_outcome(schema, tmp_path / "out" / "pkg_fuzz")
+    fuzz_counter("generator", 1)
+    assert not Path("/tmp/pwned").exists()
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+@st.composite
+def random_mutation(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    doc = copy.deepcopy(BASE)
+    target = draw(st.sampled_from(TASK_DEFS))
+    paths = [p for p in _paths(doc["$defs"][target]) if p]
+    ops = []
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(paths))
+        op = draw(st.sampled_from(["delete", "replace"]))
+        try:
+            parent: Any = doc["$defs"][target]
+            for p in path[:-1]:
+                parent = parent[p]
+            if op == "delete":
+                del parent[path[-1]]
+            else:
+                parent[path[-1]] = draw(
+                    st.sampled_from([None, 0, -1, "x", [], {}, True, {"$ref": "#/$defs/Nope"}])
+                )
+        except (KeyError, IndexError, TypeError):
+            continue
+        ops.append(f"{op} {target}{list(path)}")
+    return "; ".join(ops), doc
+
+
+def test_random_schema_mutations(
+    tmp_path_factory: pytest.TempPathFactory, fuzz_counter: Callable[[str, int], None]
+) -> None:
+    outcomes: dict[int, int] = {}
+
+    @settings(
+        max_examples=8,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.generate],
+    )
+    @given(random_mutation())
+    def run(case: tuple[str, dict[str, Any]]) -> None:
+        tmp = tmp_path_factory.mktemp("genfuzz")
+        schema = _write(tmp, "mutated", case[1])
+        code = check_outcome(schema, tmp / "out" / "pkg_rand")
+        outcomes[code] = outcomes.get(code, 0) + 1
+        fuzz_counter("generator", 1)
+
+    run()
+    assert outcomes
+
+
+def test_a_successful_mutation_passes_mypy_strict(tmp_path: Path) -> None:
+    """The sample: the docstring-injection schema (hostile text in every description)."""
+    doc = MUTATIONS["docstring_injection"](copy.deepcopy(BASE))
+    MUTATIONS["keyword_properties"](doc)
+    out = tmp_path / "pkg_mypy"
+    assert check_outcome(_write(tmp_path, "sample", doc), out) == 0
+    files = [str(out / f"{m}.py") for m in RENDERED] + [str(out / "__init__.py")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *files],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    importlib.invalidate_caches()
+
+
+def test_ref_alias_cycle_is_named_G1(tmp_path: Path) -> None:
+    """G-1 regression: the error named an unrelated model; it now names the cycle."""
+    doc = MUTATIONS["ref_cycle"](copy.deepcopy(BASE))
+    code, output = run_gen(_write(tmp_path, "cycle", doc), tmp_path / "out" / "pkg_cycle")
+    assert code == 2
+    assert output.strip() == (
+        "mcptask-gen: error: $ref cycle: LoopA -> LoopB -> LoopA "
+        "(definitions that only refer to each other)"
+    )
+
+
+@pytest.mark.parametrize("name", ["required_string", "type_number"])
+def test_wrong_types_message_has_no_urls_G2(name: str, tmp_path: Path) -> None:
+    """G-2 regression: pydantic's 'For further information visit URL' noise is gone."""
+    doc = MUTATIONS[name](copy.deepcopy(BASE))
+    code, output = run_gen(_write(tmp_path, name, doc), tmp_path / "out" / "pkg_types")
+    assert code == 2 and "'#/$defs/Task'" in output
+    assert "http" not in output and len(output.strip().splitlines()) == 1, output
