@@ -35,7 +35,7 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import mcp_types as types
@@ -46,7 +46,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import AnyHttpUrl, BaseModel, Field
 
 from ..runtime.engine import EngineConfig
-from ..runtime.mcp_server import McpTasks
+from ..runtime.mcp_server import McpTasks, run_stdio, tidy_http_errors
 from ..store import TaskStore
 
 __all__ = ["DictTokenVerifier", "build_server", "main", "make_store"]
@@ -111,9 +111,13 @@ def build_server(
         return f"Hello, {name}!"
 
     @mcp.tool()
-    async def slow_compute(ctx: Context, seconds: float = 1, label: str | None = None) -> str:
+    async def slow_compute(
+        ctx: Context,
+        seconds: Annotated[float, Field(allow_inf_nan=False)] = 1,
+        label: str | None = None,
+    ) -> str:
         """Wait `seconds`, reporting progress; stops early when cancelled."""
-        steps = max(1, min(20, int(seconds * 10)))
+        steps = max(1, int(min(seconds, 2.0) * 10))  # never int() of a huge product
         if seconds > 0:
             start = anyio.current_time()
             for i in range(steps):
@@ -169,10 +173,52 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--tokens", metavar="FILE", help="JSON map of bearer token -> subject")
     parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without sessions")
+    limits = parser.add_argument_group("limits (R-SEC-3, R-SEC-4; defaults: EngineConfig)")
+    limits.add_argument(
+        "--max-active", type=int, metavar="N", help="non-terminal tasks per requestor"
+    )
+    limits.add_argument(
+        "--rate-limit", metavar="CALLS/SECONDS", help="tasks/* calls per requestor per window"
+    )
+    limits.add_argument("--max-ttl", type=int, metavar="MS", help="maximum ttl (larger is clamped)")
+    limits.add_argument("--default-ttl", type=int, metavar="MS", help="ttl when none is asked")
+    limits.add_argument("--page-size", type=int, metavar="N", help="tasks/list page size")
     args = parser.parse_args(argv)
+    try:
+        args.engine_config = engine_config(args)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.stdio and (args.tokens or args.stateless):
         parser.error("--tokens and --stateless apply to --http only")
     return args
+
+
+def engine_config(args: argparse.Namespace) -> EngineConfig | None:
+    """The ``EngineConfig`` of the limit flags (``None`` when none is given: the defaults)."""
+    fields: dict[str, Any] = {}
+    if args.max_active is not None:
+        fields["max_active_per_requestor"] = args.max_active
+    if args.rate_limit is not None:
+        calls, sep, window = str(args.rate_limit).partition("/")
+        try:
+            fields["rate_limit_calls"] = int(calls)
+            fields["rate_limit_window_s"] = float(window) if sep else 10.0
+        except ValueError:
+            raise ValueError("--rate-limit: expected CALLS/SECONDS, e.g. 1000/10") from None
+        if fields["rate_limit_calls"] < 1 or not fields["rate_limit_window_s"] > 0:
+            raise ValueError("--rate-limit: CALLS >= 1 and SECONDS > 0")
+    if args.max_ttl is not None:
+        fields["max_ttl_ms"] = args.max_ttl
+    if args.default_ttl is not None:
+        fields["default_ttl_ms"] = args.default_ttl
+    if args.page_size is not None:
+        fields["page_size"] = args.page_size
+    if not fields:
+        return None
+    try:
+        return EngineConfig(**fields)
+    except ValueError as exc:
+        raise ValueError(f"limits: {exc}") from None
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -186,16 +232,16 @@ async def _serve(args: argparse.Namespace) -> None:
             raise SystemExit("--tokens: expected a JSON object of token -> subject strings")
         tokens = loaded
     store = make_store(args.store)
-    mcp, tasks = build_server(store=store, tokens=tokens)
+    mcp, tasks = build_server(store=store, tokens=tokens, config=args.engine_config)
     try:
         async with tasks:
             if args.stdio:
-                await mcp.run_stdio_async()
+                await run_stdio(mcp)  # answers malformed lines (-32700/-32600)
                 return
             import uvicorn
 
             host, _, port = str(args.http).rpartition(":")
-            app = mcp.streamable_http_app(stateless_http=bool(args.stateless))
+            app = tidy_http_errors(mcp.streamable_http_app(stateless_http=bool(args.stateless)))
             config = uvicorn.Config(
                 app, host=host or "127.0.0.1", port=int(port), log_level="warning"
             )
