@@ -66,9 +66,9 @@ class Plan:
     reps: int = 3
     sessions: int = 8
     warmup_s: float = 0.5
-    window_s: float = 2.5
+    window_s: float = 2.0
     wake_seconds: float = 0.5
-    wake_rounds: int = 6
+    wake_rounds: int = 5
     list_sizes: tuple[int, ...] = (1000, 5000)
     big_list: int = 100_000
     big_list_reps: int = 1  # 100,000-task rows in the first repetition only (time budget)
