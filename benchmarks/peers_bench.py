@@ -51,6 +51,8 @@ TS_DIR = PEERS / "ts"
 VENV129 = PEERS / ".venv-mcp129"
 PY129 = VENV129 / "bin" / "python"
 RESULTS = HERE / "results"
+README = ROOT / "README.md"
+README_START, README_END = "<!-- peers-bench:start -->", "<!-- peers-bench:end -->"
 sys.path.insert(0, str(PEERS))
 
 from driver import RpcError, Session  # noqa: E402
@@ -1000,6 +1002,24 @@ def plot(json_path: Path, out_dir: Path) -> list[str]:
     return []
 
 
+def update_readme(md: str) -> bool:
+    """Put the table and the plots between the README's peers-bench markers."""
+    text = README.read_text()
+    if README_START not in text or README_END not in text:
+        print("README.md has no peers-bench markers: not updated", file=sys.stderr)
+        return False
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    plots = (
+        "\n![tasks/result lateness after slow_compute(0.5) ends]"
+        "(benchmarks/results/wakeup.png)\n\n"
+        "![tasks/list first page and whole walk against retained tasks]"
+        "(benchmarks/results/list_pages.png)\n"
+    )
+    README.write_text(head + README_START + "\n" + md + plots + README_END + tail)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a few seconds, tiny sizes (tests)")
@@ -1010,6 +1030,9 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated subset of ts,mcp129,floor,ours-memory,ours-sqlite,ours-redis",
     )
     ap.add_argument("--out", type=Path, help="results directory")
+    ap.add_argument(
+        "--update-readme", action="store_true", help="write the table into README.md's markers"
+    )
     args = ap.parse_args(argv)
     plan = QUICK if args.quick else Plan()
     if args.reps:
@@ -1054,6 +1077,8 @@ def main(argv: list[str] | None = None) -> int:
     md = markdown(report)
     (out_dir / "peers-latest.md").write_text(md)
     pngs = plot(json_path, out_dir)
+    if args.update_readme and not args.quick and out_dir == RESULTS:
+        update_readme(md)
     print(md)
     print(
         f"wrote {json_path}, {out_dir / 'peers-latest.md'} {' '.join(pngs)} in {report['seconds']:.0f} s"
