@@ -164,16 +164,30 @@ redis.call('ZADD', KEYS[1], now, ARGV[1])
 return now
 """
 
-#: claim dead instances: KEYS instances; ARGV lease-ms, self -> the instances removed
-_CLAIM_DEAD = """
+#: instances whose lease expired: KEYS instances; ARGV lease-ms, self -> instance IDs.
+#: They are forgotten only after their tasks are failed (_FORGET_DEAD): a reaper that dies
+#: midway leaves them for the next one (failing a task twice is a no-op).
+_LIST_DEAD = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]), 'LIMIT', 0, 100)
 local out = {}
 for _, d in ipairs(dead) do
-  if d ~= ARGV[2] and redis.call('ZREM', KEYS[1], d) == 1 then out[#out + 1] = d end
+  if d ~= ARGV[2] then out[#out + 1] = d end
 end
 return out
+"""
+
+#: forget a reaped instance unless it heartbeated meanwhile: KEYS instances; ARGV lease-ms, id
+_FORGET_DEAD = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
+if score and tonumber(score) <= now - tonumber(ARGV[1]) then
+  redis.call('ZREM', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
 """
 
 #: fail a dead owner's task: KEYS task, active, in, cl, ans; ARGV id, owner, now, msg, error,
@@ -754,7 +768,7 @@ class RedisTaskStore(TaskStore):
         dead = [
             _s(d)
             for d in await self._eval(
-                _CLAIM_DEAD, [self._instances_key], [int(self.lease_s * 1000), self.instance_id]
+                _LIST_DEAD, [self._instances_key], [int(self.lease_s * 1000), self.instance_id]
             )
         ]
         out: list[TaskRecord] = []
@@ -787,8 +801,14 @@ class RedisTaskStore(TaskStore):
                     rec = _decode(flat or [], tid)
                     if rec is not None:
                         out.append(rec)
+            forgotten = await self._eval(
+                _FORGET_DEAD, [self._instances_key], [int(self.lease_s * 1000), inst]
+            )
             self.round_trips += 1
-            await self.redis.delete(owned)
+            if forgotten:
+                await self.redis.delete(owned)
+            elif members:  # it came back meanwhile: keep what it started since
+                await self.redis.srem(owned, *members)
             log.warning(
                 "instance %s stopped heartbeating: its unfinished tasks are marked failed", inst
             )

@@ -220,3 +220,39 @@ def test_redis_fixture_fails_under_ci_when_missing(monkeypatch: pytest.MonkeyPat
     with pytest.raises(pytest.skip.Exception):
         redis_fixtures.redis_server_binary()
     assert os.environ.get("CI") is None
+
+
+async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
+    redis_url: str,  # noqa: F811
+) -> None:
+    from mcp_tasks.runtime import redis as redis_mod
+
+    ns = unique_namespace()
+    dead = RedisTaskStore(redis_url, namespace=ns, lease_s=0.2)
+    live = RedisTaskStore(redis_url, namespace=ns, lease_s=0.2)
+    try:
+        async with anyio.create_task_group() as tg:
+            await dead.start(tg)
+            await dead.create(record("d1"))
+            tg.cancel_scope.cancel()
+        await anyio.sleep(0.5)
+        real_eval = live._eval
+
+        async def failing_forget(src: str, keys: list[str], args: list[Any]) -> Any:
+            if src == redis_mod._FORGET_DEAD:
+                raise OSError("reaper died here")
+            return await real_eval(src, keys, args)
+
+        live._eval = failing_forget  # type: ignore[method-assign]
+        with pytest.raises(StoreUnavailable):
+            await live.recover(T0 + 5, "lease expired")
+        live._eval = real_eval  # type: ignore[method-assign]
+        got = await live.get("d1")
+        assert got is not None and got.status == FAILED  # failed before the interruption
+        assert dead.instance_id in await live.redis.zrange(live._instances_key, 0, -1)
+        assert await live.recover(T0 + 6, "lease expired") == []  # no second failure
+        assert dead.instance_id not in await live.redis.zrange(live._instances_key, 0, -1)
+        assert not await live.redis.exists(live._owned(dead.instance_id))
+    finally:
+        await dead.close()
+        await live.close()
