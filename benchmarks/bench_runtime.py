@@ -108,11 +108,20 @@ async def bench_dict(n: int, gets: int) -> dict[str, float]:
     return out
 
 
-async def get_rate(store: TaskStore, size: int, gets: int) -> float:
+async def get_rate(store: TaskStore | None, size: int, gets: int) -> float:
+    """Gets/s at random positions among ``size`` stored tasks; ``store=None``: a bare dict,
+    the baseline (its own slowdown with size is memory locality, not the algorithm)."""
     recs = records(size, "sized")
+    ids = [r.task_id for r in recs]
+    if store is None:
+        d = {r.task_id: r for r in recs}
+
+        async def dict_get(i: int) -> Any:
+            return d.get(ids[(i * 7919) % size])
+
+        return await timed(gets, dict_get)
     for r in recs:
         await store.create(r)
-    ids = [r.task_id for r in recs]
     return await timed(gets, lambda i: store.get(ids[(i * 7919) % size]))
 
 
@@ -145,19 +154,29 @@ async def wakeup_latency(samples: int) -> tuple[float, float]:
     return statistics.median(lat) * 1000, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
 
 
-async def list_page_time(retained: int, pages: int) -> float:
+async def list_page_times(sizes: tuple[int, ...], rounds: int, pages: int) -> list[float]:
+    """Median time (us) of one ``tasks/list`` page at each retained size.
+
+    The engines for all sizes are built first, then measured in interleaved rounds, so that a
+    load change on a shared machine hits every size alike (medians over rounds)."""
     ctx = RequestContext(requestor="bench")
-    store = InMemoryTaskStore()
-    for r in records(retained, "bench"):
-        await store.create(r)
-    eng = TaskEngine(store, EngineConfig(rate_limit_calls=10**9))
-    first = await eng.handle("tasks/list", {}, ctx)
-    cursor = first["nextCursor"]
-    t = time.perf_counter()
-    for _ in range(pages):
-        page = await eng.handle("tasks/list", {"cursor": cursor}, ctx)
-        assert len(page["tasks"]) == 50
-    return (time.perf_counter() - t) / pages * 1e6
+    setups = []
+    for size in sizes:
+        store = InMemoryTaskStore()
+        for r in records(size, "bench"):
+            await store.create(r)
+        eng = TaskEngine(store, EngineConfig(rate_limit_calls=10**9))
+        first = await eng.handle("tasks/list", {}, ctx)
+        setups.append((eng, first["nextCursor"]))
+    samples: list[list[float]] = [[] for _ in sizes]
+    for _ in range(rounds):
+        for k, (eng, cursor) in enumerate(setups):
+            t = time.perf_counter()
+            for _ in range(pages):
+                page = await eng.handle("tasks/list", {"cursor": cursor}, ctx)
+                assert len(page["tasks"]) == 50
+            samples[k].append((time.perf_counter() - t) / pages * 1e6)
+    return [statistics.median(x) for x in samples]
 
 
 async def bytes_per_task(n: int) -> tuple[float, int]:
@@ -206,18 +225,25 @@ async def main(quick: bool) -> None:
         row(f"InMemoryTaskStore {op}", mem[op], base[op])
         row(f"SqliteTaskStore {op}", sq[op], base[op])
     small, large = (1_000, 10_000) if quick else (1_000, 100_000)
+    d_small = await get_rate(None, small, gets)
+    d_large = await get_rate(None, large, gets)
     g_small = await get_rate(InMemoryTaskStore(), small, gets)
     g_large = await get_rate(InMemoryTaskStore(), large, gets)
-    print("get with many tasks stored (memory)")
-    row(f"get @ {small:,} tasks", g_small)
-    row(f"get @ {large:,} tasks", g_large)
-    print(f"  ratio {large:,}/{small:,}: {g_large / g_small:.2f}")
+    print("get with many tasks stored (memory; random positions)")
+    row(f"dict baseline get @ {small:,} tasks", d_small)
+    row(f"dict baseline get @ {large:,} tasks", d_large)
+    row(f"InMemoryTaskStore get @ {small:,} tasks", g_small, d_small)
+    row(f"InMemoryTaskStore get @ {large:,} tasks", g_large, d_large)
+    print(
+        f"  ratio {large:,}/{small:,}: store {g_large / g_small:.2f}, "
+        f"dict baseline {d_large / d_small:.2f} (same access pattern)"
+    )
     p50, p99 = await wakeup_latency(50 if quick else 1_000)
     print("tasks/result wake-up latency after completion (memory)")
     print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms")
-    pages = 20 if quick else 2_000
-    t_small = await list_page_time(small, pages)
-    t_large = await list_page_time(large, pages)
+    t_small, t_large = await list_page_times(
+        (small, large), 5 if quick else 21, 4 if quick else 100
+    )
     print("tasks/list page of 50 (memory, engine incl. cursor signing)")
     print(f"  {small:>7,} retained: {t_small:8.1f} us/page")
     print(f"  {large:>7,} retained: {t_large:8.1f} us/page")
