@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sec_harness import HttpServer, RawHttp
 
 MAX_ACTIVE = 3
@@ -124,10 +125,9 @@ def test_max_ttl_is_clamped_and_reported(
         assert err["error"]["code"] == -32602 and "ttl" in err["error"]["message"]
 
 
-def test_limit_flags_are_checked(tmp_path: Path) -> None:
+def test_limit_flags_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
     """F-3: the limits are flags of the example server; bad values exit 2 with a usage line."""
-    import subprocess
-    import sys
+    from mcp_tasks.examples import server as example
 
     for bad in (
         ["--rate-limit", "lots"],
@@ -136,12 +136,12 @@ def test_limit_flags_are_checked(tmp_path: Path) -> None:
         ["--page-size", "0"],
         ["--max-ttl", "-5"],
     ):
-        proc = subprocess.run(
-            [sys.executable, "-m", "mcp_tasks.examples.server", "--stdio", *bad],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
-        assert proc.returncode == 2, (bad, proc.stderr)
-        assert "Traceback" not in proc.stderr and "error:" in proc.stderr, proc.stderr
+        with pytest.raises(SystemExit) as exited:
+            example._parse_args(["--stdio", *bad])
+        assert exited.value.code == 2, bad
+        err = capsys.readouterr().err
+        assert "error:" in err and "Traceback" not in err, err
+    args = example._parse_args(["--stdio", "--rate-limit", "5/2", "--max-ttl", "1000"])
+    cfg = args.engine_config
+    assert (cfg.rate_limit_calls, cfg.rate_limit_window_s, cfg.max_ttl_ms) == (5, 2.0, 1000)
+    assert example._parse_args(["--stdio"]).engine_config is None  # the defaults

@@ -1,0 +1,34 @@
+"""The soak test in its CI form (issue 8, part 4): 30 s of mixed traffic from 50 sessions.
+
+Longer: ``MCPTASK_SOAK_SECONDS=600 .venv/bin/python -m pytest tests/security/test_soak.py``
+or ``.venv/bin/python tests/security/soak.py`` (10 minutes by default).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sec_harness import SOAK_REPORT
+from soak import ENV_SECONDS, format_report, run_soak
+
+CI_SECONDS = 30.0
+#: RSS may stay a little above the baseline (allocator high-water marks), never grow with load
+MEMORY_SLACK_KB = 24 * 1024
+
+
+def test_soak(tmp_path: Path) -> None:
+    seconds = float(os.environ.get(ENV_SECONDS, CI_SECONDS))
+    report = run_soak(seconds, sessions=50, ttl_ms=10_000, log_dir=tmp_path)
+    line = format_report(report)
+    SOAK_REPORT.append(line)
+    print(line)
+    assert report["server_alive"]
+    assert report["problem_count"] == 0, report["problems"]
+    assert report["lost"] == 0 and report["fetched_twice"] == 0, report
+    kinds = report["verified"]
+    for kind in ("slow_compute", "failing_job", "input_required", "cancelled", "list"):
+        assert kinds.get(kind, 0) > 0, kinds
+    assert report["left_after_expiry"] == 0, "tasks outlived their ttl"
+    assert report["rss_end_kb"] <= report["rss_start_kb"] + MEMORY_SLACK_KB, line
+    assert report["server_log_tracebacks"] == 0
