@@ -1,4 +1,4 @@
-"""SIGKILL under load with the SQLite store, then restart (issue 8, part 5).
+"""SIGKILL under load with the SQLite store (and Redis), then restart (issue 8, part 5).
 
 Four client threads create tasks (instant, short, long, ``input_required``),
 poll them and fetch the results of the finished ones while the server is
@@ -11,11 +11,16 @@ killed with SIGKILL. After a restart on the same database file:
   its ``tasks/result`` answers a JSON-RPC error (-32603) with a message.
 
 Tasks are bound to a bearer-token subject so that they survive the restart (R-SEC-1).
+With Redis the restarted instance is a new one: the killed instance's tasks become
+``failed`` once its lease (2 s here) runs out, so the check waits for that.
 """
 
 from __future__ import annotations
 
 import random
+import shutil
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sec_harness import HttpServer, RawHttp
+import pytest
+from sec_harness import HttpServer, RawHttp, free_port
 
 TERMINAL = {"completed", "failed", "cancelled"}
 THREADS = 4
@@ -83,11 +89,51 @@ class Load:
                 self.errors.append(repr(exc))
 
 
-def test_sigkill_under_load_sqlite(
-    server_factory: Callable[..., HttpServer], tokens_file: Path, tmp_path: Path
+@pytest.fixture(params=["sqlite", "redis"])
+def store_arg(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "sqlite":
+        yield f"sqlite:{tmp_path / 'crash.db'}"
+        return
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield f"redis://127.0.0.1:{port}/0?namespace=crash&lease=2"
+    finally:
+        proc.kill()
+        proc.wait(timeout=15)
+
+
+def _settled(c: RawHttp, created: set[str], timeout: float = 60) -> dict[str, dict[str, Any]]:
+    """The listing once every created task is terminal (Redis: after the dead lease)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = {t["taskId"]: t for t in c.list_all()}
+        pending = [t for t in created if listed.get(t, {}).get("status") not in TERMINAL]
+        if not pending or time.monotonic() > deadline:
+            return listed
+        time.sleep(0.2)
+
+
+def test_sigkill_under_load(
+    server_factory: Callable[..., HttpServer], tokens_file: Path, store_arg: str
 ) -> None:
-    db = tmp_path / "crash.db"
-    args = ("--store", f"sqlite:{db}", "--tokens", str(tokens_file))
+    args = ("--store", store_arg, "--tokens", str(tokens_file))
     limits = {"rate_limit_calls": 1_000_000}  # four busy pollers of one subject
     server = server_factory(*args, engine_config=limits)
     load = Load(server.url)
@@ -108,7 +154,7 @@ def test_sigkill_under_load_sqlite(
 
     server = server_factory(*args, engine_config=limits)
     with RawHttp(server.url, token="tok-alice") as c:
-        listed = {t["taskId"]: t for t in c.list_all()}
+        listed = _settled(c, created)
         missing = created - set(listed)
         assert not missing, f"{len(missing)} tasks lost by the crash"
         for tid, (status, answer) in finished.items():
