@@ -112,6 +112,9 @@ class EngineConfig:
     expired_tombstones_per_requestor: int = 1024
     #: requestors whose tombstones are kept (least recently expired dropped first)
     tombstone_requestors: int = 10_000
+    #: tombstones kept in all (about 140 bytes each; the oldest are dropped first): without
+    #: it, many sessions expiring ttl-0 tasks could pin 10,000 x 1024 IDs (~1.4 GiB)
+    max_tombstones: int = 100_000
     #: shared stores: longest wait for a change event before re-reading the store anyway
     #: (the bounded fallback poll when a message was missed)
     watch_fallback_s: float = 1.0
@@ -229,6 +232,7 @@ class TaskEngine(TasksHandlerBase):
         self._reserved: dict[str, int] = {}
         self._rate: dict[str, tuple[float, int]] = {}
         self._tombstones: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()
+        self._tombstone_count = 0
         self._tg: anyio.abc.TaskGroup | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -329,12 +333,21 @@ class TaskEngine(TasksHandlerBase):
         if stones is None:
             stones = self._tombstones[requestor] = OrderedDict()
             while len(self._tombstones) > self.config.tombstone_requestors:
-                self._tombstones.popitem(last=False)
+                self._tombstone_count -= len(self._tombstones.popitem(last=False)[1])
         else:
             self._tombstones.move_to_end(requestor)
-        stones[task_id] = None
+        if task_id not in stones:
+            stones[task_id] = None
+            self._tombstone_count += 1
         while len(stones) > self.config.expired_tombstones_per_requestor:
             stones.popitem(last=False)
+            self._tombstone_count -= 1
+        while self._tombstone_count > self.config.max_tombstones and self._tombstones:
+            oldest_requestor, oldest = next(iter(self._tombstones.items()))
+            oldest.popitem(last=False)
+            self._tombstone_count -= 1
+            if not oldest:
+                del self._tombstones[oldest_requestor]
 
     def _is_tombstoned(self, requestor: str, task_id: str) -> bool:
         stones = self._tombstones.get(requestor)

@@ -241,6 +241,7 @@ class McpTasks:
         self.list_without_identity = list_without_identity
         self.immediate_response = immediate_response
         self._connections: dict[str, weakref.WeakSet[Connection]] = {}
+        self._prune_at = 1024
         self.server.middleware.append(self._middleware)
         for method in ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"):
             self.server.add_request_handler(method, _RawParams, self._make_handler(method))
@@ -286,6 +287,11 @@ class McpTasks:
     def _remember(self, requestor: str, conn: Connection) -> None:
         conns = self._connections.get(requestor)
         if conns is None:
+            if len(self._connections) >= self._prune_at:
+                # Requestors whose connections are all gone: drop them (amortised O(1)),
+                # else every session ever seen would stay in this map.
+                self._connections = {k: v for k, v in self._connections.items() if len(v)}
+                self._prune_at = max(1024, 2 * len(self._connections))
             conns = self._connections[requestor] = weakref.WeakSet()
         conns.add(conn)
 
