@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mcptask_gen import __version__
+from mcptask_gen import __version__, cache
 from mcptask_gen.config import read_config
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.pipeline import Options, check_output, generate
@@ -42,6 +42,11 @@ from mcptask_gen.pipeline import Options, check_output, generate
     default=None,
     help="pyproject.toml to read [tool.mcptask-gen] from (default: ./pyproject.toml).",
 )
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Do not read or write the formatting/model cache (~/.cache/mcptask-gen).",
+)
 @click.version_option(__version__, "--version", prog_name="mcptask-gen")
 def main(
     schema: Path | None,
@@ -51,7 +56,10 @@ def main(
     templates: Path | None,
     check_only: bool,
     config_path: Path | None,
+    no_cache: bool,
 ) -> None:
+    if no_cache:
+        cache.disable()
     try:
         config = read_config(config_path or Path("pyproject.toml"))
         schema = schema or config.get("schema")

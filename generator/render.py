@@ -17,6 +17,7 @@ from typing import Any
 
 import jinja2
 
+from mcptask_gen import cache
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.ir import IR
 
@@ -63,27 +64,43 @@ def template_files(user_dir: Path | None) -> dict[str, tuple[Path, Path]]:
     return files
 
 
+_DMC_OPTIONS: dict[str, Any] = {
+    "use_annotated": True,
+    "field_constraints": True,
+    "use_standard_collections": True,
+    "use_union_operator": True,
+    "strict_nullable": True,
+    "allow_population_by_field_name": True,
+    "aliases": {"_meta": "meta"},
+    "disable_timestamp": True,
+    "use_schema_description": True,
+    "use_double_quotes": True,
+    "formatters": [],
+}
+
+
 def render_models(ir: IR, defs: dict[str, Any]) -> str:
+    """datamodel-code-generator over the selected closure (pydantic v2, Python 3.11), cached."""
+    from importlib.metadata import version
+
+    source = json.dumps({"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": defs})
+    digest = cache.key(
+        f"datamodel-code-generator {version('datamodel-code-generator')} pydantic_v2 py311",
+        repr(sorted(_DMC_OPTIONS.items())),
+        source,
+    )
+    hit = cache.get("models", digest)
+    if hit is not None:
+        return hit
     from datamodel_code_generator import DataModelType, InputFileType, PythonVersion, generate
 
-    sub = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": defs}
     try:
         code = generate(
-            json.dumps(sub, sort_keys=False),
+            source,
             input_file_type=InputFileType.JsonSchema,
             output_model_type=DataModelType.PydanticV2BaseModel,
             target_python_version=PythonVersion.PY_311,
-            use_annotated=True,
-            field_constraints=True,
-            use_standard_collections=True,
-            use_union_operator=True,
-            strict_nullable=True,
-            allow_population_by_field_name=True,
-            aliases={"_meta": "meta"},
-            disable_timestamp=True,
-            use_schema_description=True,
-            use_double_quotes=True,
-            formatters=[],
+            **_DMC_OPTIONS,
         )
     except GeneratorError:
         raise
@@ -102,7 +119,9 @@ def render_models(ir: IR, defs: dict[str, Any]) -> str:
         .replace(", Dict,", ",")
         .replace("Any, Dict", "Any")
     )
-    return _sort_imports(code)
+    code = _sort_imports(code)
+    cache.put("models", digest, code)
+    return code
 
 
 def _sort_imports(code: str) -> str:

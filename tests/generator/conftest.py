@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -18,6 +19,18 @@ SCHEMA = SHARED / "mcp-schema" / "2025-11-25" / "schema.json"
 SCHEMA_0618 = SHARED / "mcp-schema" / "2025-06-18" / "schema.json"
 SCHEMA_0728 = SHARED / "mcp-schema" / "2026-07-28" / "schema.json"
 SCHEMA_ORIGINAL = SHARED / "mcp-schema" / "2025-11-25-original" / "schema.json"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Generator runs in tests use their own cache directory, never the user's."""
+    os.environ["MCPTASK_GEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("mcptask-gen-cache"))
+
+
+@pytest.fixture
+def no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every step runs for real (determinism tests must not be answered from the cache)."""
+    monkeypatch.setenv("MCPTASK_GEN_NO_CACHE", "1")
 
 
 def run_cli(*args: str | Path) -> Result:

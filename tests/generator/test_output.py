@@ -24,7 +24,9 @@ def test_generated_dir_is_fresh() -> None:
     assert result.exit_code == 0, result.output
 
 
-def test_regeneration_is_byte_identical(generated_pkg: Path, tmp_path: Path) -> None:
+def test_regeneration_is_byte_identical(
+    generated_pkg: Path, tmp_path: Path, no_cache: None
+) -> None:
     again = tmp_path / "mcp_tasks_fresh"
     assert run_cli(SCHEMA, "-o", again).exit_code == 0
     assert tree(again) == tree(generated_pkg)
@@ -34,7 +36,9 @@ def test_regeneration_is_byte_identical(generated_pkg: Path, tmp_path: Path) -> 
     assert tree(again) == before
 
 
-def test_reordered_defs_give_identical_output(generated_pkg: Path, tmp_path: Path, schema_doc: dict) -> None:  # type: ignore[type-arg]
+def test_reordered_defs_give_identical_output(
+    no_cache: None, generated_pkg: Path, tmp_path: Path, schema_doc: dict
+) -> None:  # type: ignore[type-arg]
     items = list(schema_doc["$defs"].items())
     random.Random(7).shuffle(items)
     doc = {"$defs": dict(items), "$schema": schema_doc["$schema"]}
@@ -44,7 +48,7 @@ def test_reordered_defs_give_identical_output(generated_pkg: Path, tmp_path: Pat
     assert tree(out) == tree(generated_pkg)
 
 
-def test_pythonhashseed_does_not_matter(tmp_path: Path) -> None:
+def test_pythonhashseed_does_not_matter(tmp_path: Path, no_cache: None) -> None:
     outs = []
     for seed in ("0", "4242"):
         out = tmp_path / seed / "mcp_tasks"
@@ -60,7 +64,7 @@ def test_pythonhashseed_does_not_matter(tmp_path: Path) -> None:
 
 
 def test_user_black_config_is_ignored(
-    tmp_path: Path, generated_pkg: Path, monkeypatch: pytest.MonkeyPatch
+    no_cache: None, tmp_path: Path, generated_pkg: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "pyproject.toml").write_text(
         "[tool.black]\nline-length = 20\nskip-string-normalization = true\n"
@@ -207,3 +211,32 @@ def test_builtin_hand_written_files_ship_black_formatted(generated_pkg: Path) ->
     assert copied, "the runtime is shipped as hand-written templates"
     files = {rel: (generated_pkg / rel).read_text() for rel in copied}
     assert format_sources(files) == files
+
+
+def test_cache_gives_identical_output_and_survives_damage(
+    tmp_path: Path, generated_pkg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache_dir = tmp_path / "cache"
+    monkeypatch.setenv("MCPTASK_GEN_CACHE_DIR", str(cache_dir))
+    first = tmp_path / "a" / "mcp_tasks_fresh"
+    assert run_cli(SCHEMA, "-o", first).exit_code == 0
+    entries = [p for p in cache_dir.rglob("*") if p.is_file()]
+    assert entries, "the cache was written"
+    # A warm run and a run after every entry was truncated both give the same bytes.
+    warm = tmp_path / "b" / "mcp_tasks_fresh"
+    assert run_cli(SCHEMA, "-o", warm).exit_code == 0
+    for entry in entries:
+        entry.write_text(entry.read_text()[:50])
+    damaged = tmp_path / "c" / "mcp_tasks_fresh"
+    assert run_cli(SCHEMA, "-o", damaged).exit_code == 0
+    assert tree(first) == tree(warm) == tree(damaged) == tree(generated_pkg)
+    # --no-cache neither reads nor writes it; an unwritable cache location is only slower.
+    shutil.rmtree(cache_dir)
+    assert run_cli(SCHEMA, "-o", tmp_path / "d" / "mcp_tasks_fresh", "--no-cache").exit_code == 0
+    assert not cache_dir.exists()
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("MCPTASK_GEN_CACHE_DIR", str(blocker / "cache"))
+    out = tmp_path / "e" / "mcp_tasks_fresh"
+    assert run_cli(SCHEMA, "-o", out).exit_code == 0
+    assert tree(out) == tree(generated_pkg)

@@ -1,0 +1,20 @@
+"""bench_generate.py keeps working (quick mode; it prints figures, the test asserts none of them)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from .conftest import REPO
+
+
+def test_bench_generate_quick() -> None:
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "bench_generate.py"), "--quick"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
+    for row in ("full generation, cold", "--check, warm cache", "plain datamodel-codegen", "import pydantic"):
+        assert row in out, out
