@@ -165,6 +165,11 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
             lambda port, _: [py, str(PEERS / "floor_server.py"), "--port", str(port)],
         ),
         ServerSpec(
+            "floor-sdk",
+            "floor + SDK tools/call path",
+            lambda port, _: [py, str(PEERS / "floor_server.py"), "--port", str(port), "--sdk-tool"],
+        ),
+        ServerSpec(
             "ours-memory",
             "ours, InMemoryTaskStore",
             lambda port, _: [py, str(PEERS / "ours_server.py"), "--port", str(port)],
@@ -1045,7 +1050,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int)
     ap.add_argument(
         "--servers",
-        help="comma-separated subset of ts,mcp129,floor,ours-memory,ours-sqlite,ours-redis",
+        help="comma-separated subset of ts,mcp129,floor,floor-sdk,ours-memory,ours-sqlite,ours-redis",
     )
     ap.add_argument("--out", type=Path, help="results directory")
     ap.add_argument(

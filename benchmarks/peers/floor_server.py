@@ -8,12 +8,17 @@ thin as it gets: dicts for tasks, an ``asyncio.Event`` per task for ``tasks/resu
 the tool's coroutine started directly, no ttl, no limits, no validation beyond the
 SDK's own. Its CPU per operation is what the transport alone costs; our server
 cannot go below it while it runs on this transport.
+
+``--sdk-tool`` ("floor + SDK tool path"): the background work runs the tool through the
+SDK's own ``tools/call`` pipeline (``call_next``: params validation, the handler, the
+result sieve), as our adapter does, to split our overhead from that pipeline's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import secrets
 import time
 from datetime import UTC, datetime
@@ -32,6 +37,7 @@ RESULTS: dict[str, dict[str, Any]] = {}
 DONE: dict[str, asyncio.Event] = {}
 BY_SESSION: dict[str, list[str]] = {}
 RUNNING: set[asyncio.Task[None]] = set()
+VIA_SDK = False  # --sdk-tool: run the tool through the SDK's own tools/call path
 TOOL = types.Tool(
     name="slow_compute",
     description="Wait `seconds`, then answer",
@@ -94,9 +100,16 @@ async def middleware(ctx: Any, call_next: Any) -> Any:
         TASKS[tid], OWNER[tid], DONE[tid] = task, sid, asyncio.Event()
         BY_SESSION.setdefault(sid, []).append(tid)
         args = ctx.params.get("arguments") or {}
+        plain = {k: v for k, v in ctx.params.items() if k != "task"}
 
         async def run() -> None:
-            RESULTS[tid] = await slow_compute(**args)
+            if VIA_SDK:
+                res = await call_next(dataclasses.replace(ctx, params=plain))
+                if not isinstance(res, dict):
+                    res = res.model_dump(by_alias=True, mode="json", exclude_none=True)
+                RESULTS[tid] = res
+            else:
+                RESULTS[tid] = await slow_compute(**args)
             task["status"], task["lastUpdatedAt"] = "completed", now()
             DONE[tid].set()
 
@@ -143,7 +156,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument(
+        "--sdk-tool", action="store_true", help="run the tool through the SDK's tools/call path"
+    )
     args = parser.parse_args()
+    global VIA_SDK
+    VIA_SDK = args.sdk_tool
     server = Server("bench-floor", on_list_tools=list_tools, on_call_tool=call_tool)
     server.middleware.append(middleware)
     for method, handler in (

@@ -19,6 +19,7 @@ COLORS = {
     "ts": "#3178c6",
     "mcp129": "#8c564b",
     "floor": "#7f7f7f",
+    "floor-sdk": "#bcbd22",
     "ours-memory": "#2ca02c",
     "ours-sqlite": "#d62728",
     "ours-redis": "#9467bd",
