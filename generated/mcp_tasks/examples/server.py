@@ -6,8 +6,12 @@
 """Example MCP server with 2025-11-25 tasks, on the ``mcp`` SDK's ``MCPServer``.
 
     python -m mcp_tasks.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH|redis://HOST:PORT/DB]
-                                        [--tokens FILE] [--stateless]
-    python -m mcp_tasks.examples.server --stdio [--store ...]
+                                        [--tokens FILE] [--stateless] [LIMITS]
+    python -m mcp_tasks.examples.server --stdio [--store ...] [LIMITS]
+
+LIMITS (R-SEC-3, R-SEC-4; defaults from ``EngineConfig``): ``--max-active N``,
+``--rate-limit CALLS/SECONDS``, ``--max-ttl MS``, ``--default-ttl MS``, ``--page-size N``.
+Over stdio, lines that are not JSON-RPC are answered (-32700/-32600), never dropped.
 
 Tools (a fixed contract other tests rely on):
 
