@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.ticker import ScalarFormatter
 
 COLORS = {
     "ts": "#3178c6",
@@ -42,22 +43,26 @@ def main() -> None:
         ys = [(i + 1) / len(samples) for i in range(len(samples))]
         ax.step(samples, ys, where="post", label=labels.get(name, name), color=COLORS.get(name))
     ax.axvline(5, color="black", linestyle=":", linewidth=1)
-    ax.text(5, 0.03, " target p99 < 5 ms", fontsize=8)
+    ax.axhline(0.99, color="black", linestyle=":", linewidth=0.6)
+    ax.text(5, 0.5, " target: p99 < 5 ms", fontsize=8)
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(ScalarFormatter())
+    ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_xlabel("tasks/result answer after the work ended (ms, log)")
     ax.set_ylabel("fraction of calls")
     ax.set_title(
         f"Wake-up lateness, slow_compute({report['plan']['wake_seconds']:g}) → tasks/result"
     )
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     path = out / "wakeup.png"
     fig.savefig(path, dpi=110)
     written.append(str(path))
 
     # tasks/list first page (and whole walk) against N, log-log.
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.8))
     for name, row in report["aggregate"].items():
         ns = sorted(
             {
@@ -87,8 +92,9 @@ def main() -> None:
         ax.set_xlabel("retained tasks in the session (log)")
         ax.set_ylabel("ms (log)")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     path = out / "list_pages.png"
     fig.savefig(path, dpi=110)
     written.append(str(path))
