@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,6 +22,7 @@ import httpx2
 import pytest
 from mcp import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from procs import stop_process, wait_listening
 
 from mcp_tasks.runtime.mcp_client import TasksClientSession
 
@@ -70,28 +69,12 @@ class HttpServer:
             env=_env(),
         )
         log.close()
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited early:\n{self.log_path.read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"server did not start:\n{self.log_path.read_text()}")
+        wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT, "server")
+        return self
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
+        stop_process(proc)
 
 
 @pytest.fixture
@@ -132,9 +115,7 @@ async def http_session(
     url: str, *, token: str | None = None, **kwargs: Any
 ) -> AsyncIterator[TasksClientSession]:
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    async with httpx2.AsyncClient(
-        headers=headers, timeout=httpx2.Timeout(60, read=300)
-    ) as http:
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=300)) as http:
         async with streamable_http_client(url, http_client=http) as (read, write):
             async with TasksClientSession(read, write, **kwargs) as session:
                 await session.initialize()
@@ -145,9 +126,7 @@ async def http_session(
 async def stdio_session(
     *args: str, module: str = SERVER_MODULE, **kwargs: Any
 ) -> AsyncIterator[TasksClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", module, *args], env=_env()
-    )
+    params = StdioServerParameters(command=sys.executable, args=["-m", module, *args], env=_env())
     async with stdio_client(params) as (read, write):
         async with TasksClientSession(read, write, **kwargs) as session:
             await session.initialize()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from procs import stop_process, wait_listening
 
 HERE = Path(__file__).resolve().parent
 SERVER_MODULE = "mcp_tasks.examples.server"
@@ -115,17 +116,8 @@ class HttpServer:
         )
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env())
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited early:\n{self.log_path.read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"server did not start:\n{self.log_path.read_text()}")
+        wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT, "server")
+        return self
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -142,14 +134,7 @@ class HttpServer:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
+        stop_process(proc)
 
 
 # --------------------------------------------------------------------------- raw wire
