@@ -79,6 +79,10 @@ _DMC_OPTIONS: dict[str, Any] = {
 }
 
 
+#: Bump whenever the post-processing below changes: it is part of the cache key.
+_POSTPROCESS_VERSION = "2"
+
+
 def render_models(ir: IR, defs: dict[str, Any]) -> str:
     """datamodel-code-generator over the selected closure (pydantic v2, Python 3.11), cached."""
     from importlib.metadata import version
@@ -86,6 +90,7 @@ def render_models(ir: IR, defs: dict[str, Any]) -> str:
     source = json.dumps({"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": defs})
     digest = cache.key(
         f"datamodel-code-generator {version('datamodel-code-generator')} pydantic_v2 py311",
+        f"postprocess {_POSTPROCESS_VERSION}",
         repr(sorted(_DMC_OPTIONS.items())),
         source,
     )
@@ -118,6 +123,10 @@ def render_models(ir: IR, defs: dict[str, Any]) -> str:
         code.replace("Dict[str, Any]", "dict[str, Any]")
         .replace(", Dict,", ",")
         .replace("Any, Dict", "Any")
+    )
+    # Build each model's validator on first use, not at import (import time of the package).
+    code = code.replace(
+        "model_config = ConfigDict(\n", "model_config = ConfigDict(\n        defer_build=True,\n"
     )
     code = _sort_imports(code)
     cache.put("models", digest, code)

@@ -12,9 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
-from typing import Annotated, Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:  # imported on first use: pydantic's TypeAdapter costs import time
+    from pydantic import TypeAdapter
 
 from . import models
 
@@ -190,11 +193,15 @@ TaskNotification = models.TaskStatusNotification
 
 @cache
 def _request_adapter() -> TypeAdapter[TaskRequest]:
+    from pydantic import TypeAdapter
+
     return TypeAdapter(TaskRequest)
 
 
 @cache
 def _notification_adapter() -> TypeAdapter[TaskNotification]:
+    from pydantic import TypeAdapter
+
     return TypeAdapter(TaskNotification)
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 class CancelTaskRequestParams(BaseModel):
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     taskId: Annotated[str, Field(description="The task identifier to cancel.")]
@@ -32,6 +33,7 @@ class ClientCapabilitiesTasksRequestsElicitation(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     create: Annotated[
@@ -48,6 +50,7 @@ class ClientCapabilitiesTasksRequestsSampling(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     createMessage: Annotated[
@@ -60,6 +63,7 @@ class ClientCapabilitiesTasksRequestsSampling(BaseModel):
 
 class GetTaskPayloadRequestParams(BaseModel):
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     taskId: Annotated[str, Field(description="The task identifier to retrieve results for.")]
@@ -73,6 +77,7 @@ class GetTaskPayloadResult(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         extra="allow",
         populate_by_name=True,
     )
@@ -90,6 +95,7 @@ class GetTaskPayloadResult(BaseModel):
 
 class GetTaskRequestParams(BaseModel):
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     taskId: Annotated[str, Field(description="The task identifier to query.")]
@@ -97,6 +103,7 @@ class GetTaskRequestParams(BaseModel):
 
 class NotificationParams(BaseModel):
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     meta: Annotated[
@@ -124,6 +131,7 @@ class RelatedTaskMetadata(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     taskId: Annotated[
@@ -139,6 +147,7 @@ class RequestId(RootModel[str | int]):
 
 class Result(BaseModel):
     model_config = ConfigDict(
+        defer_build=True,
         extra="allow",
         populate_by_name=True,
     )
@@ -160,6 +169,7 @@ class ServerCapabilitiesTasksRequestsTools(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     call: Annotated[
@@ -174,6 +184,7 @@ class TaskAugmentedRequestParamsMeta(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         extra="allow",
         populate_by_name=True,
     )
@@ -195,6 +206,7 @@ class TaskMetadata(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     ttl: Annotated[
@@ -239,6 +251,7 @@ class ToolExecution(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     taskSupport: Annotated[
@@ -255,6 +268,7 @@ class CancelTaskRequest(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     id: RequestId
@@ -269,6 +283,7 @@ class ClientCapabilitiesTasksRequests(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     elicitation: Annotated[
@@ -287,6 +302,7 @@ class GetTaskPayloadRequest(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     id: RequestId
@@ -301,6 +317,7 @@ class GetTaskRequest(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     id: RequestId
@@ -315,6 +332,7 @@ class PaginatedRequestParamsMeta(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         extra="allow",
         populate_by_name=True,
     )
@@ -335,6 +353,7 @@ class ServerCapabilitiesTasksRequests(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     tools: Annotated[
@@ -349,6 +368,7 @@ class Task(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     createdAt: Annotated[str, Field(description="ISO 8601 timestamp when the task was created.")]
@@ -380,6 +400,7 @@ class TaskAugmentedRequestParams(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     meta: Annotated[
@@ -403,6 +424,7 @@ class TaskStatusNotificationParams(NotificationParams, Task):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
 
@@ -413,6 +435,7 @@ class CancelTaskResult(Result, Task):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
 
@@ -423,6 +446,7 @@ class ClientCapabilitiesTasks(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     cancel: Annotated[
@@ -443,6 +467,7 @@ class CreateTaskResult(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     meta: Annotated[
@@ -461,6 +486,7 @@ class GetTaskResult(Result, Task):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
 
@@ -471,6 +497,7 @@ class ListTasksResult(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     meta: Annotated[
@@ -495,6 +522,7 @@ class PaginatedRequestParams(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     meta: Annotated[
@@ -518,6 +546,7 @@ class ServerCapabilitiesTasks(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     cancel: Annotated[
@@ -538,6 +567,7 @@ class TaskStatusNotification(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     jsonrpc: Literal["2.0"]
@@ -551,6 +581,7 @@ class ListTasksRequest(BaseModel):
     """
 
     model_config = ConfigDict(
+        defer_build=True,
         populate_by_name=True,
     )
     id: RequestId
