@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mcptask_gen.errors import GeneratorError
@@ -86,7 +86,6 @@ class IR:
     task_support_model: str | None
     task_support_values: tuple[str, ...]
     model_names: tuple[str, ...]
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def build_ir(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -189,7 +189,7 @@ class Renderer:
         self.files = template_files(user_templates)
         roots = ([user_templates] if user_templates else []) + [builtin_templates()]
         self.env = _env(roots)
-        self.context: dict[str, Any] = {"ir": ir, "ir_dict": asdict(ir), "header": header(ir)}
+        self.context: dict[str, Any] = {"ir": ir, "header": header(ir)}
         self.builtin = builtin_templates()
 
     @property
