@@ -133,6 +133,25 @@ def test_broken_ref(tmp_path: Path, schema_doc: dict) -> None:  # type: ignore[t
     _assert_clean_failure(run_cli(schema, "-o", out), out, "NoSuchStatus")
 
 
+@pytest.mark.parametrize(
+    ("definition", "keyword", "value", "needle"),
+    [
+        # found by tests/security/test_generator_fuzz.py: a traceback before this check
+        ("RelatedTaskMetadata", "properties", True, "/RelatedTaskMetadata/properties must be"),
+        ("RelatedTaskMetadata", "required", "taskId", "/RelatedTaskMetadata/required must be"),
+        ("TaskMetadata", "properties", {"ttl": 5}, "/TaskMetadata/properties/ttl must be"),
+    ],
+)
+def test_wrongly_typed_keyword_is_named(  # type: ignore[no-untyped-def]
+    tmp_path: Path, schema_doc: dict, definition: str, keyword: str, value, needle: str  # type: ignore[type-arg]
+) -> None:
+    doc = json.loads(json.dumps(schema_doc))
+    doc["$defs"][definition][keyword] = value
+    schema = write_schema(tmp_path / "s.json", doc)
+    out = tmp_path / "pkg"
+    _assert_clean_failure(run_cli(schema, "-o", out), out, needle)
+
+
 def test_output_is_a_file(tmp_path: Path) -> None:
     out = tmp_path / "pkg"
     out.write_text("I am a file")
