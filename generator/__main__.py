@@ -1,3 +1,3 @@
-from mcptask_gen.cli import main
+from mcptask_gen.launcher import main
 
 main()

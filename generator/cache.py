@@ -32,6 +32,10 @@ def directory() -> Path | None:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "mcptask-gen"
 
 
+def enabled() -> bool:
+    return directory() is not None
+
+
 def key(*parts: str) -> str:
     h = hashlib.sha256()
     for part in parts:

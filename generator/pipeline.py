@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcptask_gen import __version__
+from mcptask_gen import __version__, background, cache
+from mcptask_gen.background import Background
 from mcptask_gen.errors import GeneratorError
-from mcptask_gen.fmt import format_overlapped
+from mcptask_gen.fmt import format_sources
 from mcptask_gen.ir import IR, build_ir
 from mcptask_gen.load import load, load_overlay, overlay_revisions
-from mcptask_gen.render import Renderer, header
+from mcptask_gen.render import Renderer, cached_models_code, header, models_job
 from mcptask_gen.select import select
 from mcptask_gen.write import MANIFEST_NAME, check, manifest_text, plan, publish
 
@@ -43,8 +44,26 @@ def build(options: Options) -> tuple[IR, dict[str, str]]:
     selection = select(loaded, tuple(m["def"] for m in overlay.get("meta", []) if "def" in m))
     ir = build_ir(loaded, selection, overlay, package, __version__)
     renderer = Renderer(ir, selection.defs, options.templates)
-    rendered = renderer.render_templates()
-    files = format_overlapped(rendered.files, rendered.preformatted, renderer.render_models)
+    defs = selection.defs
+    models = cached_models_code(defs) if renderer.models_template else ""
+    # On a cache miss datamodel-code-generator (mostly its own import) runs in a forked child
+    # (started by the launcher, else now) while this process renders and formats the
+    # templates: the two chains of a cold run.
+    early = background.take()
+    if models is None and early is not None:
+        job = early
+    else:
+        if early is not None:
+            early.close()
+        job = Background(models_job, fork=None if models is None else False)
+    with job:
+        if models is None:
+            job.send((defs, cache.enabled()))
+        rendered = renderer.render_templates()
+        files = format_sources(rendered.files, rendered.preformatted)
+        if renderer.models_template:
+            code = job.result() if models is None else models
+            files |= format_sources(renderer.render_models(code))
     files[MANIFEST_NAME] = manifest_text(files, header(ir).splitlines()[0].lstrip("# "))
     return ir, files
 

@@ -13,13 +13,14 @@ import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
-
-from mcptask_gen import cache
+from mcptask_gen import cache, shape
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.ir import IR
+
+if TYPE_CHECKING:
+    import jinja2
 
 SKIP_PARTS = {"__pycache__", ".mypy_cache", ".ruff_cache"}
 TEXT_SUFFIXES = {".py", ".jinja", ".typed", ".txt", ".md", ".json", ".toml", ".sql", ".lua"}
@@ -76,27 +77,56 @@ _DMC_OPTIONS: dict[str, Any] = {
     "use_schema_description": True,
     "use_double_quotes": True,
     "formatters": [],
+    "use_type_alias": True,
 }
 
 
 #: Bump whenever the post-processing below changes: it is part of the cache key.
-_POSTPROCESS_VERSION = "2"
+_POSTPROCESS_VERSION = "3"
 
 
-def render_models(ir: IR, defs: dict[str, Any]) -> str:
-    """datamodel-code-generator over the selected closure (pydantic v2, Python 3.11), cached."""
+def _models_digest(defs: dict[str, Any]) -> tuple[str, str]:
     from importlib.metadata import version
 
-    source = json.dumps({"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": defs})
+    source = _models_source(defs)
     digest = cache.key(
         f"datamodel-code-generator {version('datamodel-code-generator')} pydantic_v2 py311",
         f"postprocess {_POSTPROCESS_VERSION}",
         repr(sorted(_DMC_OPTIONS.items())),
         source,
     )
-    hit = cache.get("models", digest)
-    if hit is not None:
-        return hit
+    return source, digest
+
+
+def _models_source(defs: dict[str, Any]) -> str:
+    return json.dumps({"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": defs})
+
+
+def cached_models_code(defs: dict[str, Any]) -> str | None:
+    """The models module from the cache, or None (a miss, or the cache is off)."""
+    if not cache.enabled():
+        return None
+    return cache.get("models", _models_digest(defs)[1])
+
+
+def models_job(job: tuple[dict[str, Any], bool]) -> str:
+    """``models_code`` for a forked worker: (definitions, whether the cache is on). The flag
+    travels with the input because ``--no-cache`` may be read after the worker was forked."""
+    defs, use_cache = job
+    if not use_cache:
+        cache.disable()
+    return models_code(defs)
+
+
+def models_code(defs: dict[str, Any]) -> str:
+    """datamodel-code-generator over the selected closure (pydantic v2, Python 3.11), cached."""
+    if cache.enabled():
+        source, digest = _models_digest(defs)
+        hit = cache.get("models", digest)
+        if hit is not None:
+            return hit
+    else:
+        source, digest = _models_source(defs), ""
     from datamodel_code_generator import DataModelType, InputFileType, PythonVersion, generate
 
     try:
@@ -118,7 +148,7 @@ def render_models(ir: IR, defs: dict[str, Any]) -> str:
         raise GeneratorError("datamodel-code-generator returned several modules; expected one")
     # Its own header and the empty root model are not ours to ship.
     code = re.sub(r"\A(#[^\n]*\n)+", "", code)
-    code = re.sub(r"\nclass Model\(RootModel\[Any\]\):\n    root: Any\n", "\n", code)
+    code = re.sub(r"\nModel = TypeAliasType\(\"Model\", Any\)\n", "\n", code)
     code = (
         code.replace("Dict[str, Any]", "dict[str, Any]")
         .replace(", Dict,", ",")
@@ -129,7 +159,8 @@ def render_models(ir: IR, defs: dict[str, Any]) -> str:
         "model_config = ConfigDict(\n", "model_config = ConfigDict(\n        defer_build=True,\n"
     )
     code = _sort_imports(code)
-    cache.put("models", digest, code)
+    if digest:
+        cache.put("models", digest, code)
     return code
 
 
@@ -160,6 +191,8 @@ def _sort_imports(code: str) -> str:
 
 
 def _env(roots: list[Path]) -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(r)) for r in roots]),
         undefined=jinja2.StrictUndefined,
@@ -168,7 +201,8 @@ def _env(roots: list[Path]) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["pyrepr"] = repr
+    env.filters["pyrepr"] = shape.pyrepr
+    env.globals.update(bracket=shape.bracket, fset=shape.fset, union=shape.union)
     env.filters["tojson"] = lambda v: json.dumps(v, sort_keys=True)
     return env
 
@@ -187,8 +221,8 @@ class Renderer:
         self.ir = ir
         self.defs = defs
         self.files = template_files(user_templates)
-        roots = ([user_templates] if user_templates else []) + [builtin_templates()]
-        self.env = _env(roots)
+        self.roots = ([user_templates] if user_templates else []) + [builtin_templates()]
+        self._env: jinja2.Environment | None = None  # jinja2 is imported on first render
         self.context: dict[str, Any] = {"ir": ir, "header": header(ir)}
         self.builtin = builtin_templates()
 
@@ -216,17 +250,22 @@ class Renderer:
                 out.preformatted.add(rel)
         return out
 
-    def render_models(self) -> dict[str, str]:
+    def render_models(self, code: str) -> dict[str, str]:
+        """``models.py`` around the datamodel-code-generator output ``code``."""
         if self.models_template is None:
             return {}
-        self.context["models_code"] = render_models(self.ir, self.defs)
+        self.context["models_code"] = code
         return {
             "models.py": self._render(self.models_template, self.files[self.models_template][1])
         }
 
     def _render(self, rel: str, path: Path) -> str:
+        import jinja2
+
+        if self._env is None:
+            self._env = _env(self.roots)
         try:
-            return self.env.get_template(rel).render(**self.context)
+            return self._env.get_template(rel).render(**self.context)
         except jinja2.TemplateSyntaxError as exc:
             raise GeneratorError(
                 f"template error in {exc.filename or path}, line {exc.lineno}: {exc.message}"

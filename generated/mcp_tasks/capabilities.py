@@ -26,34 +26,15 @@ Side = Literal["client", "server"]
 #: R-CAP-2, R-CAP-4: the request types each side may declare under ``tasks.requests``.
 TASK_REQUESTS: Final[Mapping[Side, frozenset[str]]] = MappingProxyType(
     {
-        "client": frozenset(
-            {
-                "elicitation/create",
-                "sampling/createMessage",
-            }
-        ),
-        "server": frozenset(
-            {
-                "tools/call",
-            }
-        ),
+        "client": frozenset({"elicitation/create", "sampling/createMessage"}),
+        "server": frozenset({"tools/call"}),
     }
 )
 #: The other members of each side's ``tasks`` capability (``list``, ``cancel``).
 TASK_FLAGS: Final[Mapping[Side, frozenset[str]]] = MappingProxyType(
     {
-        "client": frozenset(
-            {
-                "cancel",
-                "list",
-            }
-        ),
-        "server": frozenset(
-            {
-                "cancel",
-                "list",
-            }
-        ),
+        "client": frozenset({"cancel", "list"}),
+        "server": frozenset({"cancel", "list"}),
     }
 )
 CAPABILITY_MODELS: Final[Mapping[Side, type[BaseModel]]] = MappingProxyType(

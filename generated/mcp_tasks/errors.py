@@ -60,13 +60,7 @@ class InvalidRequest(TaskError):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    detail=detail,
-                )
-            ),
+            message if message is not None else self.template.format(detail=detail),
             data=data,
         )
 
@@ -86,13 +80,7 @@ class MethodNotFound(TaskError):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    detail=detail,
-                )
-            ),
+            message if message is not None else self.template.format(detail=detail),
             data=data,
         )
 
@@ -112,13 +100,7 @@ class InvalidParams(TaskError):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    detail=detail,
-                )
-            ),
+            message if message is not None else self.template.format(detail=detail),
             data=data,
         )
 
@@ -138,13 +120,7 @@ class InternalError(TaskError):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    detail=detail,
-                )
-            ),
+            message if message is not None else self.template.format(detail=detail),
             data=data,
         )
 
@@ -164,13 +140,7 @@ class TaskAugmentationRequired(InvalidRequest):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    method=method,
-                )
-            ),
+            message if message is not None else self.template.format(method=method),
             data=data,
         )
 
@@ -228,13 +198,7 @@ class TaskAlreadyTerminal(InvalidParams):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    status=status,
-                )
-            ),
+            message if message is not None else self.template.format(status=status),
             data=data,
         )
 
@@ -254,13 +218,7 @@ class InvalidCursor(InvalidParams):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    detail=detail,
-                )
-            ),
+            message if message is not None else self.template.format(detail=detail),
             data=data,
         )
 
@@ -280,13 +238,7 @@ class ToolTaskForbidden(MethodNotFound):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    tool=tool,
-                )
-            ),
+            message if message is not None else self.template.format(tool=tool),
             data=data,
         )
 
@@ -306,13 +258,7 @@ class ToolTaskRequired(MethodNotFound):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    tool=tool,
-                )
-            ),
+            message if message is not None else self.template.format(tool=tool),
             data=data,
         )
 
@@ -332,13 +278,7 @@ class ConcurrencyLimitExceeded(TaskError):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    limit=limit,
-                )
-            ),
+            message if message is not None else self.template.format(limit=limit),
             data=data,
         )
 
@@ -359,14 +299,7 @@ class RateLimitExceeded(TaskError):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    limit=limit,
-                    window=window,
-                )
-            ),
+            message if message is not None else self.template.format(limit=limit, window=window),
             data=data,
         )
 
@@ -386,13 +319,7 @@ class StoreUnavailable(InternalError):
     ) -> None:
         TaskError.__init__(
             self,
-            (
-                message
-                if message is not None
-                else self.template.format(
-                    detail=detail,
-                )
-            ),
+            message if message is not None else self.template.format(detail=detail),
             data=data,
         )
 

@@ -40,9 +40,9 @@ TERMINAL: Final[frozenset[TaskStatus]] = frozenset(
 NON_TERMINAL: Final[frozenset[TaskStatus]] = frozenset(STATUSES) - TERMINAL
 TRANSITIONS: Final[Mapping[TaskStatus, frozenset[TaskStatus]]] = MappingProxyType(
     {
-        TaskStatus("cancelled"): frozenset({}),
-        TaskStatus("completed"): frozenset({}),
-        TaskStatus("failed"): frozenset({}),
+        TaskStatus("cancelled"): frozenset(),
+        TaskStatus("completed"): frozenset(),
+        TaskStatus("failed"): frozenset(),
         TaskStatus("input_required"): frozenset(
             {
                 TaskStatus("cancelled"),

@@ -23,7 +23,7 @@ MODEL_IMMEDIATE_RESPONSE_KEY: Final = "io.modelcontextprotocol/model-immediate-r
 class TaskMeta(BaseModel):
     """Typed view of a ``_meta`` object's task entries; other keys are kept as extras."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     related_task: RelatedTaskMetadata | None = Field(
         default=None, alias="io.modelcontextprotocol/related-task"

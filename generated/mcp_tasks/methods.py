@@ -56,12 +56,7 @@ METHODS: Final[Mapping[str, MethodSpec]] = MappingProxyType(
             request=models.TaskStatusNotification,
             params=models.TaskStatusNotificationParams,
             result=None,
-            sent_by=frozenset(
-                {
-                    "client",
-                    "server",
-                }
-            ),
+            sent_by=frozenset({"client", "server"}),
             handler="notifications_tasks_status",
         ),
         "tasks/cancel": MethodSpec(
@@ -70,12 +65,7 @@ METHODS: Final[Mapping[str, MethodSpec]] = MappingProxyType(
             request=models.CancelTaskRequest,
             params=models.CancelTaskRequestParams,
             result=models.CancelTaskResult,
-            sent_by=frozenset(
-                {
-                    "client",
-                    "server",
-                }
-            ),
+            sent_by=frozenset({"client", "server"}),
             handler="tasks_cancel",
         ),
         "tasks/get": MethodSpec(
@@ -84,12 +74,7 @@ METHODS: Final[Mapping[str, MethodSpec]] = MappingProxyType(
             request=models.GetTaskRequest,
             params=models.GetTaskRequestParams,
             result=models.GetTaskResult,
-            sent_by=frozenset(
-                {
-                    "client",
-                    "server",
-                }
-            ),
+            sent_by=frozenset({"client", "server"}),
             handler="tasks_get",
         ),
         "tasks/list": MethodSpec(
@@ -98,12 +83,7 @@ METHODS: Final[Mapping[str, MethodSpec]] = MappingProxyType(
             request=models.ListTasksRequest,
             params=models.PaginatedRequestParams,
             result=models.ListTasksResult,
-            sent_by=frozenset(
-                {
-                    "client",
-                    "server",
-                }
-            ),
+            sent_by=frozenset({"client", "server"}),
             handler="tasks_list",
         ),
         "tasks/result": MethodSpec(
@@ -112,12 +92,7 @@ METHODS: Final[Mapping[str, MethodSpec]] = MappingProxyType(
             request=models.GetTaskPayloadRequest,
             params=models.GetTaskPayloadRequestParams,
             result=models.GetTaskPayloadResult,
-            sent_by=frozenset(
-                {
-                    "client",
-                    "server",
-                }
-            ),
+            sent_by=frozenset({"client", "server"}),
             handler="tasks_result",
         ),
     }
@@ -129,11 +104,7 @@ AUGMENTABLE: Final[Mapping[str, AugmentableSpec]] = MappingProxyType(
             method="elicitation/create",
             request_name="ElicitRequest",
             receiver="client",
-            sent_by=frozenset(
-                {
-                    "server",
-                }
-            ),
+            sent_by=frozenset({"server"}),
             capability_path=("elicitation", "create"),
             answer=models.CreateTaskResult,
             hook="elicitation_create_task",
@@ -142,11 +113,7 @@ AUGMENTABLE: Final[Mapping[str, AugmentableSpec]] = MappingProxyType(
             method="sampling/createMessage",
             request_name="CreateMessageRequest",
             receiver="client",
-            sent_by=frozenset(
-                {
-                    "server",
-                }
-            ),
+            sent_by=frozenset({"server"}),
             capability_path=("sampling", "createMessage"),
             answer=models.CreateTaskResult,
             hook="sampling_create_message_task",
@@ -155,11 +122,7 @@ AUGMENTABLE: Final[Mapping[str, AugmentableSpec]] = MappingProxyType(
             method="tools/call",
             request_name="CallToolRequest",
             receiver="server",
-            sent_by=frozenset(
-                {
-                    "client",
-                }
-            ),
+            sent_by=frozenset({"client"}),
             capability_path=("tools", "call"),
             answer=models.CreateTaskResult,
             hook="tools_call_task",
@@ -168,18 +131,9 @@ AUGMENTABLE: Final[Mapping[str, AugmentableSpec]] = MappingProxyType(
 )
 
 REQUEST_METHODS: Final[frozenset[str]] = frozenset(
-    {
-        "tasks/cancel",
-        "tasks/get",
-        "tasks/list",
-        "tasks/result",
-    }
+    {"tasks/cancel", "tasks/get", "tasks/list", "tasks/result"}
 )
-NOTIFICATION_METHODS: Final[frozenset[str]] = frozenset(
-    {
-        "notifications/tasks/status",
-    }
-)
+NOTIFICATION_METHODS: Final[frozenset[str]] = frozenset({"notifications/tasks/status"})
 
 TaskRequest = Annotated[
     models.CancelTaskRequest

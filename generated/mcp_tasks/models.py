@@ -16,7 +16,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypeAliasType
 
 
 class CancelTaskRequestParams(BaseModel):
@@ -115,13 +116,15 @@ class NotificationParams(BaseModel):
     ] = None
 
 
-class ProgressToken(RootModel[str | int]):
-    root: Annotated[
+ProgressToken = TypeAliasType(
+    "ProgressToken",
+    Annotated[
         str | int,
         Field(
             description="A progress token, used to associate progress notifications with the original request."
         ),
-    ]
+    ],
+)
 
 
 class RelatedTaskMetadata(BaseModel):
@@ -139,10 +142,10 @@ class RelatedTaskMetadata(BaseModel):
     ]
 
 
-class RequestId(RootModel[str | int]):
-    root: Annotated[
-        str | int, Field(description="A uniquely identifying ID for a request in JSON-RPC.")
-    ]
+RequestId = TypeAliasType(
+    "RequestId",
+    Annotated[str | int, Field(description="A uniquely identifying ID for a request in JSON-RPC.")],
+)
 
 
 class Result(BaseModel):

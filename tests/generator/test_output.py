@@ -213,6 +213,65 @@ def test_builtin_hand_written_files_ship_black_formatted(generated_pkg: Path) ->
     assert format_sources(files) == files
 
 
+def _rendered_templates(schema_path: Path) -> tuple[dict[str, str], set[str]]:
+    from mcptask_gen import __version__
+    from mcptask_gen.ir import build_ir
+    from mcptask_gen.load import load, load_overlay
+    from mcptask_gen.render import Renderer
+    from mcptask_gen.select import select
+
+    loaded = load(schema_path, None)
+    overlay = load_overlay(loaded.revision)
+    selection = select(loaded, tuple(m["def"] for m in overlay.get("meta", []) if "def" in m))
+    ir = build_ir(loaded, selection, overlay, "mcp_tasks", __version__)
+    rendered = Renderer(ir, selection.defs, None).render_templates()
+    return rendered.files, rendered.preformatted
+
+
+@pytest.mark.parametrize("variant", ["pinned", "original", "prompts-get-augmentable"])
+def test_builtin_templates_render_black_clean(
+    variant: str, tmp_path: Path, schema_doc: dict[str, object]
+) -> None:
+    """Black still formats every rendered module, but it formats twice when its first pass
+    changes anything: the built-in templates render what black would write, which halves the
+    cost of formatting them (issue #2 speed target)."""
+    import black
+
+    from mcptask_gen.fmt import _mode
+
+    from .test_structure import _with_prompts_get_augmentable
+
+    if variant == "pinned":
+        path = SCHEMA
+    elif variant == "original":
+        path = SCHEMA_ORIGINAL
+    else:
+        path = write_schema(tmp_path / "schema.json", _with_prompts_get_augmentable(schema_doc))
+    files, preformatted = _rendered_templates(path)
+    rendered = {
+        rel: t for rel, t in files.items() if rel.endswith(".py") and rel not in preformatted
+    }
+    assert rendered, "the jinja templates render Python modules"
+    for rel, text in rendered.items():
+        assert black.format_str(text, mode=_mode()) == text, f"{rel} is not black-clean"
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["plain", "it's", 'say "hi"', "both ' and \"", "tab\tnewline\n", "ünï", "\\", "back\\' and \""],
+)
+def test_pyrepr_is_black_normalised(value: str) -> None:
+    import black
+
+    from mcptask_gen.fmt import _mode
+    from mcptask_gen.shape import pyrepr
+
+    literal = pyrepr(value)
+    assert eval(literal) == value
+    source = f"x = {literal}\n"
+    assert black.format_str(source, mode=_mode()) == source
+
+
 def test_cache_gives_identical_output_and_survives_damage(
     tmp_path: Path, generated_pkg: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
