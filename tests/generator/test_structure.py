@@ -141,3 +141,36 @@ def test_inline_objects_get_stable_names(generated_pkg: Path, import_package: An
         ).related_task.taskId
         == "abc"
     )
+
+
+def test_methods_without_params_get_a_generic_params_model(
+    tmp_path: Path, schema_doc: dict[str, Any], import_package: Any
+) -> None:
+    """A tasks/* request or notification whose schema defines no ``params`` (found by
+    tests/security/test_generator_fuzz.py: the package named a model that did not exist)."""
+    import asyncio
+
+    doc = json.loads(json.dumps(schema_doc))
+    for name in ("ListTasksRequest", "TaskStatusNotification"):
+        del doc["$defs"][name]["properties"]["params"]
+        doc["$defs"][name]["required"] = [
+            r for r in doc["$defs"][name].get("required", []) if r != "params"
+        ]
+    out = tmp_path / "noparams_tasks"
+    result = run_cli(write_schema(tmp_path / "s.json", doc), "-o", out)
+    assert result.exit_code == 0, result.output
+    pkg = import_package(out)
+    assert pkg.handlers.DISPATCH["tasks/list"][0] is pkg.handlers.NoParams
+    assert pkg.handlers.NOTIFICATION_DISPATCH["notifications/tasks/status"][0] is (
+        pkg.handlers.NoParams
+    )
+    assert pkg.methods.METHODS["tasks/list"].params is None
+
+    class Lister(pkg.handlers.TasksHandlerBase):  # type: ignore[name-defined,misc]
+        async def tasks_list(self, params: Any, ctx: Any) -> Any:
+            assert params.model_extra == {"cursor": "c1"}
+            return pkg.models.ListTasksResult(tasks=[])
+
+    ctx = pkg.handlers.RequestContext(requestor="alice")
+    answer = asyncio.run(Lister().dispatch("tasks/list", {"cursor": "c1"}, ctx))
+    assert answer == {"tasks": []}
