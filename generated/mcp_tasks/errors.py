@@ -25,6 +25,10 @@ class TaskError(Exception):
         self.data = data
         super().__init__(self.message)
 
+    def _text(self, message: str | None, **fields: object) -> str:
+        """``message``, else the class's template filled with ``fields``."""
+        return message if message is not None else self.template.format(**fields)
+
     def to_error(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` object."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -52,17 +56,9 @@ class InvalidRequest(TaskError):
     template = "Invalid request: {detail}"
 
     def __init__(
-        self,
-        detail: object = "",
-        *,
-        message: str | None = None,
-        data: Any = None,
+        self, detail: object = "", *, message: str | None = None, data: Any = None
     ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(detail=detail),
-            data=data,
-        )
+        TaskError.__init__(self, self._text(message, detail=detail), data=data)
 
 
 class MethodNotFound(TaskError):
@@ -72,17 +68,9 @@ class MethodNotFound(TaskError):
     template = "Method not found: {detail}"
 
     def __init__(
-        self,
-        detail: object = "",
-        *,
-        message: str | None = None,
-        data: Any = None,
+        self, detail: object = "", *, message: str | None = None, data: Any = None
     ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(detail=detail),
-            data=data,
-        )
+        TaskError.__init__(self, self._text(message, detail=detail), data=data)
 
 
 class InvalidParams(TaskError):
@@ -92,17 +80,9 @@ class InvalidParams(TaskError):
     template = "Invalid params: {detail}"
 
     def __init__(
-        self,
-        detail: object = "",
-        *,
-        message: str | None = None,
-        data: Any = None,
+        self, detail: object = "", *, message: str | None = None, data: Any = None
     ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(detail=detail),
-            data=data,
-        )
+        TaskError.__init__(self, self._text(message, detail=detail), data=data)
 
 
 class InternalError(TaskError):
@@ -112,17 +92,9 @@ class InternalError(TaskError):
     template = "Internal error: {detail}"
 
     def __init__(
-        self,
-        detail: object = "",
-        *,
-        message: str | None = None,
-        data: Any = None,
+        self, detail: object = "", *, message: str | None = None, data: Any = None
     ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(detail=detail),
-            data=data,
-        )
+        TaskError.__init__(self, self._text(message, detail=detail), data=data)
 
 
 class TaskAugmentationRequired(InvalidRequest):
@@ -132,17 +104,9 @@ class TaskAugmentationRequired(InvalidRequest):
     template = "Task augmentation required for {method} requests"
 
     def __init__(
-        self,
-        method: object = "",
-        *,
-        message: str | None = None,
-        data: Any = None,
+        self, method: object = "", *, message: str | None = None, data: Any = None
     ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(method=method),
-            data=data,
-        )
+        TaskError.__init__(self, self._text(message, method=method), data=data)
 
 
 class TaskNotFound(InvalidParams):
@@ -151,17 +115,8 @@ class TaskNotFound(InvalidParams):
     code = -32602
     template = "Failed to retrieve task: Task not found"
 
-    def __init__(
-        self,
-        *,
-        message: str | None = None,
-        data: Any = None,
-    ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(),
-            data=data,
-        )
+    def __init__(self, *, message: str | None = None, data: Any = None) -> None:
+        TaskError.__init__(self, self._text(message), data=data)
 
 
 class TaskExpired(InvalidParams):
@@ -170,17 +125,8 @@ class TaskExpired(InvalidParams):
     code = -32602
     template = "Failed to retrieve task: Task has expired"
 
-    def __init__(
-        self,
-        *,
-        message: str | None = None,
-        data: Any = None,
-    ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(),
-            data=data,
-        )
+    def __init__(self, *, message: str | None = None, data: Any = None) -> None:
+        TaskError.__init__(self, self._text(message), data=data)
 
 
 class TaskAlreadyTerminal(InvalidParams):
@@ -190,17 +136,9 @@ class TaskAlreadyTerminal(InvalidParams):
     template = "Cannot cancel task: already in terminal status '{status}'"
 
     def __init__(
-        self,
-        status: object = "",
-        *,
-        message: str | None = None,
-        data: Any = None,
+        self, status: object = "", *, message: str | None = None, data: Any = None
     ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(status=status),
-            data=data,
-        )
+        TaskError.__init__(self, self._text(message, status=status), data=data)
 
 
 class InvalidCursor(InvalidParams):
@@ -210,17 +148,9 @@ class InvalidCursor(InvalidParams):
     template = "Invalid cursor: {detail}"
 
     def __init__(
-        self,
-        detail: object = "",
-        *,
-        message: str | None = None,
-        data: Any = None,
+        self, detail: object = "", *, message: str | None = None, data: Any = None
     ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(detail=detail),
-            data=data,
-        )
+        TaskError.__init__(self, self._text(message, detail=detail), data=data)
 
 
 class ToolTaskForbidden(MethodNotFound):
@@ -229,18 +159,8 @@ class ToolTaskForbidden(MethodNotFound):
     code = -32601
     template = "Tool '{tool}' does not support task-augmented execution"
 
-    def __init__(
-        self,
-        tool: object = "",
-        *,
-        message: str | None = None,
-        data: Any = None,
-    ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(tool=tool),
-            data=data,
-        )
+    def __init__(self, tool: object = "", *, message: str | None = None, data: Any = None) -> None:
+        TaskError.__init__(self, self._text(message, tool=tool), data=data)
 
 
 class ToolTaskRequired(MethodNotFound):
@@ -249,18 +169,8 @@ class ToolTaskRequired(MethodNotFound):
     code = -32601
     template = "Tool '{tool}' requires task-augmented execution"
 
-    def __init__(
-        self,
-        tool: object = "",
-        *,
-        message: str | None = None,
-        data: Any = None,
-    ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(tool=tool),
-            data=data,
-        )
+    def __init__(self, tool: object = "", *, message: str | None = None, data: Any = None) -> None:
+        TaskError.__init__(self, self._text(message, tool=tool), data=data)
 
 
 class ConcurrencyLimitExceeded(TaskError):
@@ -269,18 +179,8 @@ class ConcurrencyLimitExceeded(TaskError):
     code = -32000
     template = "Too many active tasks: at most {limit} non-terminal tasks per requestor"
 
-    def __init__(
-        self,
-        limit: object = "",
-        *,
-        message: str | None = None,
-        data: Any = None,
-    ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(limit=limit),
-            data=data,
-        )
+    def __init__(self, limit: object = "", *, message: str | None = None, data: Any = None) -> None:
+        TaskError.__init__(self, self._text(message, limit=limit), data=data)
 
 
 class RateLimitExceeded(TaskError):
@@ -297,11 +197,7 @@ class RateLimitExceeded(TaskError):
         message: str | None = None,
         data: Any = None,
     ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(limit=limit, window=window),
-            data=data,
-        )
+        TaskError.__init__(self, self._text(message, limit=limit, window=window), data=data)
 
 
 class StoreUnavailable(InternalError):
@@ -311,17 +207,9 @@ class StoreUnavailable(InternalError):
     template = "Task store unavailable: {detail}"
 
     def __init__(
-        self,
-        detail: object = "",
-        *,
-        message: str | None = None,
-        data: Any = None,
+        self, detail: object = "", *, message: str | None = None, data: Any = None
     ) -> None:
-        TaskError.__init__(
-            self,
-            message if message is not None else self.template.format(detail=detail),
-            data=data,
-        )
+        TaskError.__init__(self, self._text(message, detail=detail), data=data)
 
 
 ERRORS: dict[str, type[TaskError]] = {
