@@ -63,9 +63,16 @@ class Background(Generic[T]):
         self._in = -1  # parent writes the input
         if not (can_fork() if fork is None else fork):
             return
-        out_r, out_w = os.pipe()
-        in_r, in_w = os.pipe()
-        pid = os.fork()
+        fds: list[int] = []
+        try:
+            fds += os.pipe()
+            fds += os.pipe()
+            pid = os.fork()
+        except OSError:  # no processes or descriptors left: run inline instead
+            for fd in fds:
+                os.close(fd)
+            return
+        out_r, out_w, in_r, in_w = fds
         if pid == 0:  # the child: never returns
             os.close(out_r)
             os.close(in_w)

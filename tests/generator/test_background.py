@@ -220,3 +220,19 @@ def test_an_early_worker_is_killed_when_the_run_fails(
     assert info.value.code == 2
     assert len(started) == 1 and started[0].forked is False  # reaped by the launcher
     assert background.take() is None
+
+
+def test_a_failed_fork_runs_the_step_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EAGAIN from fork (a process limit) is a slower run, not a traceback."""
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+    job = Background(lambda v: v * 2, fork=True)
+    assert not job.forked
+    job.send(21)
+    assert job.result() == 42
+    if before:
+        assert len(os.listdir("/proc/self/fd")) == before  # the pipes were closed
