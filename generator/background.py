@@ -19,15 +19,12 @@ import pickle
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from mcptask_gen.errors import GeneratorError
 
 T = TypeVar("T")
-
-_NOTHING: Any = object()
 
 
 def can_fork() -> bool:
@@ -56,7 +53,7 @@ class Background(Generic[T]):
         fork: bool | None = None,
     ) -> None:
         self._fn = fn
-        self._value: Any = _NOTHING
+        self._value: Any = None
         self._sent = False
         self._pid = 0
         self._out = -1  # parent reads the answer
@@ -190,6 +187,8 @@ def discard() -> None:
 
 
 def _pickled_error(exc: BaseException) -> bytes:
+    import traceback
+
     tb = "".join(traceback.format_exception(exc)).rstrip()
     try:
         if not isinstance(exc, (GeneratorError, RecursionError, MemoryError)):

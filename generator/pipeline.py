@@ -12,7 +12,7 @@ from mcptask_gen.fmt import format_sources
 from mcptask_gen.ir import IR, build_ir
 from mcptask_gen.load import load, load_overlay, overlay_revisions
 from mcptask_gen.render import Renderer, cached_models_code, header, models_job
-from mcptask_gen.select import select
+from mcptask_gen.select import Selection, select
 from mcptask_gen.write import MANIFEST_NAME, check, manifest_text, plan, publish
 
 
@@ -34,16 +34,20 @@ def package_name_for(options: Options) -> str:
     return name
 
 
-def build(options: Options) -> tuple[IR, dict[str, str]]:
-    """Everything up to the bytes of every output file; writes nothing."""
-    package = package_name_for(options)
-    loaded = load(options.schema, options.revision)
+def analyse(schema: Path, revision: str | None, package: str) -> tuple[IR, Selection]:
+    """load -> select -> IR: what the templates see, and the selected definitions."""
+    loaded = load(schema, revision)
     if loaded.revision not in overlay_revisions():
         select(loaded)  # a schema without tasks says so first, naming where tasks went
     overlay = load_overlay(loaded.revision)
     selection = select(loaded, tuple(m["def"] for m in overlay.get("meta", []) if "def" in m))
-    ir = build_ir(loaded, selection, overlay, package, __version__)
-    renderer = Renderer(ir, selection.defs, options.templates)
+    return build_ir(loaded, selection, overlay, package, __version__), selection
+
+
+def build(options: Options) -> tuple[IR, dict[str, str]]:
+    """Everything up to the bytes of every output file; writes nothing."""
+    ir, selection = analyse(options.schema, options.revision, package_name_for(options))
+    renderer = Renderer(ir, options.templates)
     defs = selection.defs
     models = cached_models_code(defs) if renderer.models_template else ""
     # On a cache miss datamodel-code-generator (mostly its own import) runs in a forked child

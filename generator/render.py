@@ -217,9 +217,8 @@ class Rendered:
 
 
 class Renderer:
-    def __init__(self, ir: IR, defs: dict[str, Any], user_templates: Path | None) -> None:
+    def __init__(self, ir: IR, user_templates: Path | None) -> None:
         self.ir = ir
-        self.defs = defs
         self.files = template_files(user_templates)
         self.roots = ([user_templates] if user_templates else []) + [builtin_templates()]
         self._env: jinja2.Environment | None = None  # jinja2 is imported on first render

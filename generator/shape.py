@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-LINE_LENGTH = 100
+from mcptask_gen.fmt import LINE_LENGTH
 
 
 def pyrepr(value: object) -> str:
@@ -59,17 +59,12 @@ def bracket(
     return f"{pad}{head}{opening}\n{lines}{pad}{closing}{tail}"
 
 
-def frozenset_of(values: Iterable[object], ctor: str | None = None) -> list[str]:
-    """The members of a ``frozenset({...})`` literal: each value as a literal, or ``ctor(value)``."""
-    return [f"{ctor}({pyrepr(v)})" if ctor else pyrepr(v) for v in values]
-
-
 def fset(
     head: str, values: Iterable[object], tail: str = "", indent: int = 0, ctor: str | None = None
 ) -> str:
     """``head frozenset({...}) tail`` at ``indent``: one line when it fits, else black's
     exploded form (the set literal inside the call, one member a line)."""
-    members = frozenset_of(values, ctor)
+    members = [f"{ctor}({pyrepr(v)})" if ctor else pyrepr(v) for v in values]
     if not members:
         return f"{' ' * indent}{head}frozenset(){tail}"
     one = f"{' ' * indent}{head}frozenset({{{', '.join(members)}}}){tail}"

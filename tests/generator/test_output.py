@@ -214,17 +214,11 @@ def test_builtin_hand_written_files_ship_black_formatted(generated_pkg: Path) ->
 
 
 def _rendered_templates(schema_path: Path) -> tuple[dict[str, str], set[str]]:
-    from mcptask_gen import __version__
-    from mcptask_gen.ir import build_ir
-    from mcptask_gen.load import load, load_overlay
+    from mcptask_gen.pipeline import analyse
     from mcptask_gen.render import Renderer
-    from mcptask_gen.select import select
 
-    loaded = load(schema_path, None)
-    overlay = load_overlay(loaded.revision)
-    selection = select(loaded, tuple(m["def"] for m in overlay.get("meta", []) if "def" in m))
-    ir = build_ir(loaded, selection, overlay, "mcp_tasks", __version__)
-    rendered = Renderer(ir, selection.defs, None).render_templates()
+    ir, _ = analyse(schema_path, None, "mcp_tasks")
+    rendered = Renderer(ir, None).render_templates()
     return rendered.files, rendered.preformatted
 
 
