@@ -51,6 +51,7 @@ import anyio
 
 __all__ = ["coerce_arguments", "main"]
 
+
 def _parse_json_or_text(raw: str) -> Any:
     try:
         return json.loads(raw)
@@ -309,7 +310,9 @@ async def _run_task(
                 task = await requestor.get(task_id)
                 if task.status not in TERMINAL:
                     task = await requestor.cancel(task_id)
-                print(f"mcptask: interrupted; task {task_id} is {task.status.value}", file=sys.stderr)
+                print(
+                    f"mcptask: interrupted; task {task_id} is {task.status.value}", file=sys.stderr
+                )
         return 130
     return _print_result(types.CallToolResult.model_validate(raw))
 
@@ -387,9 +390,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="call it as a task, print the task id and exit (HTTP only; use --token)",
     )
-    call.add_argument(
-        "--ttl", type=int, default=None, metavar="MS", help="requested task ttl (ms)"
-    )
+    call.add_argument("--ttl", type=int, default=None, metavar="MS", help="requested task ttl (ms)")
 
     tasks = sub.add_parser(
         "tasks",
