@@ -207,7 +207,7 @@ async def test_unreachable_redis_is_store_unavailable_and_recovers(
                     await call
                 err = ei.value.to_error()
                 assert err["code"] == -32603
-                assert err["message"].startswith("Task store unavailable")
+                assert err["message"] == "Task store unavailable"
                 assert address not in err["message"] and "Error" not in err["message"]
                 assert "data" not in err
         down = [r for r in caplog.records if "unavailable" in r.getMessage()]

@@ -12,8 +12,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ...lifecycle import TERMINAL
 from ...models import TaskStatus
+from ...protocol import TERMINAL
 from ...store import TaskRecord
 
 

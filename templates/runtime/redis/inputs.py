@@ -1,5 +1,5 @@
 """Input hand-over between instances: the work on instance A asks for input (an
-elicitation or a sampling request); the ``tasks/result`` stream held on any instance
+elicitation or a sampling request); the result stream a client holds on any instance
 claims it, delivers it to the client and stores the answer, which A then takes.
 
 Keys per task (``keys.py``): ``in`` pending requests, ``cl`` claims (``until-ms claimer``),

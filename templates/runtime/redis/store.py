@@ -26,8 +26,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 from ...errors import StoreUnavailable
-from ...lifecycle import TERMINAL
 from ...models import TaskStatus
+from ...protocol import TERMINAL
 from ...store import TaskRecord, TaskStore
 from .codec import TERMINAL_VALUES, as_dict, decode, dumps, fields, text
 from .events import Events, TaskWatchHandle
@@ -384,7 +384,7 @@ class RedisTaskStore(TaskStore):
     # ------------------------------------------------------------------ cross-instance input
 
     async def put_input(self, task_id: str, requestor: str, item: dict[str, Any]) -> bool:
-        """Queue an input request (``{"id", "method", "params"}``) for any ``tasks/result``."""
+        """Queue an input request (``{"id", "method", "params"}``) for any result stream."""
         return await self.inputs.put(task_id, requestor, item)
 
     async def claim_inputs(

@@ -23,7 +23,7 @@ Where things are (one room each):
 - ``events.py``     pub/sub wake-ups across instances (``watch``)
 - ``leases.py``     heartbeats and failing the tasks of dead instances (``recover``)
 - ``inputs.py``     input requests handed between instances
-- ``secret.py``     the ``tasks/list`` cursor secret shared by all instances
+- ``secret.py``     the listing-cursor secret shared by all instances
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ requestor carries the same Redis Cluster hash tag and each script touches one sl
                         keyset listing in ``(created_at, task_id)`` order with ``ZRANGEBYLEX``
 - ``NS:{TAG}:active``   set of the requestor's non-terminal task IDs (``count_active``)
 - ``NS:{TAG}:in:ID``    hash: pending input requests of a task (cross-instance delivery)
-- ``NS:{TAG}:cl:ID``    hash: which ``tasks/result`` call claimed an input, until when
+- ``NS:{TAG}:cl:ID``    hash: which result stream claimed an input, until when
 - ``NS:{TAG}:ans:ID``   hash: answers waiting for the instance running the work
 - ``NS:id:ID``          the task's requestor tag (``get`` by ID; cached per instance)
 - ``NS:expiry``         sorted set by ``expires_at`` of ``TAG:lexkey``: ``pop_expired``
@@ -21,7 +21,7 @@ requestor carries the same Redis Cluster hash tag and each script touches one sl
 - ``NS:instances``      sorted set: instance ID -> last heartbeat (Redis server time, ms)
 - ``NS:owned:INSTANCE`` set of ``TAG:ID``: the non-terminal tasks an instance runs (leases)
 - ``NS:events``         pub/sub channel of task changes (cross-instance wake-ups)
-- ``NS:cursor-secret``  signs ``tasks/list`` cursors alike on every instance
+- ``NS:cursor-secret``  signs listing cursors alike on every instance
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 
 from ...errors import InternalError
-from ...lifecycle import FAILED
+from ...protocol import FAILED
 from ...store import TaskRecord
 from .codec import TERMINAL_VALUES, as_dict, decode, dumps, text
 from .keys import Keys
