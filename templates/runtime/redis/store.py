@@ -176,16 +176,8 @@ class RedisTaskStore(TaskStore):
         if record.expires_at is not None:
             calls.append((None, ["ZADD", keys.expiry, repr(record.expires_at), f"{tag}:{lex}"]))
         if active:
-            calls.append(
-                (
-                    None,
-                    [
-                        "SADD",
-                        keys.owned(self.instance_id),
-                        self.leases.member(tag, tid),
-                    ],
-                )
-            )
+            member = self.leases.member(tag, tid)
+            calls.append((None, ["SADD", keys.owned(self.instance_id), member]))
         try:
             out = await self._run.pipeline(calls)
         except BaseException:
@@ -296,12 +288,8 @@ class RedisTaskStore(TaskStore):
             calls.append((None, ["ZREM", self.keys.expiry, f"{tag}:{lex}"]))
         owner = h.get("o")
         if owner is not None:
-            calls.append(
-                (
-                    None,
-                    ["SREM", self.keys.owned(owner), self.leases.member(tag, task_id)],
-                )
-            )
+            member = self.leases.member(tag, task_id)
+            calls.append((None, ["SREM", self.keys.owned(owner), member]))
         await self._run.pipeline(calls)
         self._tags.pop(task_id, None)
         return True
@@ -310,18 +298,8 @@ class RedisTaskStore(TaskStore):
         out: list[TaskRecord] = []
         while len(out) < limit:
             want = limit - len(out)
-            members = [
-                text(m)
-                for m in await self._run.command(
-                    "ZRANGEBYSCORE",
-                    self.keys.expiry,
-                    "-inf",
-                    repr(float(now)),
-                    "LIMIT",
-                    0,
-                    want,
-                )
-            ]
+            due = ["ZRANGEBYSCORE", self.keys.expiry, "-inf", repr(float(now)), "LIMIT", 0, want]
+            members = [text(m) for m in await self._run.command(*due)]
             if not members:
                 break
             out += await self._pop_members(members, now)
@@ -336,16 +314,10 @@ class RedisTaskStore(TaskStore):
             [(REMOVE, self._remove_args(tag, tid, lex, now, "")) for tag, tid, lex in tasks]
         )
         # Our own lease set forgets them all (a task Redis expired first is unknown here).
+        mine = [self.leases.member(tag, tid) for tag, tid, _ in tasks]
         cleanup: list[Call] = [
             (None, ["ZREM", self.keys.expiry, *members]),
-            (
-                None,
-                [
-                    "SREM",
-                    self.keys.owned(self.instance_id),
-                    *(f"{t}:{i}" for t, i, _ in tasks),
-                ],
-            ),
+            (None, ["SREM", self.keys.owned(self.instance_id), *mine]),
         ]
         out: list[TaskRecord] = []
         for (tag, tid, _), flat in zip(tasks, removed, strict=True):
@@ -358,12 +330,8 @@ class RedisTaskStore(TaskStore):
             cleanup.append((None, ["DEL", self.keys.ptr(tid)]))
             owner = h.get("o")
             if owner is not None and owner != self.instance_id and rec.status not in TERMINAL:
-                cleanup.append(
-                    (
-                        None,
-                        ["SREM", self.keys.owned(owner), self.leases.member(tag, tid)],
-                    )
-                )
+                member = self.leases.member(tag, tid)
+                cleanup.append((None, ["SREM", self.keys.owned(owner), member]))
         await self._run.pipeline(cleanup)
         return out
 
