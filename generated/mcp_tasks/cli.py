@@ -49,6 +49,8 @@ from typing import Any
 
 import anyio
 
+from .protocol import TASK_SUPPORT_REQUIRED, TERMINAL
+
 __all__ = ["coerce_arguments", "main"]
 
 
@@ -268,8 +270,6 @@ async def _run_task(
 ) -> int:
     import mcp_types as types
 
-    from .runtime.mcp_client import TERMINAL
-
     requestor = session.tasks
     line = _StatusLine()
     progress.line = line
@@ -309,7 +309,7 @@ async def _run_task(
             with anyio.move_on_after(10, shield=True):
                 task = await requestor.get(task_id)
                 if task.status not in TERMINAL:
-                    task = await requestor.cancel(task_id)
+                    task = await requestor.cancel(task_id)  # tasks/cancel
                 print(
                     f"mcptask: interrupted; task {task_id} is {task.status.value}", file=sys.stderr
                 )
@@ -322,13 +322,11 @@ async def _run(args: argparse.Namespace, http: _Http) -> int:
     async with _connect(args.target, args.token, http, progress) as session:
         requestor = session.tasks
         if args.command == "call":
-            if args.detach and not args.target.startswith(("http://", "https://")):
-                raise _Usage("--detach needs an HTTP TARGET: a stdio server ends with this run")
             tool = await requestor.tool(args.tool)
             arguments = coerce_arguments(args.arguments, tool.input_schema if tool else None)
             as_task = args.task or args.detach
             if not as_task and tool is not None:
-                as_task = await requestor.task_support(args.tool) == "required"
+                as_task = await requestor.task_support(args.tool) == TASK_SUPPORT_REQUIRED
             if as_task:
                 return await _run_task(args, session, arguments, progress)
             line = _StatusLine()
@@ -452,8 +450,16 @@ def _dash_safe(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(_dash_safe(list(sys.argv[1:] if argv is None else argv)))
-    if args.command == "call":
-        args.detach = bool(args.detach)
+    if (
+        args.command == "call"
+        and args.detach
+        and not args.target.startswith(("http://", "https://"))
+    ):
+        print(
+            "mcptask: --detach needs an HTTP TARGET: a stdio server ends with this run",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     from mcp.shared.exceptions import MCPError
 
     from .runtime.mcp_client import TaskNotSupported
