@@ -24,8 +24,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from setuptools import build_meta as _setuptools
-from setuptools.build_meta import (  # noqa: F401  (re-exported backend hooks)
+from setuptools import build_meta as _setuptools  # type: ignore[import-untyped]
+from setuptools.build_meta import (  # type: ignore[import-untyped]  # noqa: F401
     build_sdist,
     build_wheel,
     get_requires_for_build_editable,

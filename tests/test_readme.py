@@ -83,7 +83,7 @@ def test_peer_tables_live_in_benchmarks_readme(
     assert Path(bench.README) == bench_readme
     copy = tmp_path / "README.md"
     copy.write_text(f"intro\n{start}\nold\n{end}\ntail\n")
-    bench.README = copy
+    monkeypatch.setattr(bench, "README", copy)
     assert bench.update_readme("| new | table |\n")
     text = copy.read_text()
     assert "old" not in text and "| new | table |" in text and text.endswith("tail\n")
