@@ -51,8 +51,9 @@ from ..errors import (
     TaskError,
     TaskExpired,
     TaskNotFound,
+    describe_validation_error,
 )
-from ..handlers import DISPATCH, RequestContext, TasksHandlerBase, describe_validation_error, dump
+from ..handlers import DISPATCH, RequestContext, TasksHandlerBase, dump
 from ..lifecycle import (
     CANCELLED,
     COMPLETED,
@@ -934,7 +935,7 @@ class TaskEngine(TasksHandlerBase):
 def _store_error(exc: Exception) -> TaskError:
     """A store failure as the error to answer: the store's own ``TaskError`` (e.g. a
     ``StoreUnavailable`` naming what is unreachable) or a generic ``StoreUnavailable``."""
-    return exc if isinstance(exc, TaskError) else StoreUnavailable(detail=type(exc).__name__)
+    return exc if isinstance(exc, TaskError) else StoreUnavailable()
 
 
 def _error_text(result: Mapping[str, Any]) -> str:
