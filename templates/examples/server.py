@@ -44,7 +44,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from pydantic import AnyHttpUrl, BaseModel, Field
 
-from ..runtime._facts import TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED
+from ..protocol import TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED, TASKS_LIST
 from ..runtime.engine import EngineConfig
 from ..runtime.mcp_server import McpTasks, run_stdio, tidy_http_errors
 from ..store import TaskStore
@@ -172,11 +172,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--max-active", type=int, metavar="N", help="non-terminal tasks per requestor"
     )
     limits.add_argument(
-        "--rate-limit", metavar="CALLS/SECONDS", help="tasks/* calls per requestor per window"
+        "--rate-limit", metavar="CALLS/SECONDS", help="task requests per requestor per window"
     )
     limits.add_argument("--max-ttl", type=int, metavar="MS", help="maximum ttl (larger is clamped)")
     limits.add_argument("--default-ttl", type=int, metavar="MS", help="ttl when none is asked")
-    limits.add_argument("--page-size", type=int, metavar="N", help="tasks/list page size")
+    limits.add_argument("--page-size", type=int, metavar="N", help=f"{TASKS_LIST} page size")
     args = parser.parse_args(argv)
     try:
         args.engine_config = engine_config(args)

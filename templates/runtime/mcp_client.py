@@ -39,8 +39,7 @@ from ..capabilities import (
     tool_task_support,
 )
 from ..handlers import RequestContext
-from ..store import TaskStore
-from ._facts import (
+from ..protocol import (
     AUGMENTABLE,
     INPUT_REQUIRED,
     NOTIFICATIONS_TASKS_STATUS,
@@ -54,6 +53,7 @@ from ._facts import (
     TERMINAL,
     TOOLS_CALL,
 )
+from ..store import TaskStore
 from ._sdk import ClientSessionHooks, run_input_callback, send_raw_request
 from .engine import EngineConfig, TaskContext, TaskEngine
 

@@ -17,7 +17,7 @@ from mcp.server.session import ServerSession
 from ..capabilities import peer_supports
 from ..errors import TaskError
 from ..meta import RELATED_TASK_KEY
-from ._facts import (
+from ..protocol import (
     INPUT_REQUIRED,
     SERVER_REQUEST_METHODS,
     TASK_REQUEST_METHODS,

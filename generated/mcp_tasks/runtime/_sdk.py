@@ -35,13 +35,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import methods as _methods
 from pydantic import ValidationError
 
-from ..errors import InternalError, InvalidParams, JsonRpcError, TaskError
-from ..handlers import describe_validation_error as _describe
-
-
-def error_from_payload(error: Mapping[str, Any]) -> TaskError:
-    return JsonRpcError.from_error(dict(error))
-
+from ..errors import InternalError, InvalidParams, TaskError, error_from_payload
+from ..errors import describe_validation_error as _describe
 
 __all__ = [
     "ASSUMPTIONS",

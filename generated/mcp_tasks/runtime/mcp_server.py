@@ -60,8 +60,7 @@ from ..capabilities import build_tasks_capability, check_tool_call
 from ..errors import TaskError
 from ..handlers import RequestContext
 from ..meta import MODEL_IMMEDIATE_RESPONSE_KEY
-from ..store import TaskStore
-from ._facts import (
+from ..protocol import (
     AUGMENTABLE,
     NOTIFICATIONS_TASKS_STATUS,
     REVISION,
@@ -74,6 +73,7 @@ from ._facts import (
     TOOLS_CALL,
     TaskSupportValue,
 )
+from ..store import TaskStore
 from ._sdk import (
     connection_of,
     from_sdk_error,
@@ -128,7 +128,7 @@ def check_task_support(task_support: Mapping[str, object]) -> dict[str, TaskSupp
         if not isinstance(name, str) or value not in TASK_SUPPORT_VALUES:
             allowed = ", ".join(repr(v) for v in TASK_SUPPORT_VALUES)
             raise ValueError(f"task_support[{name!r}] = {value!r}: expected one of {allowed}")
-        out[name] = value  # type: ignore[assignment]  # checked against TASK_SUPPORT_VALUES
+        out[name] = value
     return out
 
 
