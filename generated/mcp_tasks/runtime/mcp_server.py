@@ -274,10 +274,14 @@ class McpTasks:
                 self._prune_at = max(1024, 2 * len(self._connections))
             conns = self._connections[requestor] = weakref.WeakSet()
         conns.add(conn)
-        if self.cancel_on_session_end and requestor.startswith(_SESSION_PREFIXES):
-            if not conn.state.get(_WATCHED_KEY):
-                conn.state[_WATCHED_KEY] = True
-                on_connection_close(conn).push_async_callback(self._session_ended, requestor)
+
+    def _watch_session_end(self, requestor: str, conn: Connection) -> None:
+        """Once per connection that creates tasks: cancel them when its session ends."""
+        if not self.cancel_on_session_end or not requestor.startswith(_SESSION_PREFIXES):
+            return
+        if not conn.state.get(_WATCHED_KEY):
+            conn.state[_WATCHED_KEY] = True
+            on_connection_close(conn).push_async_callback(self._session_ended, requestor)
 
     async def _on_status(self, requestor: str, task: dict[str, Any]) -> None:
         """R-NOTIFY-1: the whole Task, no related-task ``_meta`` (R-NOTIFY-3)."""
@@ -401,6 +405,7 @@ class McpTasks:
         requestor, _ = self.requestor_of(ctx)
         conn = connection_of(ctx.session)
         self._remember(requestor, conn)
+        self._watch_session_end(requestor, conn)
         rctx = self._context(ctx, requestor)
 
         async def work(tctx: TaskContext) -> dict[str, Any]:

@@ -16,9 +16,14 @@ import anyio
 import mcp_types as types
 from pydantic import ValidationError
 
+from ..errors import InvalidRequest
 from ._sdk import create_context_streams, is_sdk_validation_report, lowlevel_server
 
 __all__ = ["malformed_answer", "run_stdio", "tidy_http_errors"]
+
+_INVALID_REQUEST = InvalidRequest(
+    detail="not a JSON-RPC 2.0 request, notification or response"
+).to_error()
 
 
 def malformed_answer(exc: Exception) -> types.JSONRPCError:
@@ -45,10 +50,7 @@ def malformed_answer(exc: Exception) -> types.JSONRPCError:
     return types.JSONRPCError(
         jsonrpc="2.0",
         id=request_id,
-        error=types.ErrorData(
-            code=types.INVALID_REQUEST,
-            message="Invalid Request: not a JSON-RPC 2.0 request, notification or response",
-        ),
+        error=types.ErrorData.model_validate(_INVALID_REQUEST),
     )
 
 
@@ -78,10 +80,6 @@ async def run_stdio(server: Any) -> None:
             tg.cancel_scope.cancel()
 
 
-_INVALID_REQUEST = {
-    "code": types.INVALID_REQUEST,
-    "message": "Invalid Request: not a JSON-RPC 2.0 request, notification or response",
-}
 
 
 def _tidy_error_body(body: bytes) -> bytes | None:
