@@ -30,7 +30,7 @@ import mcp_types as types
 from mcp.client.extension import NotificationBinding
 from mcp.client.session import ClientSession
 
-from .. import models
+from .. import protocol
 from ..capabilities import (
     build_tasks_capability,
     may_call_tool_as_task,
@@ -68,7 +68,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-StatusCallback = Callable[[models.Task], Awaitable[None] | None]
+StatusCallback = Callable[[protocol.Task], Awaitable[None] | None]
 CLIENT_TASK_METHODS = tuple(sorted(AUGMENTABLE["client"]))
 
 
@@ -103,7 +103,7 @@ async def raw_request(
     return await send_raw_request(session, method, params, timeout=timeout)
 
 
-async def _call(callback: StatusCallback | None, task: models.Task) -> None:
+async def _call(callback: StatusCallback | None, task: protocol.Task) -> None:
     if callback is None:
         return
     out = callback(task)
@@ -159,7 +159,7 @@ class TaskRequestor:
         ttl: int | None = None,
         progress_token: str | int | None = None,
         check: bool = True,
-    ) -> models.CreateTaskResult:
+    ) -> protocol.CreateTaskResult:
         """Send a task-augmented ``tools/call``; answers ``CreateTaskResult`` (R-CREATE-2)."""
         if check and not await self.may_call_as_task(name):
             raise TaskNotSupported(
@@ -170,12 +170,12 @@ class TaskRequestor:
         if progress_token is not None:
             params["_meta"] = {"progressToken": progress_token}
         raw = await raw_request(self.session, TOOLS_CALL, params)
-        return models.CreateTaskResult.model_validate(raw)
+        return protocol.CreateTaskResult.model_validate(raw)
 
-    async def get(self, task_id: str) -> models.Task:
+    async def get(self, task_id: str) -> protocol.Task:
         """``tasks/get`` (R-GET-3)."""
         raw = await self._send(TASKS_GET, {"taskId": task_id})
-        return models.Task.model_validate(raw)
+        return protocol.Task.model_validate(raw)
 
     async def result(self, task_id: str) -> dict[str, Any]:
         """``tasks/result``: blocks until terminal (R-RESULT-2); raises ``MCPError`` with the
@@ -187,15 +187,15 @@ class TaskRequestor:
         """``tasks/result`` of a ``tools/call`` task, typed (R-RESULT-3)."""
         return types.CallToolResult.model_validate(await self.result(task_id))
 
-    async def list(self, cursor: str | None = None) -> models.ListTasksResult:
+    async def list(self, cursor: str | None = None) -> protocol.ListTasksResult:
         """``tasks/list`` (one page; follow ``nextCursor``)."""
         if not peer_supports_list(self.server_capabilities):
             raise TaskNotSupported("the server did not declare tasks.list")
         raw = await self._send(TASKS_LIST, {"cursor": cursor} if cursor else {})
-        return models.ListTasksResult.model_validate(raw)
+        return protocol.ListTasksResult.model_validate(raw)
 
-    async def list_all(self) -> builtins.list[models.Task]:
-        out: builtins.list[models.Task] = []
+    async def list_all(self) -> builtins.list[protocol.Task]:
+        out: builtins.list[protocol.Task] = []
         cursor: str | None = None
         while True:
             page = await self.list(cursor)
@@ -204,12 +204,12 @@ class TaskRequestor:
             if not cursor:
                 return out
 
-    async def cancel(self, task_id: str) -> models.Task:
+    async def cancel(self, task_id: str) -> protocol.Task:
         """``tasks/cancel``; ``-32602`` for a terminal task (R-CANCEL-1)."""
         if not peer_supports_cancel(self.server_capabilities):
             raise TaskNotSupported("the server did not declare tasks.cancel")
         raw = await self._send(TASKS_CANCEL, {"taskId": task_id})
-        return models.Task.model_validate(raw)
+        return protocol.Task.model_validate(raw)
 
     async def _send(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         return await raw_request(self.session, method, params)
@@ -220,8 +220,8 @@ class TaskRequestor:
         task_id: str,
         *,
         on_status: StatusCallback | None = None,
-        first: models.Task | None = None,
-    ) -> models.Task:
+        first: protocol.Task | None = None,
+    ) -> protocol.Task:
         """Poll ``tasks/get`` until terminal or ``input_required`` (R-GET-1, R-GET-2),
         sleeping ``pollInterval`` between polls; never waits for notifications (R-NOTIFY-2)."""
         task = first if first is not None else await self.get(task_id)

@@ -32,7 +32,7 @@ __all__ = ["INPUT_METHODS", "TaskOutbound", "request_client_task"]
 
 INPUT_METHODS = frozenset(SERVER_REQUEST_METHODS - {PING, *TASK_REQUEST_METHODS})
 """Server requests a task's tool may send that wait for the client (elicitation, sampling,
-roots): they move the task to ``input_required`` and go out on ``tasks/result``."""
+roots): they move the task to ``INPUT_REQUIRED`` and go out on the ``TASKS_RESULT`` stream."""
 
 
 class TaskOutbound:

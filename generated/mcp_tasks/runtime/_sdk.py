@@ -67,7 +67,7 @@ MCP_SUPPORTED = ">=2.3,<2.4"
 ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ("MCPServer._lowlevel_server", "the low-level Server inside an MCPServer"),
     ("ServerSession._connection", "the stable per-connection object (no public accessor)"),
-    ("ServerSession._request_outbound", "the request-scoped channel of a tasks/result call"),
+    ("ServerSession._request_outbound", "the request-scoped channel of a task-result call"),
     ("ServerSession(outbound, connection)", "a task-scoped session is built this way"),
     ("DispatchContext members", "the task-scoped outbound duck-types DispatchContext"),
     ("Connection.exit_stack", "unwound when the connection (stdio, HTTP session) ends"),

@@ -80,8 +80,6 @@ async def run_stdio(server: Any) -> None:
             tg.cancel_scope.cancel()
 
 
-
-
 def _tidy_error_body(body: bytes) -> bytes | None:
     """A short ``-32600`` instead of the SDK's multi-line validator report, else ``None``."""
     try:
