@@ -117,8 +117,8 @@ def redis_store_spec() -> tuple[str | None, str | None]:
         import mcp_tasks.runtime as rt
     except ImportError as exc:
         return None, str(exc)
-    if not (Path(rt.__file__).parent / "redis.py").exists():
-        return None, "no templates/runtime/redis.py yet (the Redis issue has not landed)"
+    if not (Path(rt.__file__).parent / "redis").is_dir():
+        return None, "no templates/runtime/redis/ yet (no Redis store in this runtime)"
     if shutil.which("redis-server") is None:
         return None, "redis-server not installed"
     from mcp_tasks.examples.server import make_store
