@@ -25,7 +25,8 @@ instances behind a load balancer, with ``--tokens`` so one requestor is one subj
 
 ``--tokens FILE``: a JSON object mapping bearer token -> subject; tasks are then
 bound to the subject (R-SEC-1), which survives sessions and restarts.
-Without tokens, tasks are bound to the transport session (R-SEC-2).
+Without tokens, tasks are bound to the transport session (R-SEC-2) and cancelled
+when it ends (stdio EOF, HTTP session DELETE): nobody could reach them afterwards.
 """
 
 from __future__ import annotations
