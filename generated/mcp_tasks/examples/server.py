@@ -3,7 +3,7 @@
 # DO NOT EDIT: regenerate with mcptask-gen; subclass, never edit.
 # @generated
 
-"""Example MCP server with 2025-11-25 tasks, on the ``mcp`` SDK's ``MCPServer``.
+"""Example MCP server with tasks, on the ``mcp`` SDK's ``MCPServer``.
 
     python -m mcp_tasks.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH|redis://HOST:PORT/DB]
                                         [--tokens FILE] [--stateless] [LIMITS]
@@ -30,7 +30,8 @@ instances behind a load balancer, with ``--tokens`` so one requestor is one subj
 
 ``--tokens FILE``: a JSON object mapping bearer token -> subject; tasks are then
 bound to the subject (R-SEC-1), which survives sessions and restarts.
-Without tokens, tasks are bound to the transport session (R-SEC-2).
+Without tokens, tasks are bound to the transport session (R-SEC-2) and cancelled
+when it ends (stdio EOF, HTTP session DELETE): nobody could reach them afterwards.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from pydantic import AnyHttpUrl, BaseModel, Field
 
+from ..protocol import TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED, TASKS_LIST
 from ..runtime.engine import EngineConfig
 from ..runtime.mcp_server import McpTasks, run_stdio, tidy_http_errors
 from ..store import TaskStore
@@ -108,12 +110,14 @@ def build_server(
             ),
         }
     mcp = MCPServer("mcp-tasks-example", **auth)
+    tasks = McpTasks(mcp, store=store, config=config)
 
     @mcp.tool()
     async def greet(name: str) -> str:
         """Say hello (never a task)."""
         return f"Hello, {name}!"
 
+    @tasks.tool(task_support=TASK_SUPPORT_OPTIONAL)
     @mcp.tool()
     async def slow_compute(
         ctx: Context,
@@ -130,6 +134,7 @@ def build_server(
                 await ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
         return f"done after {seconds:g}s ({label or 'no label'})"
 
+    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED)
     @mcp.tool()
     async def failing_job() -> types.CallToolResult:
         """Always ends with an isError result (task status failed)."""
@@ -137,35 +142,26 @@ def build_server(
             content=[types.TextContent(type="text", text="job failed")], is_error=True
         )
 
+    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED)
     @mcp.tool()
     async def protocol_error_job() -> str:
         """Always raises: the task fails with a JSON-RPC error."""
         raise MCPError(types.INTERNAL_ERROR, "Internal error: protocol_error_job crashed")
 
+    @tasks.tool(task_support=TASK_SUPPORT_OPTIONAL)
     @mcp.tool()
     async def confirm_delete(ctx: Context, path: str) -> str:
         """Ask the user before deleting `path` (nothing is really deleted)."""
         answer = await ctx.elicit(f"Delete {path}?", schema=Confirm)
         return f"deleted {path}" if answer.action == "accept" else f"kept {path}"
 
-    tasks = McpTasks(
-        mcp,
-        store=store,
-        config=config,
-        task_support={
-            "slow_compute": "optional",
-            "failing_job": "required",
-            "protocol_error_job": "required",
-            "confirm_delete": "optional",
-        },
-    )
     return mcp, tasks
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m mcp_tasks.examples.server",
-        description="Example MCP server with 2025-11-25 tasks.",
+        description="Example MCP server with MCP tasks.",
     )
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp")
@@ -182,11 +178,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--max-active", type=int, metavar="N", help="non-terminal tasks per requestor"
     )
     limits.add_argument(
-        "--rate-limit", metavar="CALLS/SECONDS", help="tasks/* calls per requestor per window"
+        "--rate-limit", metavar="CALLS/SECONDS", help="task requests per requestor per window"
     )
     limits.add_argument("--max-ttl", type=int, metavar="MS", help="maximum ttl (larger is clamped)")
     limits.add_argument("--default-ttl", type=int, metavar="MS", help="ttl when none is asked")
-    limits.add_argument("--page-size", type=int, metavar="N", help="tasks/list page size")
+    limits.add_argument("--page-size", type=int, metavar="N", help=f"{TASKS_LIST} page size")
     args = parser.parse_args(argv)
     try:
         args.engine_config = engine_config(args)

@@ -3,7 +3,7 @@
 # DO NOT EDIT: regenerate with mcptask-gen; subclass, never edit.
 # @generated
 
-"""Use 2025-11-25 tasks from an ``mcp`` (2.3.x) client.
+"""Use tasks from an ``mcp`` (2.3.x) client.
 
 Requestor side, :class:`TaskRequestor` (works on any ``ClientSession``):
 call a tool as a task after checking the server's capability and the tool's
@@ -19,11 +19,8 @@ Receiver side, :class:`TasksClientSession` (a ``ClientSession``): declares
 engine, and serves ``tasks/get|result|list|cancel`` for them. It also receives
 ``notifications/tasks/status`` (never relied upon: R-NOTIFY-2).
 
-SDK private attributes used: ``ClientSession._stamp`` and
-``ClientSession._dispatcher`` (a task-augmented ``tools/call`` must bypass the
-SDK's CallToolResult validation), ``ClientSession._on_request`` (overridden: the
-stock one answers ``tasks/*`` with -32601), ``ClientSession._build_capabilities``
-(extended with ``tasks``) and ``ClientSession._negotiated_version``.
+Private SDK attributes (raw requests that bypass the SDK's CallToolResult
+validation, the request and capability hooks) are reached only through ``_sdk``.
 """
 
 from __future__ import annotations
@@ -36,13 +33,9 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.client.extension import NotificationBinding
-from mcp.client.session import ClientRequestContext, ClientResponse, ClientSession
-from mcp.shared.dispatcher import CallOptions, DispatchContext
-from mcp.shared.exceptions import MCPError
-from mcp_types import methods as _methods
-from pydantic import TypeAdapter
+from mcp.client.session import ClientSession
 
-from .. import models
+from .. import protocol
 from ..capabilities import (
     build_tasks_capability,
     may_call_tool_as_task,
@@ -50,9 +43,23 @@ from ..capabilities import (
     peer_supports_list,
     tool_task_support,
 )
-from ..errors import JsonRpcError, TaskError
 from ..handlers import RequestContext
+from ..protocol import (
+    AUGMENTABLE,
+    INPUT_REQUIRED,
+    NOTIFICATIONS_TASKS_STATUS,
+    REVISION,
+    TASK_REQUEST_METHODS,
+    TASK_SUPPORT_REQUIRED,
+    TASKS_CANCEL,
+    TASKS_GET,
+    TASKS_LIST,
+    TASKS_RESULT,
+    TERMINAL,
+    TOOLS_CALL,
+)
 from ..store import TaskStore
+from ._sdk import ClientSessionHooks, run_input_callback, send_raw_request
 from .engine import EngineConfig, TaskContext, TaskEngine
 
 __all__ = [
@@ -66,10 +73,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
-StatusCallback = Callable[[models.Task], Awaitable[None] | None]
-_DICT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
-CLIENT_TASK_METHODS = ("elicitation/create", "sampling/createMessage")
+StatusCallback = Callable[[protocol.Task], Awaitable[None] | None]
+CLIENT_TASK_METHODS = tuple(sorted(AUGMENTABLE["client"]))
 
 
 class TaskNotSupported(Exception):
@@ -86,7 +91,7 @@ def status_binding(
         await handler(params.model_dump(by_alias=True, mode="json", exclude={"meta"}))
 
     return NotificationBinding(
-        method="notifications/tasks/status",
+        method=NOTIFICATIONS_TASKS_STATUS,
         params_type=types.TaskStatusNotificationParams,
         handler=on_status,
     )
@@ -100,20 +105,10 @@ async def raw_request(
     timeout: float | None = None,
 ) -> dict[str, Any]:
     """Send any request and return the raw result dict (no SDK result validation)."""
-    data: dict[str, Any] = {"method": method}
-    if params is not None:
-        data["params"] = dict(params)
-    opts: CallOptions = {}
-    session._stamp(data, opts)  # private: protocol-version header stamping
-    if timeout is not None:
-        opts["timeout"] = timeout
-    result: dict[str, Any] = await session._dispatcher.send_raw_request(
-        method, data.get("params"), opts
-    )
-    return result
+    return await send_raw_request(session, method, params, timeout=timeout)
 
 
-async def _call(callback: StatusCallback | None, task: models.Task) -> None:
+async def _call(callback: StatusCallback | None, task: protocol.Task) -> None:
     if callback is None:
         return
     out = callback(task)
@@ -169,7 +164,7 @@ class TaskRequestor:
         ttl: int | None = None,
         progress_token: str | int | None = None,
         check: bool = True,
-    ) -> models.CreateTaskResult:
+    ) -> protocol.CreateTaskResult:
         """Send a task-augmented ``tools/call``; answers ``CreateTaskResult`` (R-CREATE-2)."""
         if check and not await self.may_call_as_task(name):
             raise TaskNotSupported(
@@ -179,33 +174,33 @@ class TaskRequestor:
         params["task"] = {} if ttl is None else {"ttl": ttl}
         if progress_token is not None:
             params["_meta"] = {"progressToken": progress_token}
-        raw = await raw_request(self.session, "tools/call", params)
-        return models.CreateTaskResult.model_validate(raw)
+        raw = await raw_request(self.session, TOOLS_CALL, params)
+        return protocol.CreateTaskResult.model_validate(raw)
 
-    async def get(self, task_id: str) -> models.Task:
+    async def get(self, task_id: str) -> protocol.Task:
         """``tasks/get`` (R-GET-3)."""
-        raw = await self._send("tasks/get", {"taskId": task_id})
-        return models.Task.model_validate(raw)
+        raw = await self._send(TASKS_GET, {"taskId": task_id})
+        return protocol.Task.model_validate(raw)
 
     async def result(self, task_id: str) -> dict[str, Any]:
         """``tasks/result``: blocks until terminal (R-RESULT-2); raises ``MCPError`` with the
         stored JSON-RPC error (R-RESULT-1). Input requests arriving meanwhile are answered
         by the session's callbacks."""
-        return await self._send("tasks/result", {"taskId": task_id})
+        return await self._send(TASKS_RESULT, {"taskId": task_id})
 
     async def tool_result(self, task_id: str) -> types.CallToolResult:
         """``tasks/result`` of a ``tools/call`` task, typed (R-RESULT-3)."""
         return types.CallToolResult.model_validate(await self.result(task_id))
 
-    async def list(self, cursor: str | None = None) -> models.ListTasksResult:
+    async def list(self, cursor: str | None = None) -> protocol.ListTasksResult:
         """``tasks/list`` (one page; follow ``nextCursor``)."""
         if not peer_supports_list(self.server_capabilities):
             raise TaskNotSupported("the server did not declare tasks.list")
-        raw = await self._send("tasks/list", {"cursor": cursor} if cursor else {})
-        return models.ListTasksResult.model_validate(raw)
+        raw = await self._send(TASKS_LIST, {"cursor": cursor} if cursor else {})
+        return protocol.ListTasksResult.model_validate(raw)
 
-    async def list_all(self) -> builtins.list[models.Task]:
-        out: builtins.list[models.Task] = []
+    async def list_all(self) -> builtins.list[protocol.Task]:
+        out: builtins.list[protocol.Task] = []
         cursor: str | None = None
         while True:
             page = await self.list(cursor)
@@ -214,12 +209,12 @@ class TaskRequestor:
             if not cursor:
                 return out
 
-    async def cancel(self, task_id: str) -> models.Task:
+    async def cancel(self, task_id: str) -> protocol.Task:
         """``tasks/cancel``; ``-32602`` for a terminal task (R-CANCEL-1)."""
         if not peer_supports_cancel(self.server_capabilities):
             raise TaskNotSupported("the server did not declare tasks.cancel")
-        raw = await self._send("tasks/cancel", {"taskId": task_id})
-        return models.Task.model_validate(raw)
+        raw = await self._send(TASKS_CANCEL, {"taskId": task_id})
+        return protocol.Task.model_validate(raw)
 
     async def _send(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         return await raw_request(self.session, method, params)
@@ -230,13 +225,13 @@ class TaskRequestor:
         task_id: str,
         *,
         on_status: StatusCallback | None = None,
-        first: models.Task | None = None,
-    ) -> models.Task:
+        first: protocol.Task | None = None,
+    ) -> protocol.Task:
         """Poll ``tasks/get`` until terminal or ``input_required`` (R-GET-1, R-GET-2),
         sleeping ``pollInterval`` between polls; never waits for notifications (R-NOTIFY-2)."""
         task = first if first is not None else await self.get(task_id)
         await _call(on_status, task)
-        while task.status not in TERMINAL and task.status != "input_required":
+        while task.status not in TERMINAL and task.status != INPUT_REQUIRED:
             interval = task.pollInterval if task.pollInterval is not None else self.default_poll_ms
             await anyio.sleep(max(interval, 10) / 1000)
             previous = task.status
@@ -277,7 +272,7 @@ class TaskRequestor:
         """Call a tool, as a task when allowed and asked for (``as_task=None``: when the
         tool requires it, R-TOOL-4)."""
         if as_task is None:
-            as_task = (await self.task_support(name)) == "required" and (
+            as_task = (await self.task_support(name)) == TASK_SUPPORT_REQUIRED and (
                 await self.may_call_as_task(name)
             )
         if as_task:
@@ -285,9 +280,9 @@ class TaskRequestor:
         return await self.session.call_tool(name, dict(arguments or {}))
 
 
-class TasksClientSession(ClientSession):
+class TasksClientSession(ClientSessionHooks):
     """A ``ClientSession`` that is also a task receiver for server-sent
-    ``elicitation/create`` and ``sampling/createMessage`` (issue point 4), and that
+    ``elicitation/create`` and ``sampling/createMessage``, and that
     collects ``notifications/tasks/status``.
 
     Use ``async with TasksClientSession(read, write, elicitation_callback=...) as s:``
@@ -335,51 +330,36 @@ class TasksClientSession(ClientSession):
         if self._on_task_status is not None:
             await self._on_task_status(task)
 
-    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
-        caps = super()._build_capabilities(version)
+    def extend_capabilities(self, caps: types.ClientCapabilities, version: str) -> None:
         if self.receive_tasks:
             caps.tasks = types.ClientTasksCapability.model_validate(
                 build_tasks_capability("client", requests=CLIENT_TASK_METHODS)
             )
-        return caps
 
-    async def _on_request(
-        self,
-        dctx: DispatchContext[Any],
-        method: str,
-        params: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
+    async def intercept_request(
+        self, request_id: str | int | None, method: str, params: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """``tasks/*`` and task-augmented elicitation/sampling; the rest to the SDK."""
+        if not self.receive_tasks:
+            return None
         p = dict(params or {})
-        rctx = RequestContext(requestor="server", request_id=dctx.request_id)
-        try:
-            if method.startswith("tasks/") and self.receive_tasks:
-                return await self.engine.handle(method, p, rctx)
-            if method in CLIENT_TASK_METHODS and p.get("task") is not None and self.receive_tasks:
-                return await self._create_task(method, p, rctx)
-        except TaskError as exc:
-            raise MCPError(exc.code, exc.message, exc.data) from None
-        return await super()._on_request(dctx, method, params)
+        rctx = RequestContext(requestor="server", request_id=request_id)
+        if method in TASK_REQUEST_METHODS:
+            return await self.engine.handle(method, p, rctx)
+        if method in CLIENT_TASK_METHODS and p.get("task") is not None:
+            return await self._create_task(method, p, rctx)
+        return None
 
     async def _create_task(
         self, method: str, params: dict[str, Any], rctx: RequestContext
     ) -> dict[str, Any]:
         """R-CREATE-2: answer ``CreateTaskResult`` now; the callback runs in the task."""
         task_param = params.pop("task")
-        version = self._negotiated_version or "2025-11-25"
+        version = self.protocol_version or REVISION
         request_id = rctx.request_id if rctx.request_id is not None else 0
 
         async def work(tctx: TaskContext) -> dict[str, Any]:
-            request = _methods.parse_server_request(method, version, params)
-            meta = request.params.meta if request.params is not None else None
-            ctx = ClientRequestContext(session=self, request_id=request_id, meta=meta)
-            response = await self.dispatch_input_request(ctx, request)  # type: ignore[arg-type]
-            answer = ClientResponse.validate_python(response)
-            if isinstance(answer, types.ErrorData):
-                raise JsonRpcError(answer.code, answer.message, answer.data)
-            dumped: dict[str, Any] = answer.model_dump(
-                by_alias=True, mode="json", exclude_none=True
-            )
-            return dumped
+            return await run_input_callback(self, method, version, params, request_id)
 
         return await self.engine.create_task(
             rctx, method, work, task=task_param if isinstance(task_param, Mapping) else {}

@@ -3,10 +3,10 @@
 # DO NOT EDIT: regenerate with mcptask-gen; subclass, never edit.
 # @generated
 
-"""Serve 2025-11-25 tasks from an ``mcp`` (2.3.x) server: one object, :class:`McpTasks`.
+"""Serve tasks from an ``mcp`` (2.3.x) server: one object, :class:`McpTasks`.
 
     server = Server("demo", on_list_tools=..., on_call_tool=...)   # or MCPServer("demo")
-    tasks = McpTasks(server, task_support={"slow": "optional"})
+    tasks = McpTasks(server, task_support={"slow": TASK_SUPPORT_OPTIONAL})
     async with tasks:                                               # runs the task engine
         ...serve server over stdio or Streamable HTTP...
 
@@ -14,61 +14,89 @@ What it does to the server (all through ``Server.middleware`` and
 ``Server.add_request_handler``):
 
 - ``initialize``: adds ``capabilities.tasks`` built by the generated negotiator
-  (R-CAP-1, R-CAP-2) on 2025-11-25 sessions; ``tasks.list`` only when the
+  (R-CAP-1, R-CAP-2) on sessions of this revision; ``tasks.list`` only when the
   requestor has an identity, unless ``list_without_identity`` (R-SEC-2).
 - ``tools/list``: stamps ``execution.taskSupport`` on the tools it knows.
 - ``tools/call``: enforces ``taskSupport`` with ``-32601`` (R-TOOL-2, R-TOOL-4);
   a task-augmented call answers ``CreateTaskResult`` at once (R-CREATE-2) and
   the SDK's own pipeline (validation, the tool, its result checks) runs in the
   background inside the engine. The tool's ``ctx.session`` there is a
-  task-scoped session: progress goes to the original ``progressToken``
-  (R-PROGRESS-1), elicitation/sampling requests move the task to
-  ``input_required`` and are delivered on the ``tasks/result`` stream (R-INPUT-*).
+  task-scoped session (:class:`~.mcp_outbound.TaskOutbound`): progress goes to the
+  original ``progressToken`` (R-PROGRESS-1), elicitation/sampling requests move the
+  task to ``input_required`` and are delivered on the ``tasks/result`` stream (R-INPUT-*).
 - ``tasks/get|result|list|cancel`` are served by the engine; status changes are
   sent as ``notifications/tasks/status`` to the requestor's connections (R-NOTIFY-1).
-- Any ``ValidationError`` becomes ``-32602`` naming the field; any
-  :class:`TaskError` becomes its JSON-RPC error.
+- A ``ValidationError`` becomes ``-32602`` naming the field; a :class:`TaskError`
+  its own JSON-RPC error; any other exception a plain ``-32603 Internal error``
+  (the traceback goes to the server log). All through the bridge in ``_sdk``.
 
 Requestor identity (R-SEC-1): the bearer token's subject when the SDK's auth
 hooks provide one, else the transport session (Mcp-Session-Id, or the stdio
 connection); stateless HTTP without auth has none (everything is "anonymous").
+Tasks bound to a session are cancelled when the session ends (stdio EOF, HTTP
+``DELETE`` or termination) unless ``cancel_on_session_end=False``: nobody could
+reach them afterwards. Tasks bound to a subject are kept for a reconnecting client.
 
-SDK private attributes used: ``ServerSession._connection`` (the stable
-per-connection object; no public accessor) and ``ServerSession._request_outbound``
-(the request-scoped channel of a ``tasks/result`` call); ``MCPServer._lowlevel_server``.
+Private SDK attributes are reached only through ``_sdk``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import secrets
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.lowlevel.server import Server
-from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..capabilities import build_tasks_capability, check_tool_call, peer_supports
-from ..errors import InternalError, JsonRpcError, TaskError
+from ..capabilities import build_tasks_capability, check_tool_call
+from ..errors import TaskError
 from ..handlers import RequestContext
-from ..meta import MODEL_IMMEDIATE_RESPONSE_KEY, RELATED_TASK_KEY
+from ..meta import MODEL_IMMEDIATE_RESPONSE_KEY
+from ..protocol import (
+    AUGMENTABLE,
+    NOTIFICATIONS_TASKS_STATUS,
+    REVISION,
+    TASK_REQUEST_METHODS,
+    TASK_SUPPORT_OPTIONAL,
+    TASK_SUPPORT_VALUES,
+    TASKS_CANCEL,
+    TASKS_RESULT,
+    TERMINAL,
+    TOOLS_CALL,
+    TaskSupportValue,
+)
 from ..store import TaskStore
+from ._sdk import (
+    connection_of,
+    from_sdk_error,
+    internal_error,
+    lowlevel_server,
+    method_of,
+    on_connection_close,
+    request_outbound,
+    task_session,
+    to_sdk_error,
+    validation_error,
+)
 from .engine import EngineConfig, PendingInput, TaskContext, TaskEngine
+from .mcp_outbound import TaskOutbound, request_client_task
+from .mcp_transport import malformed_answer, run_stdio, tidy_http_errors
 
 __all__ = [
     "PROTOCOL_VERSION",
     "McpTasks",
+    "TaskSupportValue",
     "add_tasks",
-    "error_from_validation",
+    "check_task_support",
+    "connection_of",
     "malformed_answer",
     "request_client_task",
     "run_stdio",
@@ -77,11 +105,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PROTOCOL_VERSION = "2025-11-25"
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
-TaskSupportValue = Literal["forbidden", "optional", "required"]
-INPUT_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+PROTOCOL_VERSION = REVISION
+INITIALIZE = method_of(types.InitializeRequest)
+TOOLS_LIST = method_of(types.ListToolsRequest)
 _REQUESTOR_KEY = "mcp_tasks.requestor"
+_WATCHED_KEY = "mcp_tasks.session_end_watched"
+_SESSION_PREFIXES = ("session:", "stdio:")  # requestors bound to one transport session
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class _RawParams(BaseModel):
@@ -90,44 +120,16 @@ class _RawParams(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def error_from_validation(exc: ValidationError, prefix: str = "") -> MCPError:
-    """``-32602`` naming the first bad field (never ``-32603`` nor a traceback)."""
-    errs = exc.errors()
-    if not errs:
-        return MCPError(types.INVALID_PARAMS, "Invalid params")
-    err = errs[0]
-    loc = [str(p) for p in err.get("loc", ())]
-    if loc and loc[0] == "params":
-        loc = loc[1:]
-    field = ".".join([prefix, *loc] if prefix else loc) or "params"
-    return MCPError(
-        types.INVALID_PARAMS,
-        f"Invalid params: {field}: {err.get('msg', 'invalid')}",
-        {"field": field},
-    )
-
-
-def _mcp_error(exc: TaskError) -> MCPError:
-    return MCPError(exc.code, exc.message, exc.data)
-
-
-def _task_error(exc: MCPError) -> JsonRpcError:
-    return JsonRpcError(exc.code, exc.message, exc.data)
-
-
-def _lowlevel(server: Any) -> Server[Any]:
-    if isinstance(server, Server):
-        return server
-    inner = getattr(server, "_lowlevel_server", None)  # MCPServer (private attribute)
-    if isinstance(inner, Server):
-        return inner
-    raise TypeError(f"expected mcp Server or MCPServer, got {type(server).__name__}")
-
-
-def connection_of(session: ServerSession) -> Connection:
-    """The stable per-connection object behind a per-request ``ServerSession`` (private attr)."""
-    conn = session._connection
-    return conn
+def check_task_support(task_support: Mapping[str, object]) -> dict[str, TaskSupportValue]:
+    """``task_support`` checked: every value one of the schema's ``taskSupport`` values
+    (``ValueError`` naming the tool and the allowed values otherwise)."""
+    out: dict[str, TaskSupportValue] = {}
+    for name, value in task_support.items():
+        if not isinstance(name, str) or value not in TASK_SUPPORT_VALUES:
+            allowed = ", ".join(repr(v) for v in TASK_SUPPORT_VALUES)
+            raise ValueError(f"task_support[{name!r}] = {value!r}: expected one of {allowed}")
+        out[name] = value
+    return out
 
 
 def _subject() -> str | None:
@@ -141,87 +143,23 @@ def _subject() -> str | None:
     return token.subject or token.client_id or None
 
 
-class _TaskOutbound:
-    """Duck-types ``mcp.shared.dispatcher.DispatchContext`` for the tool running in a task.
-
-    Requests (elicitation, sampling) become the task's pending input (R-INPUT-1..4);
-    notifications go to the connection's standalone channel with related-task
-    ``_meta`` (R-META-1); progress keeps the original token (R-PROGRESS-1).
-    """
-
-    def __init__(
-        self,
-        conn: Connection,
-        tctx: TaskContext,
-        progress_token: str | int | None,
-        request_id: Any,
-    ) -> None:
-        self.conn = conn
-        self.tctx = tctx
-        self.progress_token = progress_token
-        self.request_id = request_id
-        self.message_metadata: Any = None
-        self._cancel_requested: anyio.Event | None = None
-
-    @property
-    def cancel_requested(self) -> anyio.Event:
-        # Made on first use: an anyio.Event per task is measurable (benchmarks/peers).
-        ev = self._cancel_requested
-        if ev is None:
-            ev = self._cancel_requested = anyio.Event()
-        return ev
-
-    @property
-    def transport(self) -> Any:
-        return None
-
-    @property
-    def can_send_request(self) -> bool:
-        return True  # answered through tasks/result, whatever the transport
-
-    def _stamp(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
-        out = dict(params or {})
-        meta = dict(out.get("_meta") or {})
-        meta[RELATED_TASK_KEY] = {"taskId": self.tctx.task_id}
-        out["_meta"] = meta
-        return out
-
-    async def send_raw_request(
-        self, method: str, params: Mapping[str, Any] | None, opts: Any = None
-    ) -> dict[str, Any]:
-        if method in INPUT_METHODS:
-            try:
-                return await self.tctx.request_input(method, self._stamp(params))
-            except TaskError as exc:
-                raise _mcp_error(exc) from None
-        return await self.conn.send_raw_request(method, self._stamp(params), opts)
-
-    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
-        if method == "notifications/progress":
-            await self.conn.notify(method, params, opts)
-        else:
-            await self.conn.notify(method, self._stamp(params), opts)
-
-    async def progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        if self.progress_token is None:
-            return
-        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await self.conn.notify("notifications/progress", params)
+def _wire(result: Any) -> dict[str, Any]:
+    if isinstance(result, BaseModel):
+        dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return dumped
+    return dict(result or {})
 
 
 class McpTasks:
-    """Adds 2025-11-25 tasks to an ``mcp`` ``Server`` (or ``MCPServer``).
+    """Adds tasks to an ``mcp`` ``Server`` (or ``MCPServer``).
 
-    ``task_support``: tool name -> ``"forbidden" | "optional" | "required"``
-    (tools not listed are ``forbidden``: R-TOOL-2). ``list_without_identity``:
-    declare ``tasks.list`` even when requestors cannot be told apart (R-SEC-2).
-    ``immediate_response``: the ``model-immediate-response`` text (R-CREATE-3).
+    ``task_support``: tool name -> one of ``TASK_SUPPORT_VALUES`` (tools not listed are
+    ``forbidden``: R-TOOL-2); a bad value is refused here, a tool the server does not
+    declare when the server starts (``async with tasks``). :meth:`tool` declares it
+    beside ``@mcp.tool()``. ``list_without_identity``: declare ``tasks.list`` even when
+    requestors cannot be told apart (R-SEC-2). ``immediate_response``: the
+    ``model-immediate-response`` text (R-CREATE-3). ``cancel_on_session_end``: cancel a
+    session-bound requestor's unfinished tasks when its session ends.
     Use ``async with tasks:`` around serving; it runs the engine's sweeper.
     """
 
@@ -234,29 +172,71 @@ class McpTasks:
         task_support: Mapping[str, TaskSupportValue] | None = None,
         list_without_identity: bool = False,
         immediate_response: str | None = None,
+        cancel_on_session_end: bool = True,
     ) -> None:
-        self.server = _lowlevel(server)
+        self._server_obj = server
+        self.server = lowlevel_server(server)
         self.engine = TaskEngine(store, config, on_status=self._on_status)
-        self.task_support: dict[str, str] = dict(task_support or {})
+        self.task_support: dict[str, TaskSupportValue] = check_task_support(task_support or {})
         self.list_without_identity = list_without_identity
         self.immediate_response = immediate_response
+        self.cancel_on_session_end = cancel_on_session_end
         self._connections: dict[str, weakref.WeakSet[Connection]] = {}
         self._prune_at = 1024
+        self._tools_checked = False
         self.server.middleware.append(self._middleware)
-        for method in ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"):
+        for method in TASK_REQUEST_METHODS:
             self.server.add_request_handler(method, _RawParams, self._make_handler(method))
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> McpTasks:
+        await self.check_tools()
         await self.engine.__aenter__()
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.engine.__aexit__(*exc)
 
-    def tool(self, name: str, task_support: TaskSupportValue = "optional") -> None:
-        """Mark a tool's ``execution.taskSupport``."""
-        self.task_support[name] = task_support
+    def tool(
+        self,
+        name: str | None = None,
+        task_support: TaskSupportValue = TASK_SUPPORT_OPTIONAL,
+    ) -> Callable[[_F], _F]:
+        """Declare a tool's ``execution.taskSupport``: ``tasks.tool("slow", TASK_SUPPORT_REQUIRED)``,
+        or as a decorator beside ``@mcp.tool()`` (the function's name by default)::
+
+            @tasks.tool(task_support=TASK_SUPPORT_REQUIRED)
+            @mcp.tool()
+            async def slow(...): ...
+        """
+        if name is not None:
+            self.task_support.update(check_task_support({name: task_support}))
+
+        def mark(fn: _F) -> _F:
+            key = name if name is not None else str(getattr(fn, "__name__", ""))
+            self.task_support.update(check_task_support({key: task_support}))
+            return fn
+
+        return mark
+
+    async def check_tools(self) -> None:
+        """Refuse ``task_support`` entries for tools the server does not declare
+        (checked at start for an ``MCPServer``; for a low-level ``Server``, against its
+        first ``tools/list`` answer)."""
+        list_tools = getattr(self._server_obj, "list_tools", None)
+        if list_tools is None or self._server_obj is self.server:
+            return
+        self._check_names(tool.name for tool in await list_tools())
+
+    def _check_names(self, names: Iterable[str]) -> None:
+        self._tools_checked = True
+        known = set(names)
+        unknown = sorted(set(self.task_support) - known)
+        if unknown:
+            raise ValueError(
+                f"task_support names tools the server does not declare: {', '.join(unknown)}"
+                f" (declared: {', '.join(sorted(known)) or 'none'})"
+            )
 
     # ------------------------------------------------------------------ identity
     def requestor_of(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, bool]:
@@ -295,11 +275,53 @@ class McpTasks:
             conns = self._connections[requestor] = weakref.WeakSet()
         conns.add(conn)
 
+    def _watch_session_end(self, requestor: str, conn: Connection) -> None:
+        """Once per connection that creates tasks: cancel them when its session ends."""
+        if not self.cancel_on_session_end or not requestor.startswith(_SESSION_PREFIXES):
+            return
+        if not conn.state.get(_WATCHED_KEY):
+            conn.state[_WATCHED_KEY] = True
+            on_connection_close(conn).push_async_callback(self._session_ended, requestor)
+
     async def _on_status(self, requestor: str, task: dict[str, Any]) -> None:
         """R-NOTIFY-1: the whole Task, no related-task ``_meta`` (R-NOTIFY-3)."""
         for conn in list(self._connections.get(requestor, ())):
             with anyio.move_on_after(5):
-                await conn.notify("notifications/tasks/status", dict(task))
+                await conn.notify(NOTIFICATIONS_TASKS_STATUS, dict(task))
+
+    # ------------------------------------------------------------------ session end
+    async def _session_ended(self, requestor: str) -> None:
+        """The session behind ``requestor`` ended: its unfinished tasks cannot be reached."""
+        try:
+            count = await self.cancel_requestor_tasks(requestor)
+        except Exception:
+            log.exception("cancelling the tasks of an ended session failed")
+            return
+        if count:
+            log.info("session ended: cancelled %d unfinished task(s)", count)
+
+    async def cancel_requestor_tasks(self, requestor: str) -> int:
+        """Cancel every non-terminal task of ``requestor``; how many were cancelled."""
+        engine_cancel = getattr(self.engine, "cancel_requestor_tasks", None)
+        if engine_cancel is not None:
+            return int(await engine_cancel(requestor, "The task's session ended"))
+        task_ids: list[str] = []
+        after: tuple[float, str] | None = None
+        while True:  # every page: the store lists one requestor's tasks in creation order
+            recs = await self.engine.store.list_tasks(requestor, after=after, limit=100)
+            task_ids += [r.task_id for r in recs if r.status not in TERMINAL]
+            if len(recs) < 100:
+                break
+            after = (recs[-1].created_at, recs[-1].task_id)
+        rctx = RequestContext(requestor=requestor)
+        count = 0
+        for task_id in task_ids:
+            try:
+                await self.engine.handle(TASKS_CANCEL, {"taskId": task_id}, rctx)
+                count += 1
+            except TaskError as exc:  # ended meanwhile, or over the rate limit
+                log.debug("task %s not cancelled: %s", task_id, exc.message)
+        return count
 
     # ------------------------------------------------------------------ middleware
     async def _middleware(
@@ -308,18 +330,22 @@ class McpTasks:
         if ctx.request_id is None:  # notifications pass untouched
             return await call_next(ctx)
         try:
-            if ctx.method == "tools/call":
+            if ctx.method == TOOLS_CALL:
                 return await self._tools_call(ctx, call_next)
             result = await call_next(ctx)
-            if ctx.method == "initialize":
+            if ctx.method == INITIALIZE:
                 self._patch_initialize(ctx, result)
-            elif ctx.method == "tools/list":
+            elif ctx.method == TOOLS_LIST:
                 self._patch_tools_list(ctx, result)
             return result
+        except MCPError:
+            raise
         except ValidationError as exc:
-            raise error_from_validation(exc) from None
+            raise to_sdk_error(validation_error(exc)) from None
         except TaskError as exc:
-            raise _mcp_error(exc) from None
+            raise to_sdk_error(exc) from None
+        except Exception as exc:
+            raise internal_error(exc, ctx.method) from None
 
     def _patch_initialize(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> None:
         if not isinstance(result, dict) or result.get("protocolVersion") != PROTOCOL_VERSION:
@@ -328,20 +354,26 @@ class McpTasks:
         caps = result.setdefault("capabilities", {})
         caps["tasks"] = build_tasks_capability(
             "server",
-            requests=["tools/call"],
+            requests=sorted(AUGMENTABLE["server"]),
             list=identified or self.list_without_identity,
             cancel=True,
         )
 
     def _patch_tools_list(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> None:
-        if not isinstance(result, dict) or ctx.protocol_version != PROTOCOL_VERSION:
+        if not isinstance(result, dict):
             return
-        for tool in result.get("tools", []):
-            support = self.task_support.get(tool.get("name"))
-            if support is not None and isinstance(tool, dict):
-                execution = dict(tool.get("execution") or {})
-                execution["taskSupport"] = support
-                tool["execution"] = execution
+        tools = [t for t in result.get("tools", []) if isinstance(t, dict)]
+        if not self._tools_checked and not result.get("nextCursor"):
+            try:
+                self._check_names(str(t.get("name")) for t in tools)
+            except ValueError as exc:  # a low-level Server: known only now
+                log.error("McpTasks: %s", exc)
+        if ctx.protocol_version != PROTOCOL_VERSION:
+            return
+        for tool in tools:
+            support = self.task_support.get(tool.get("name", ""))
+            if support is not None:
+                tool["execution"] = {**(tool.get("execution") or {}), "taskSupport": support}
 
     async def _tools_call(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -350,44 +382,49 @@ class McpTasks:
         try:
             parsed = types.CallToolRequestParams.model_validate(raw)
         except ValidationError as exc:
-            raise error_from_validation(exc) from None
-        augmented = "task" in raw and raw["task"] is not None
-        name = parsed.name
+            raise to_sdk_error(validation_error(exc)) from None
+        augmented = raw.get("task") is not None
         declared = connection_of(ctx.session).protocol_version == PROTOCOL_VERSION
-        support = self.task_support.get(name)
+        support = self.task_support.get(parsed.name)
         if support is None and not augmented:
             return await call_next(ctx)  # a tool we do not manage: the SDK answers as usual
-        as_task = check_tool_call(name, support, augmented=augmented, declared=declared)
+        as_task = check_tool_call(parsed.name, support, augmented=augmented, declared=declared)
         params = {k: v for k, v in raw.items() if k != "task"}
         if not as_task:
             return await call_next(dataclasses.replace(ctx, params=params))  # R-CREATE-4
+        task = raw.get("task")
+        return await self._start_task(ctx, call_next, params, task)
+
+    async def _start_task(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        call_next: CallNext,
+        params: dict[str, Any],
+        task: Any,
+    ) -> HandlerResult:
         requestor, _ = self.requestor_of(ctx)
         conn = connection_of(ctx.session)
         self._remember(requestor, conn)
+        self._watch_session_end(requestor, conn)
         rctx = self._context(ctx, requestor)
-        request_id = ctx.request_id
 
         async def work(tctx: TaskContext) -> dict[str, Any]:
-            outbound = _TaskOutbound(conn, tctx, rctx.progress_token, request_id)
-            session = ServerSession(outbound, conn)
+            outbound = TaskOutbound(conn, tctx, rctx.progress_token, ctx.request_id)
+            session = task_session(outbound, conn)
             try:
-                result = await call_next(dataclasses.replace(ctx, params=params, session=session))
-            except MCPError as exc:
-                raise _task_error(exc) from None
-            except ValidationError as exc:
-                raise _task_error(error_from_validation(exc)) from None
-            if isinstance(result, BaseModel):
-                dumped: dict[str, Any] = result.model_dump(
-                    by_alias=True, mode="json", exclude_none=True
+                return _wire(
+                    await call_next(dataclasses.replace(ctx, params=params, session=session))
                 )
-                return dumped
-            return dict(result or {})
+            except MCPError as exc:
+                raise from_sdk_error(exc) from None
+            except ValidationError as exc:
+                raise validation_error(exc) from None
 
         created = await self.engine.create_task(
             rctx,
-            "tools/call",
+            TOOLS_CALL,
             work,
-            task=raw.get("task") if isinstance(raw.get("task"), Mapping) else {},
+            task=task if isinstance(task, Mapping) else {},
             immediate_response=self.immediate_response,
         )
         if self.immediate_response is not None:
@@ -404,18 +441,17 @@ class McpTasks:
             requestor, _identified = self.requestor_of(ctx)
             self._remember(requestor, connection_of(ctx.session))
             params = dict(ctx.params or {})
-            on_input = self._input_sender(ctx) if method == "tasks/result" else None
+            on_input = self._input_sender(ctx) if method == TASKS_RESULT else None
             try:
                 return await self.engine.handle(
                     method, params, self._context(ctx, requestor), on_input=on_input
                 )
             except TaskError as exc:
-                raise _mcp_error(exc) from None
+                raise to_sdk_error(exc) from None
             except MCPError:
                 raise
-            except Exception:
-                log.exception("%s failed", method)
-                raise _mcp_error(InternalError(detail=method)) from None
+            except Exception as exc:
+                raise internal_error(exc, method) from None
 
         return handler
 
@@ -429,11 +465,14 @@ class McpTasks:
         async def send(pending: PendingInput) -> dict[str, Any]:
             try:
                 if session.can_send_request:
-                    request_outbound = session._request_outbound  # private: request-scoped channel
-                    return await request_outbound.send_raw_request(pending.method, pending.params)
+                    channel = request_outbound(session)
+                    answer: dict[str, Any] = await channel.send_raw_request(
+                        pending.method, pending.params
+                    )
+                    return answer
                 return await conn.send_raw_request(pending.method, pending.params)
             except MCPError as exc:
-                raise _task_error(exc) from None
+                raise from_sdk_error(exc) from None
 
         return send
 
@@ -441,156 +480,3 @@ class McpTasks:
 def add_tasks(server: Any, **kwargs: Any) -> McpTasks:
     """One call: ``tasks = add_tasks(server, task_support={...})``; then ``async with tasks:``."""
     return McpTasks(server, **kwargs)
-
-
-async def request_client_task(
-    session: ServerSession,
-    method: str,
-    params: Mapping[str, Any],
-    *,
-    ttl: int | None = 60_000,
-    default_poll_ms: int = 500,
-    on_status: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
-) -> dict[str, Any]:
-    """Server as requestor: send ``sampling/createMessage`` or ``elicitation/create`` to the
-    client as a task when it declared ``tasks.requests.<method>`` (R-CAP-3), poll
-    ``tasks/get`` honouring ``pollInterval`` (R-GET-1, R-GET-2), then fetch ``tasks/result``
-    (R-RESULT-1). Without the capability, sends the plain request (R-CREATE-4)."""
-    conn = connection_of(session)
-    if not peer_supports(conn.client_capabilities, method):
-        return await conn.send_raw_request(method, dict(params))
-    body = dict(params)
-    body["task"] = {} if ttl is None else {"ttl": ttl}
-    created = await conn.send_raw_request(method, body)
-    task = created.get("task")
-    if not isinstance(task, Mapping):
-        return created  # the client answered at once (it ignored `task`)
-    task_id = str(task["taskId"])
-    current: Mapping[str, Any] = task
-    while current.get("status") not in TERMINAL and current.get("status") != "input_required":
-        interval = current.get("pollInterval")
-        await anyio.sleep((interval if isinstance(interval, int) else default_poll_ms) / 1000)
-        current = await conn.send_raw_request("tasks/get", {"taskId": task_id})
-        if on_status is not None:
-            await on_status(dict(current))
-    return await conn.send_raw_request("tasks/result", {"taskId": task_id})
-
-
-def malformed_answer(exc: Exception) -> types.JSONRPCError:
-    """The JSON-RPC 2.0 answer to a line the transport could not read as a message:
-    ``-32700`` for bad JSON, else ``-32600`` (id echoed when one can be read). Short
-    messages only: the validator's report stays in the server."""
-    errors: list[Any] = []
-    if isinstance(exc, ValidationError):
-        errors = list(exc.errors(include_url=False))
-    if not errors or any(e.get("type") == "json_invalid" for e in errors):
-        return types.JSONRPCError(
-            jsonrpc="2.0",
-            id=None,
-            error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error: not valid JSON"),
-        )
-    request_id: str | int | None = None
-    for e in errors:
-        value = e.get("input")
-        if isinstance(value, Mapping):
-            rid = value.get("id")
-            if isinstance(rid, (str, int)) and not isinstance(rid, bool):
-                request_id = rid
-                break
-    return types.JSONRPCError(
-        jsonrpc="2.0",
-        id=request_id,
-        error=types.ErrorData(
-            code=types.INVALID_REQUEST,
-            message="Invalid Request: not a JSON-RPC 2.0 request, notification or response",
-        ),
-    )
-
-
-async def run_stdio(server: Any) -> None:
-    """Serve ``server`` (``Server`` or ``MCPServer``) over stdio, like ``run_stdio_async``,
-    but answer lines that are not JSON-RPC messages (:func:`malformed_answer`) instead of
-    dropping them: the SDK's stdio transport drops them silently, and a client whose
-    request had an id would wait forever."""
-    from mcp.server.stdio import stdio_server
-    from mcp.shared._context_streams import create_context_streams
-    from mcp.shared.message import SessionMessage
-
-    low = _lowlevel(server)
-    async with stdio_server() as (read_stream, write_stream):
-        relay_send, relay_receive = create_context_streams[SessionMessage | Exception](0)
-
-        async def relay() -> None:
-            async with relay_send:
-                async for item in read_stream:
-                    if isinstance(item, Exception):
-                        await write_stream.send(SessionMessage(malformed_answer(item)))
-                    else:
-                        await relay_send.send(item)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(relay)
-            await low.run(relay_receive, write_stream, low.create_initialization_options())
-            tg.cancel_scope.cancel()
-
-
-_INVALID_REQUEST = {
-    "code": types.INVALID_REQUEST,
-    "message": "Invalid Request: not a JSON-RPC 2.0 request, notification or response",
-}
-
-
-def _tidy_error_body(body: bytes) -> bytes | None:
-    """A short ``-32600`` instead of the SDK's multi-line validator report, else ``None``."""
-    try:
-        doc = json.loads(body)
-    except ValueError:
-        return None
-    err = doc.get("error") if isinstance(doc, dict) else None
-    if not isinstance(err, dict) or not str(err.get("message", "")).startswith("Validation error"):
-        return None
-    doc["error"] = dict(_INVALID_REQUEST)
-    return json.dumps(doc, separators=(",", ":")).encode()
-
-
-def tidy_http_errors(app: Any) -> Any:
-    """Wrap the SDK's Streamable HTTP ASGI app: an invalid JSON-RPC envelope answers 400 with
-    ``-32600`` and one short line, not ``-32602`` with pydantic's full report (which names
-    library versions and internals)."""
-
-    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or scope.get("method") != "POST":
-            await app(scope, receive, send)
-            return
-        held: dict[str, Any] | None = None
-        chunks: list[bytes] = []
-
-        async def send_tidy(message: Any) -> None:
-            nonlocal held
-            if message["type"] == "http.response.start" and message.get("status") == 400:
-                held = message
-                return
-            if held is None or message["type"] != "http.response.body":
-                await send(message)
-                return
-            chunks.append(message.get("body", b""))
-            if message.get("more_body"):
-                return
-            start, held = held, None
-            body = b"".join(chunks)
-            tidy = _tidy_error_body(body)
-            if tidy is not None:
-                headers = [
-                    (k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"
-                ]
-                start = {
-                    **start,
-                    "headers": [*headers, (b"content-length", str(len(tidy)).encode())],
-                }
-                body = tidy
-            await send(start)
-            await send({"type": "http.response.body", "body": body})
-
-        await app(scope, receive, send_tidy)
-
-    return wrapped

@@ -1,0 +1,245 @@
+"""Everything this package assumes about the ``mcp`` SDK beyond its documented API.
+
+The SDK adapters (``mcp_server``, ``mcp_client``, ``mcp_outbound``, ``mcp_transport``)
+reach the SDK's private attributes and structural details only through the small
+functions here, so a new ``mcp`` release breaks one module, not several.
+``tests/mcp/test_sdk_canary.py`` names each assumption in :data:`ASSUMPTIONS` and
+fails with a message like "mcp 2.4.0 changed: ServerSession._connection is gone;
+update mcp_tasks.runtime._sdk" when one no longer holds.
+
+It is also the one bridge between this package's :class:`TaskError` and the SDK's
+:class:`MCPError` (:func:`to_sdk_error`, :func:`from_sdk_error`,
+:func:`internal_error`): no other module converts between them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import mcp_types as types
+from mcp.client.session import ClientRequestContext, ClientResponse, ClientSession
+from mcp.server.connection import Connection
+from mcp.server.lowlevel.server import Server
+from mcp.server.session import ServerSession
+from mcp.shared.dispatcher import CallOptions, DispatchContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import methods as _methods
+from pydantic import ValidationError
+
+from ..errors import InternalError, InvalidParams, TaskError, error_from_payload
+from ..errors import describe_validation_error as _describe
+
+__all__ = [
+    "ASSUMPTIONS",
+    "MCP_SUPPORTED",
+    "ClientSessionHooks",
+    "connection_of",
+    "create_context_streams",
+    "internal_error",
+    "is_sdk_validation_report",
+    "lowlevel_server",
+    "mcp_version",
+    "method_of",
+    "on_connection_close",
+    "request_outbound",
+    "run_input_callback",
+    "send_raw_request",
+    "task_session",
+    "to_sdk_error",
+    "from_sdk_error",
+    "validation_error",
+]
+
+log = logging.getLogger(__name__)
+
+MCP_SUPPORTED = ">=2.3,<2.4"
+"""The ``mcp`` releases these assumptions were checked against (``pyproject.toml``)."""
+
+ASSUMPTIONS: tuple[tuple[str, str], ...] = (
+    ("MCPServer._lowlevel_server", "the low-level Server inside an MCPServer"),
+    ("ServerSession._connection", "the stable per-connection object (no public accessor)"),
+    ("ServerSession._request_outbound", "the request-scoped channel of a task-result call"),
+    ("ServerSession(outbound, connection)", "a task-scoped session is built this way"),
+    ("DispatchContext members", "the task-scoped outbound duck-types DispatchContext"),
+    ("Connection.exit_stack", "unwound when the connection (stdio, HTTP session) ends"),
+    ("mcp.shared._context_streams.create_context_streams", "the stdio relay's stream pair"),
+    ("ClientSession._stamp", "protocol-version stamping of a raw request"),
+    ("ClientSession._dispatcher", "raw requests that skip the SDK's result validation"),
+    ("ClientSession._on_request", "overridden: the stock one answers tasks/* with -32601"),
+    ("ClientSession._build_capabilities", "overridden: extended with capabilities.tasks"),
+    ("ClientSession.dispatch_input_request", "runs the elicitation/sampling callbacks"),
+    ("mcp_types.methods.parse_server_request", "a server request's typed model"),
+    ('"Validation error" message prefix', "how the SDK's HTTP transport reports a bad envelope"),
+)
+
+
+def mcp_version() -> str:
+    """The installed ``mcp`` distribution's version (``"unknown"`` when not installed)."""
+    try:
+        return version("mcp")
+    except PackageNotFoundError:  # pragma: no cover - vendored copies
+        return "unknown"
+
+
+# ---------------------------------------------------------------------- error bridge
+
+
+def to_sdk_error(exc: TaskError) -> MCPError:
+    """A :class:`TaskError` as the SDK's exception (its code, message and data)."""
+    return MCPError(exc.code, exc.message, exc.data)
+
+
+def from_sdk_error(exc: MCPError) -> TaskError:
+    """The SDK's exception as the most specific generated :class:`TaskError`."""
+    return error_from_payload(exc.error.model_dump(mode="json", exclude_none=True))
+
+
+def validation_error(exc: ValidationError, prefix: str = "params") -> TaskError:
+    """``-32602`` naming the bad field(s) (the one formatter: ``errors.describe_validation_error``)."""
+    return InvalidParams(detail=_describe(exc, prefix))
+
+
+def internal_error(exc: BaseException, what: str) -> MCPError:
+    """An unexpected exception: logged with its traceback; the client gets a plain
+    ``-32603 Internal error`` (no exception text, addresses or library details)."""
+    log.error("%s failed", what, exc_info=exc)
+    return to_sdk_error(InternalError(message="Internal error"))
+
+
+# ---------------------------------------------------------------------- server side
+
+
+def method_of(model: type[Any]) -> str:
+    """The method name an ``mcp_types`` request/notification model is fixed to."""
+    default = model.model_fields["method"].default
+    if not isinstance(default, str):  # pragma: no cover - guarded by the canary test
+        raise TypeError(f"{model.__name__}.method has no fixed name")
+    return default
+
+
+PING: str = method_of(types.PingRequest)
+PROGRESS: str = method_of(types.ProgressNotification)
+
+
+def lowlevel_server(server: Any) -> Server[Any]:
+    """The low-level ``Server`` of a ``Server`` or an ``MCPServer`` (private attribute)."""
+    if isinstance(server, Server):
+        return server
+    inner = getattr(server, "_lowlevel_server", None)
+    if isinstance(inner, Server):
+        return inner
+    raise TypeError(f"expected mcp Server or MCPServer, got {type(server).__name__}")
+
+
+def connection_of(session: ServerSession) -> Connection:
+    """The stable per-connection object behind a per-request ``ServerSession``."""
+    conn: Connection = session._connection
+    return conn
+
+
+def request_outbound(session: ServerSession) -> Any:
+    """The request-scoped channel (the ``tasks/result`` response stream) of a session."""
+    return session._request_outbound
+
+
+def task_session(outbound: Any, conn: Connection) -> ServerSession:
+    """A ``ServerSession`` whose request-scoped channel is ``outbound`` (a task's)."""
+    return ServerSession(outbound, conn)
+
+
+def on_connection_close(conn: Connection) -> AsyncExitStack:
+    """The stack the SDK unwinds (shielded) when ``conn`` ends: stdio EOF, HTTP session
+    DELETE or termination."""
+    return conn.exit_stack
+
+
+def create_context_streams(size: int) -> Any:
+    """``mcp.shared._context_streams.create_context_streams`` (private module)."""
+    from mcp.shared._context_streams import create_context_streams as make
+    from mcp.shared.message import SessionMessage
+
+    return make[SessionMessage | Exception](size)
+
+
+def is_sdk_validation_report(message: object) -> bool:
+    """Whether an HTTP error message is the SDK's multi-line envelope validation report."""
+    return str(message).startswith("Validation error")
+
+
+# ---------------------------------------------------------------------- client side
+
+
+async def send_raw_request(
+    session: ClientSession,
+    method: str,
+    params: Mapping[str, Any] | None,
+    *,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Send any request on ``session`` and return the raw result (no SDK validation)."""
+    data: dict[str, Any] = {"method": method}
+    if params is not None:
+        data["params"] = dict(params)
+    opts: CallOptions = {}
+    session._stamp(data, opts)
+    if timeout is not None:
+        opts["timeout"] = timeout
+    result: dict[str, Any] = await session._dispatcher.send_raw_request(
+        method, data.get("params"), opts
+    )
+    return result
+
+
+async def run_input_callback(
+    session: ClientSession,
+    method: str,
+    version: str,
+    params: Mapping[str, Any],
+    request_id: str | int,
+) -> dict[str, Any]:
+    """Run the session's elicitation/sampling callback for a server request; the wire
+    result, or the callback's refusal raised as a :class:`TaskError`."""
+    request = _methods.parse_server_request(method, version, dict(params))
+    meta = request.params.meta if request.params is not None else None
+    ctx = ClientRequestContext(session=session, request_id=request_id, meta=meta)
+    response = await session.dispatch_input_request(ctx, request)  # type: ignore[arg-type]
+    answer = ClientResponse.validate_python(response)
+    if isinstance(answer, types.ErrorData):
+        raise error_from_payload(answer.model_dump(mode="json", exclude_none=True))
+    dumped: dict[str, Any] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
+class ClientSessionHooks(ClientSession):
+    """A ``ClientSession`` with two public hooks in place of its private ones:
+    :meth:`extend_capabilities` (after ``_build_capabilities``) and
+    :meth:`intercept_request` (before ``_on_request``; ``None`` lets the SDK answer)."""
+
+    def extend_capabilities(self, caps: types.ClientCapabilities, version: str) -> None:
+        """Add to the capabilities declared in ``initialize``."""
+
+    async def intercept_request(
+        self, request_id: str | int | None, method: str, params: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """Answer a server request, or ``None`` for the SDK's own handling."""
+        return None
+
+    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
+        caps = super()._build_capabilities(version)
+        self.extend_capabilities(caps, version)
+        return caps
+
+    async def _on_request(
+        self, dctx: DispatchContext[Any], method: str, params: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        try:
+            answer = await self.intercept_request(dctx.request_id, method, params)
+        except TaskError as exc:
+            raise to_sdk_error(exc) from None
+        if answer is not None:
+            return answer
+        return await super()._on_request(dctx, method, params)

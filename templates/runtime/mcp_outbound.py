@@ -1,0 +1,142 @@
+"""What a tool running in a task sends, and the server as a requestor of client tasks.
+
+:class:`TaskOutbound` is the request-scoped channel of the task-scoped ``ServerSession``
+a tool gets inside a task; :func:`request_client_task` sends a task-augmented request
+to the client and follows it to its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+from mcp.server.connection import Connection
+from mcp.server.session import ServerSession
+
+from ..capabilities import peer_supports
+from ..errors import TaskError
+from ..meta import RELATED_TASK_KEY
+from ..protocol import (
+    INPUT_REQUIRED,
+    SERVER_REQUEST_METHODS,
+    TASK_REQUEST_METHODS,
+    TASKS_GET,
+    TASKS_RESULT,
+    TERMINAL,
+)
+from ._sdk import PING, PROGRESS, connection_of, to_sdk_error
+from .engine import TaskContext
+
+__all__ = ["INPUT_METHODS", "TaskOutbound", "request_client_task"]
+
+INPUT_METHODS = frozenset(SERVER_REQUEST_METHODS - {PING, *TASK_REQUEST_METHODS})
+"""Server requests a task's tool may send that wait for the client (elicitation, sampling,
+roots): they move the task to ``INPUT_REQUIRED`` and go out on the ``TASKS_RESULT`` stream."""
+
+
+class TaskOutbound:
+    """Duck-types ``mcp.shared.dispatcher.DispatchContext`` for the tool running in a task.
+
+    Requests (elicitation, sampling) become the task's pending input (R-INPUT-1..4);
+    notifications go to the connection's standalone channel with related-task
+    ``_meta`` (R-META-1); progress keeps the original token (R-PROGRESS-1).
+    """
+
+    def __init__(
+        self,
+        conn: Connection,
+        tctx: TaskContext,
+        progress_token: str | int | None,
+        request_id: Any,
+    ) -> None:
+        self.conn = conn
+        self.tctx = tctx
+        self.progress_token = progress_token
+        self.request_id = request_id
+        self.message_metadata: Any = None
+        self._cancel_requested: anyio.Event | None = None
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        # Made on first use: an anyio.Event per task is measurable (benchmarks/peers).
+        ev = self._cancel_requested
+        if ev is None:
+            ev = self._cancel_requested = anyio.Event()
+        return ev
+
+    @property
+    def transport(self) -> Any:
+        return None
+
+    @property
+    def can_send_request(self) -> bool:
+        return True  # answered through tasks/result, whatever the transport
+
+    def _stamp(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        out = dict(params or {})
+        meta = dict(out.get("_meta") or {})
+        meta[RELATED_TASK_KEY] = {"taskId": self.tctx.task_id}
+        out["_meta"] = meta
+        return out
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: Any = None
+    ) -> dict[str, Any]:
+        if method in INPUT_METHODS:
+            try:
+                return await self.tctx.request_input(method, self._stamp(params))
+            except TaskError as exc:
+                raise to_sdk_error(exc) from None
+        return await self.conn.send_raw_request(method, self._stamp(params), opts)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
+        if method == PROGRESS:
+            await self.conn.notify(method, params, opts)
+        else:
+            await self.conn.notify(method, self._stamp(params), opts)
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        if self.progress_token is None:
+            return
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.conn.notify(PROGRESS, params)
+
+
+async def request_client_task(
+    session: ServerSession,
+    method: str,
+    params: Mapping[str, Any],
+    *,
+    ttl: int | None = 60_000,
+    default_poll_ms: int = 500,
+    on_status: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+) -> dict[str, Any]:
+    """Server as requestor: send ``sampling/createMessage`` or ``elicitation/create`` to the
+    client as a task when it declared ``tasks.requests.<method>`` (R-CAP-3), poll
+    ``tasks/get`` honouring ``pollInterval`` (R-GET-1, R-GET-2), then fetch ``tasks/result``
+    (R-RESULT-1). Without the capability, sends the plain request (R-CREATE-4)."""
+    conn = connection_of(session)
+    if not peer_supports(conn.client_capabilities, method):
+        return await conn.send_raw_request(method, dict(params))
+    body = dict(params)
+    body["task"] = {} if ttl is None else {"ttl": ttl}
+    created = await conn.send_raw_request(method, body)
+    task = created.get("task")
+    if not isinstance(task, Mapping):
+        return created  # the client answered at once (it ignored `task`)
+    task_id = str(task["taskId"])
+    current: Mapping[str, Any] = task
+    while current.get("status") not in TERMINAL and current.get("status") != INPUT_REQUIRED:
+        interval = current.get("pollInterval")
+        await anyio.sleep((interval if isinstance(interval, int) else default_poll_ms) / 1000)
+        current = await conn.send_raw_request(TASKS_GET, {"taskId": task_id})
+        if on_status is not None:
+            await on_status(dict(current))
+    return await conn.send_raw_request(TASKS_RESULT, {"taskId": task_id})

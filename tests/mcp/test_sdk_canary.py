@@ -1,0 +1,181 @@
+"""Canary for every assumption ``mcp_tasks.runtime._sdk`` makes about the ``mcp`` SDK.
+
+Each test names one entry of ``_sdk.ASSUMPTIONS`` (private attributes, overridden
+private hooks, structural details) and fails with "mcp X.Y changed: ...; update
+mcp_tasks.runtime._sdk" when a new ``mcp`` release breaks it, instead of a task
+hanging somewhere in an end-to-end test.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp.client.session import ClientSession
+from mcp.server.connection import Connection
+from mcp.server.lowlevel.server import Server
+from mcp.server.mcpserver import MCPServer
+from mcp.server.session import ServerSession
+from mcp.shared.dispatcher import DispatchContext
+from mcp.shared.exceptions import MCPError
+
+from mcp_tasks import protocol
+from mcp_tasks.errors import InvalidParams, TaskError, TaskNotFound
+from mcp_tasks.runtime import _sdk
+from mcp_tasks.runtime.mcp_outbound import TaskOutbound
+
+VERSION = _sdk.mcp_version()
+
+
+def changed(what: str) -> str:
+    return (
+        f"mcp {VERSION} changed: {what}; update mcp_tasks.runtime._sdk "
+        f"(checked against mcp{_sdk.MCP_SUPPORTED})"
+    )
+
+
+def _params(fn: Callable[..., Any]) -> list[str]:
+    return [p for p in inspect.signature(fn).parameters if p != "self"]
+
+
+def _init_assigns(cls: type[Any], attr: str) -> bool:
+    """Whether ``cls.__init__`` sets ``self.<attr>`` (private attributes have no other trace)."""
+    source = inspect.getsource(vars(cls)["__init__"])
+    return f"self.{attr} =" in source or f"self.{attr}:" in source
+
+
+def test_every_assumption_has_a_canary() -> None:
+    named = {name for name, _why in _sdk.ASSUMPTIONS}
+    tested = {
+        obj.__doc__.split(":", 1)[0].strip()
+        for name, obj in globals().items()
+        if name.startswith("test_") and obj.__doc__ and ":" in obj.__doc__
+    }
+    assert named <= tested, f"assumptions without a canary test: {sorted(named - tested)}"
+
+
+def test_mcpserver_lowlevel_server() -> None:
+    """MCPServer._lowlevel_server: the low-level Server of an MCPServer."""
+    inner = getattr(MCPServer("canary"), "_lowlevel_server", None)
+    assert isinstance(inner, Server), changed("MCPServer._lowlevel_server is gone")
+    assert _sdk.lowlevel_server(MCPServer("canary")) is not None
+
+
+def test_serversession_connection() -> None:
+    """ServerSession._connection: the stable per-connection object."""
+    assert _init_assigns(ServerSession, "_connection"), changed("ServerSession._connection is gone")
+
+
+def test_serversession_request_outbound() -> None:
+    """ServerSession._request_outbound: the request-scoped channel."""
+    assert _init_assigns(ServerSession, "_request_outbound"), changed(
+        "ServerSession._request_outbound is gone"
+    )
+
+
+def test_serversession_constructor() -> None:
+    """ServerSession(outbound, connection): how a task-scoped session is built."""
+    assert _params(ServerSession.__init__)[:2] == ["request_outbound", "connection"], changed(
+        f"ServerSession.__init__ takes {_params(ServerSession.__init__)}"
+    )
+
+
+def test_dispatch_context_members() -> None:
+    """DispatchContext members: TaskOutbound duck-types every one of them."""
+    wanted = {name for name, _ in inspect.getmembers(DispatchContext) if not name.startswith("_")}
+    missing = sorted(
+        n
+        for n in wanted
+        if not hasattr(TaskOutbound, n) and n not in {"request_id", "message_metadata"}
+    )
+    assert not missing, changed(f"DispatchContext gained {missing} (TaskOutbound lacks them)")
+
+
+def test_connection_exit_stack() -> None:
+    """Connection.exit_stack: unwound when the connection ends."""
+    hints = inspect.get_annotations(Connection)
+    assert "exit_stack" in hints, changed("Connection.exit_stack is gone")
+    assert _init_assigns(Connection, "exit_stack"), changed("Connection.exit_stack is not made")
+    assert "AsyncExitStack" in str(hints["exit_stack"]), changed(
+        f"Connection.exit_stack is a {hints['exit_stack']}, not an AsyncExitStack"
+    )
+
+
+def test_context_streams() -> None:
+    """mcp.shared._context_streams.create_context_streams: the stdio relay's streams."""
+    try:
+        send, receive = _sdk.create_context_streams(0)
+    except (ImportError, AttributeError, TypeError) as exc:
+        pytest.fail(changed(f"mcp.shared._context_streams.create_context_streams: {exc}"))
+    send.close()
+    receive.close()
+
+
+def test_clientsession_stamp() -> None:
+    """ClientSession._stamp: protocol-version stamping of a raw request."""
+    assert _init_assigns(ClientSession, "_stamp"), changed("ClientSession._stamp is gone")
+
+
+def test_clientsession_dispatcher() -> None:
+    """ClientSession._dispatcher: raw requests without result validation."""
+    assert _init_assigns(ClientSession, "_dispatcher"), changed("ClientSession._dispatcher is gone")
+
+
+def test_clientsession_on_request() -> None:
+    """ClientSession._on_request: overridden by ClientSessionHooks."""
+    fn = getattr(ClientSession, "_on_request", None)
+    assert fn is not None, changed("ClientSession._on_request is gone")
+    assert _params(fn) == ["dctx", "method", "params"], changed(
+        f"ClientSession._on_request takes {_params(fn)}"
+    )
+
+
+def test_clientsession_build_capabilities() -> None:
+    """ClientSession._build_capabilities: overridden by ClientSessionHooks."""
+    fn = getattr(ClientSession, "_build_capabilities", None)
+    assert fn is not None, changed("ClientSession._build_capabilities is gone")
+    assert _params(fn) == ["version"], changed(
+        f"ClientSession._build_capabilities takes {_params(fn)}"
+    )
+
+
+def test_clientsession_dispatch_input_request() -> None:
+    """ClientSession.dispatch_input_request: runs the elicitation/sampling callbacks."""
+    fn = getattr(ClientSession, "dispatch_input_request", None)
+    assert fn is not None, changed("ClientSession.dispatch_input_request is gone")
+    assert _params(fn) == ["ctx", "request"], changed(
+        f"ClientSession.dispatch_input_request takes {_params(fn)}"
+    )
+
+
+def test_parse_server_request() -> None:
+    """mcp_types.methods.parse_server_request: a server request's typed model."""
+    from mcp_types import methods
+
+    try:
+        request = methods.parse_server_request(_sdk.PING, protocol.REVISION, {})
+    except (KeyError, ValueError) as exc:
+        pytest.fail(changed(f"parse_server_request({_sdk.PING!r}, {protocol.REVISION!r}): {exc!r}"))
+    assert isinstance(request, types.PingRequest), changed("parse_server_request")
+
+
+def test_validation_report_prefix() -> None:
+    """ "Validation error" message prefix: the SDK's HTTP report of a bad envelope."""
+    import mcp.server.streamable_http as http
+
+    assert "Validation error" in inspect.getsource(http), changed(
+        "the Streamable HTTP transport no longer says 'Validation error'"
+    )
+    assert _sdk.is_sdk_validation_report("Validation error: 1 validation error for ...")
+
+
+def test_error_bridge_round_trip() -> None:
+    for exc in (TaskNotFound(), InvalidParams(detail="params.taskId: Field required")):
+        sdk = _sdk.to_sdk_error(exc)
+        assert isinstance(sdk, MCPError)
+        back = _sdk.from_sdk_error(sdk)
+        assert isinstance(back, TaskError) and type(back) is type(exc)
+        assert (back.code, back.message, back.data) == (exc.code, exc.message, exc.data)
