@@ -13,7 +13,8 @@ commands:
   mcptask tasks cancel TARGET TASK_ID [--token TOKEN]
 
 TARGET is a Streamable HTTP URL (http://127.0.0.1:8000/mcp) or a command that
-serves MCP over stdio ("python -m mcp_tasks.examples.server --stdio").
+serves MCP over stdio ("python -m PACKAGE.examples.server --stdio", PACKAGE
+being this package's import name).
 
 key=value: the tool's inputSchema decides. A value for a string property stays a
 string (text=42 sends "42"); for integer, number, boolean, object or array
@@ -361,10 +362,13 @@ def _sync_progress(line: _StatusLine) -> Any:
 
 def _parser() -> argparse.ArgumentParser:
     assert __doc__ is not None
+    doc = __doc__.replace("PACKAGE.", f"{__package__}.").replace(
+        ", PACKAGE\nbeing this package's import name", ""
+    )
     parser = argparse.ArgumentParser(
         prog="mcptask",
-        description="\n\n".join(__doc__.split("\n\n")[:2]),
-        epilog="\n\n".join(__doc__.split("\n\n")[2:]),
+        description="\n\n".join(doc.split("\n\n")[:2]),
+        epilog="\n\n".join(doc.split("\n\n")[2:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)

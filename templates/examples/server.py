@@ -1,8 +1,10 @@
 """Example MCP server with tasks, on the ``mcp`` SDK's ``MCPServer``.
 
-    python -m mcp_tasks.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH|redis://HOST:PORT/DB]
+    python -m PACKAGE.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH|redis://HOST:PORT/DB]
                                         [--tokens FILE] [--stateless] [LIMITS]
-    python -m mcp_tasks.examples.server --stdio [--store ...] [LIMITS]
+    python -m PACKAGE.examples.server --stdio [--store ...] [LIMITS]
+
+PACKAGE is the generated package's import name (``mcp_tasks`` for the one shipped).
 
 LIMITS (R-SEC-3, R-SEC-4; defaults from ``EngineConfig``): ``--max-active N``,
 ``--rate-limit CALLS/SECONDS``, ``--max-ttl MS``, ``--default-ttl MS``, ``--page-size N``.
@@ -155,7 +157,7 @@ def build_server(
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m mcp_tasks.examples.server",
+        prog=f"python -m {__package__}.server",
         description="Example MCP server with MCP tasks.",
     )
     mode = parser.add_mutually_exclusive_group(required=True)
