@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +26,31 @@ class Options:
     templates: Path | None = None
 
 
+_VALID_NAME = (
+    "an import name: Python identifiers joined by dots, such as 'mcp_tasks' or "
+    "'myapp.tasks_gen' (ASCII letters, digits and underscores, not starting with a digit, "
+    "no keywords)"
+)
+
+
+def valid_package_name(name: str) -> bool:
+    return name.isascii() and all(
+        part.isidentifier() and not keyword.iskeyword(part) for part in name.split(".")
+    )
+
+
 def package_name_for(options: Options) -> str:
-    name = options.package_name or options.output.resolve().name
-    if not name.isidentifier() or not name.isascii():
+    if options.package_name is not None:
+        if not valid_package_name(options.package_name):
+            raise GeneratorError(
+                f"--package-name {options.package_name!r} is not valid: give {_VALID_NAME}"
+            )
+        return options.package_name
+    name = options.output.resolve().name
+    if not valid_package_name(name) or "." in name:
         raise GeneratorError(
-            f"package name {name!r} is not a valid Python identifier; pass --package-name"
+            f"the output directory's name {name!r} is not a Python package name; pass "
+            f"--package-name with {_VALID_NAME}, or name the directory so"
         )
     return name
 
@@ -39,8 +60,8 @@ def analyse(schema: Path, revision: str | None, package: str) -> tuple[IR, Selec
     loaded = load(schema, revision)
     if loaded.revision not in overlay_revisions():
         select(loaded)  # a schema without tasks says so first, naming where tasks went
-    overlay = load_overlay(loaded.revision)
-    selection = select(loaded, tuple(m["def"] for m in overlay.get("meta", []) if "def" in m))
+    overlay = load_overlay(loaded.revision, given=revision is not None, path=loaded.path)
+    selection = select(loaded, tuple(m.definition for m in overlay.meta if m.definition))
     return build_ir(loaded, selection, overlay, package, __version__), selection
 
 

@@ -1,4 +1,4 @@
-"""Point 9: bad input exits 2 with one line naming the problem, no traceback, nothing written."""
+"""Bad input exits 2 with one line naming the problem, no traceback, nothing written."""
 
 from __future__ import annotations
 
@@ -161,13 +161,31 @@ def test_output_is_a_file(tmp_path: Path) -> None:
     assert out.read_text() == "I am a file"
 
 
-def test_bad_package_name(tmp_path: Path) -> None:
+def test_bad_package_name_says_what_is_valid(tmp_path: Path) -> None:
     out = tmp_path / "pkg"
-    _assert_clean_failure(
-        run_cli(SCHEMA, "-o", out, "--package-name", "not-valid"),
-        out,
-        "not a valid Python identifier",
-    )
+    result = run_cli(SCHEMA, "-o", out, "--package-name", "not-valid")
+    # The flag was given: the message names it and says what a valid name looks like.
+    _assert_clean_failure(result, out, "--package-name 'not-valid' is not valid", "identifiers")
+    assert "pass --package-name" not in result.output
+
+
+def test_dotted_package_name_is_accepted(tmp_path: Path) -> None:
+    out = tmp_path / "tasks_gen"
+    result = run_cli(SCHEMA, "-o", out, "--package-name", "myapp.tasks_gen")
+    assert result.exit_code == 0, result.output
+
+
+def test_bad_output_directory_name_asks_for_package_name(tmp_path: Path) -> None:
+    out = tmp_path / "my-pkg"
+    _assert_clean_failure(run_cli(SCHEMA, "-o", out), out, "'my-pkg'", "pass --package-name")
+
+
+def test_revision_without_tasks_given_as_flag(tmp_path: Path) -> None:
+    out = tmp_path / "pkg"
+    result = run_cli(SCHEMA, "-o", out, "--revision", "2025-06-18")
+    # It was passed: say why that revision cannot be generated, not "pass --revision".
+    _assert_clean_failure(result, out, "--revision '2025-06-18'", "tasks arrived", "2025-11-25")
+    assert "pass --revision" not in result.output
 
 
 def test_foreign_file_is_never_overwritten(tmp_path: Path) -> None:
