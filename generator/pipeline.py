@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcptask_gen import __version__, background, cache
+from mcptask_gen import models as models_stage
 from mcptask_gen.background import Background
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.fmt import format_sources
 from mcptask_gen.ir import IR, build_ir
 from mcptask_gen.load import load, load_overlay, overlay_revisions
-from mcptask_gen.render import Renderer, cached_models_code, header, models_job
+from mcptask_gen.render import Renderer, header
 from mcptask_gen.select import Selection, select
 from mcptask_gen.write import MANIFEST_NAME, check, manifest_text, plan, publish
 
@@ -70,7 +71,7 @@ def build(options: Options) -> tuple[IR, dict[str, str]]:
     ir, selection = analyse(options.schema, options.revision, package_name_for(options))
     renderer = Renderer(ir, options.templates)
     defs = selection.defs
-    models = cached_models_code(defs) if renderer.models_template else ""
+    models = models_stage.cached(defs, ir.revision) if renderer.models_template else ""
     # On a cache miss datamodel-code-generator (mostly its own import) runs in a forked child
     # (started by the launcher, else now) while this process renders and formats the
     # templates: the two chains of a cold run.
@@ -80,10 +81,10 @@ def build(options: Options) -> tuple[IR, dict[str, str]]:
     else:
         if early is not None:
             early.close()
-        job = Background(models_job, fork=None if models is None else False)
+        job = Background(models_stage.job, fork=None if models is None else False)
     with job:
         if models is None:
-            job.send((defs, cache.enabled()))
+            job.send((defs, ir.revision, cache.enabled()))
         rendered = renderer.render_templates()
         files = format_sources(rendered.files, rendered.preformatted)
         if renderer.models_template:
