@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
+from collections.abc import Callable
 
 from mcptask_gen import ir, shape
 
@@ -19,7 +20,11 @@ FILTERS = {
     "pyrepr": "a Python literal of a value (strings in double quotes, as black writes them)",
     "tojson": "JSON of a value, keys sorted",
 }
-FUNCTIONS = {"bracket": shape.bracket, "fset": shape.fset, "union": shape.union}
+FUNCTIONS: dict[str, Callable[..., str]] = {
+    "bracket": shape.bracket,
+    "fset": shape.fset,
+    "union": shape.union,
+}
 
 
 def ir_classes() -> list[type]:

@@ -78,6 +78,9 @@ class MetaKeyIR:
     type: str = doc("Python type of its value (a model class name, or a builtin)")
     model: str | None = doc("model class of its value, when the schema defines one")
     rule: str = doc("the spec rule it follows")
+    task_id_field: str | None = doc(
+        "the member of its value naming the related task (None: the key is not that one)"
+    )
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,11 @@ class IR:
     )
     ttl_nullable: bool = doc("the task's ``ttl`` admits ``null`` (unlimited retention)")
     task_support_default: str = doc("``taskSupport`` when a tool declares none (R-TOOL-2)")
+
+
+def python_name(method: str) -> str:
+    """``tasks/get`` -> ``tasks_get``: the handler method of a JSON-RPC method."""
+    return snake(method.replace("/", "_"))
 
 
 def constant_name(method: str) -> str:
@@ -241,26 +249,21 @@ def _lifecycle(overlay: Overlay, sel: Selection) -> _LifecycleIR:
 
 
 def _methods(sel: Selection) -> tuple[tuple[MethodIR, ...], tuple[AugmentableIR, ...]]:
+    """Task methods and task-augmentable requests, by name, with their Python names."""
     methods = tuple(
         MethodIR(
-            method=m.method,
-            kind=m.kind,
-            request_model=m.definition,
-            params_model=m.params,
-            result_model=m.result,
-            sent_by=m.sent_by,
-            handler=snake(m.method.replace("/", "_")),
+            m.method, m.kind, m.definition, m.params, m.result, m.sent_by, python_name(m.method)
         )
         for m in sorted(sel.methods, key=lambda m: m.method)
     )
     augmentable = tuple(
         AugmentableIR(
-            method=a.method,
-            request_model=a.definition,
-            receiver=a.receiver,
-            sent_by=a.sent_by,
-            capability_path=a.capability_path,
-            hook=snake(a.method.replace("/", "_")) + "_task",
+            a.method,
+            a.definition,
+            a.receiver,
+            a.sent_by,
+            a.capability_path,
+            python_name(a.method) + "_task",
         )
         for a in sorted(sel.augmentable, key=lambda a: (a.method, a.receiver))
     )
@@ -292,7 +295,16 @@ def _meta_keys(overlay: Overlay, sel: Selection) -> tuple[MetaKeyIR, ...]:
             raise GeneratorError(
                 f"rules overlay names _meta type {m.definition!r}, which the schema does not define"
             )
-    return tuple(MetaKeyIR(m.key, m.name, m.type, m.definition, m.rule) for m in overlay.meta)
+        props = sel.defs.get(m.definition or "", {}).get("properties") or {}
+        if m.task_id_field is not None and m.definition and m.task_id_field not in props:
+            raise GeneratorError(
+                f"rules overlay names task_id_field {m.task_id_field!r} of _meta type "
+                f"{m.definition!r}, which has no such property"
+            )
+    return tuple(
+        MetaKeyIR(m.key, m.name, m.type, m.definition, m.rule, m.task_id_field)
+        for m in overlay.meta
+    )
 
 
 def _tool_task_support(overlay: Overlay, sel: Selection) -> ToolTaskSupportIR:

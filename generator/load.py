@@ -178,12 +178,4 @@ def load(path: Path, revision: str | None) -> LoadedSchema:
             f"cannot infer the protocol revision of {path}; pass --revision "
             f"(one of: {', '.join(overlay_revisions())})"
         )
-    return LoadedSchema(
-        path=path,
-        sha256=canonical_sha,
-        file_sha256=sha,
-        document=document,
-        defs=defs,
-        defs_key=defs_key,
-        revision=rev,
-    )
+    return LoadedSchema(path, canonical_sha, sha, document, defs, defs_key, rev)

@@ -45,6 +45,7 @@ class MetaRule:
     definition: str | None
     type: str
     rule: str
+    task_id_field: str | None = None
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,9 @@ def _error(source: str, i: int, table: Any) -> ErrorRule:
 
 
 def _meta(source: str, i: int, table: Any) -> MetaRule:
-    r = _Reader(source, f"[[meta]] #{i + 1}", table, ("key", "name", "def", "type", "rule"))
+    r = _Reader(
+        source, f"[[meta]] #{i + 1}", table, ("key", "name", "def", "type", "rule", "task_id_field")
+    )
     definition = r.optional_text("def")
     return MetaRule(
         key=r.text("key"),
@@ -169,6 +172,7 @@ def _meta(source: str, i: int, table: Any) -> MetaRule:
         definition=definition,
         type=definition or r.text("type", "Any"),
         rule=r.text("rule", ""),
+        task_id_field=r.optional_text("task_id_field"),
     )
 
 

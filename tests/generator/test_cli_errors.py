@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,25 +76,19 @@ def test_not_a_json_schema(tmp_path: Path, doc: object, needle: str) -> None:
     _assert_clean_failure(run_cli(schema, "-o", out, "--revision", "2025-11-25"), out, needle)
 
 
-def test_2025_06_18_says_tasks_arrived_later(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("schema", "needles"),
+    [
+        (SCHEMA_0618, ("tasks arrived in protocol revision 2025-11-25",)),
+        (SCHEMA_0728, ("io.modelcontextprotocol/tasks", "extension")),
+    ],
+    ids=["2025-06-18", "2026-07-28"],
+)
+def test_revision_without_tasks_says_where_they_are(
+    tmp_path: Path, schema: Path, needles: tuple[str, ...]
+) -> None:
     out = tmp_path / "pkg"
-    _assert_clean_failure(
-        run_cli(SCHEMA_0618, "-o", out),
-        out,
-        "no task definitions",
-        "tasks arrived in protocol revision 2025-11-25",
-    )
-
-
-def test_2026_07_28_says_tasks_moved_to_extension(tmp_path: Path) -> None:
-    out = tmp_path / "pkg"
-    _assert_clean_failure(
-        run_cli(SCHEMA_0728, "-o", out),
-        out,
-        "no task definitions",
-        "io.modelcontextprotocol/tasks",
-        "extension",
-    )
+    _assert_clean_failure(run_cli(schema, "-o", out), out, "no task definitions", *needles)
 
 
 def test_schema_without_tasks_unknown_revision(tmp_path: Path) -> None:
@@ -142,8 +137,13 @@ def test_broken_ref(tmp_path: Path, schema_doc: dict) -> None:  # type: ignore[t
         ("TaskMetadata", "properties", {"ttl": 5}, "/TaskMetadata/properties/ttl must be"),
     ],
 )
-def test_wrongly_typed_keyword_is_named(  # type: ignore[no-untyped-def]
-    tmp_path: Path, schema_doc: dict, definition: str, keyword: str, value, needle: str  # type: ignore[type-arg]
+def test_wrongly_typed_keyword_is_named(
+    tmp_path: Path,
+    schema_doc: dict[str, Any],
+    definition: str,
+    keyword: str,
+    value: object,
+    needle: str,
 ) -> None:
     doc = json.loads(json.dumps(schema_doc))
     doc["$defs"][definition][keyword] = value

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,8 +38,8 @@ def test_regeneration_is_byte_identical(
 
 
 def test_reordered_defs_give_identical_output(
-    no_cache: None, generated_pkg: Path, tmp_path: Path, schema_doc: dict
-) -> None:  # type: ignore[type-arg]
+    no_cache: None, generated_pkg: Path, tmp_path: Path, schema_doc: dict[str, Any]
+) -> None:
     items = list(schema_doc["$defs"].items())
     random.Random(7).shuffle(items)
     doc = {"$defs": dict(items), "$schema": schema_doc["$schema"]}
@@ -93,9 +94,7 @@ def test_check_exit_codes(generated_pkg: Path, tmp_path: Path) -> None:
     assert run_cli(SCHEMA, "-o", out, "--check").exit_code == 0
 
     lifecycle = out / "lifecycle.py"
-    lifecycle.write_text(
-        lifecycle.read_text().replace("def is_terminal", "def is_terminal_renamed")
-    )
+    lifecycle.write_text(lifecycle.read_text().replace("is_terminal = ", "is_terminal_renamed = "))
     (out / "meta.py").unlink()
     manifest = out / ".mcptask-gen-manifest.json"
     data = json.loads(manifest.read_text())
@@ -107,7 +106,7 @@ def test_check_exit_codes(generated_pkg: Path, tmp_path: Path) -> None:
     result = run_cli(SCHEMA, "-o", out, "--check")
     assert result.exit_code == 1
     assert "--- a/lifecycle.py" in result.output and "+++ b/lifecycle.py" in result.output
-    assert "-def is_terminal_renamed" in result.output and "+def is_terminal" in result.output
+    assert "-is_terminal_renamed = " in result.output and "+is_terminal = " in result.output
     assert "missing: meta.py" in result.output
     assert "extra: old_module.py" in result.output
     assert tree(out) == snapshot, "--check writes nothing"

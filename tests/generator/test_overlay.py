@@ -22,26 +22,21 @@ def test_shipped_overlay_is_typed() -> None:
     assert names.index("InvalidParams") < names.index("TaskNotFound")
 
 
-@pytest.mark.parametrize(
-    ("old", "new", "needle"),
-    [
-        (
-            'code = -32602\nmessage = "Failed to retrieve task: Task not found"',
-            'code = "x"\nmessage = "Failed to retrieve task: Task not found"',
-            "[[errors]] #6.code must be an integer",
-        ),
-        ('name = "TaskNotFound"\n', "", "[[errors]] #6 lacks 'name'"),
-        ('initial = "working"', "initial = 3", "[lifecycle].initial must be a string"),
-        ("[tool_task_support]\n", "[tool_task_support]\nextra = 1\n", "unknown key 'extra'"),
-        (
-            'base = "InvalidParams"\ncode = -32602\nmessage = "Failed to retrieve task: Task not found"',
-            'base = "Nope"\ncode = -32602\nmessage = "Failed to retrieve task: Task not found"',
-            "base 'Nope'",
-        ),
-        ("[roles]", "roles = 1\n[x]", "unknown key 'x'"),
-        ("[lifecycle]", "[lifecycle", "invalid TOML"),
-    ],
-)
+#: The code line of TaskNotFound, the sixth [[errors]] entry, and the base line before it.
+CODE = 'code = -32602\nmessage = "Failed'
+BASE = f'base = "InvalidParams"\n{CODE}'
+CASES = [
+    (CODE, CODE.replace("-32602", '"x"'), "#6.code must be an integer"),
+    ('name = "TaskNotFound"\n', "", "[[errors]] #6 lacks 'name'"),
+    ('initial = "working"', "initial = 3", "[lifecycle].initial must be a string"),
+    ("[tool_task_support]\n", "[tool_task_support]\nextra = 1\n", "unknown key 'extra'"),
+    (BASE, BASE.replace("InvalidParams", "Nope"), "base 'Nope'"),
+    ("[roles]", "roles = 1\n[x]", "unknown key 'x'"),
+    ("[lifecycle]", "[lifecycle", "invalid TOML"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "needle"), CASES)
 def test_malformed_overlay_is_one_line(old: str, new: str, needle: str) -> None:
     assert old in TEXT
     with pytest.raises(GeneratorError) as info:
