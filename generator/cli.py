@@ -10,23 +10,40 @@ import click
 from mcptask_gen import __version__, cache
 from mcptask_gen.config import read_config
 from mcptask_gen.errors import GeneratorError
+from mcptask_gen.fetch import resolve
 from mcptask_gen.pipeline import Options, check_output, generate
+
+
+def _list_template_context(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from mcptask_gen.context import describe
+
+    click.echo(describe(), nl=False)
+    ctx.exit(0)
 
 
 @click.command(
     context_settings={"help_option_names": ["-h", "--help"]},
     help=(
-        "Generate a typed Python package for MCP Tasks from the MCP JSON SCHEMA.\n\n"
+        "Generate a typed Python package for MCP Tasks from the MCP JSON SCHEMA "
+        "(a path or an http(s) URL).\n\n"
         "Options may also be set in [tool.mcptask-gen] of ./pyproject.toml "
         "(keys: schema, output, package-name, revision, templates); flags win."
     ),
 )
-@click.argument("schema", required=False, type=click.Path(path_type=Path, dir_okay=True))
+@click.argument("schema", required=False)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Output package directory.")
 @click.option(
     "--package-name", help="Import name of the package (default: the output directory's name)."
 )
-@click.option("--revision", help="MCP protocol revision of SCHEMA (inferred when absent).")
+@click.option(
+    "--revision",
+    help=(
+        "MCP protocol revision of SCHEMA (inferred when absent); without SCHEMA, fetch the "
+        "official schema of this revision."
+    ),
+)
 @click.option(
     "--templates",
     type=click.Path(path_type=Path, file_okay=False),
@@ -47,9 +64,17 @@ from mcptask_gen.pipeline import Options, check_output, generate
     is_flag=True,
     help="Do not read or write the formatting/model cache (~/.cache/mcptask-gen).",
 )
+@click.option(
+    "--list-template-context",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=_list_template_context,
+    help="Print every name a --templates template can use, and exit.",
+)
 @click.version_option(__version__, "--version", prog_name="mcptask-gen")
 def main(
-    schema: Path | None,
+    schema: str | None,
     output: Path | None,
     package_name: str | None,
     revision: str | None,
@@ -62,21 +87,21 @@ def main(
         cache.disable()
     try:
         config = read_config(config_path or Path("pyproject.toml"))
-        schema = schema or config.get("schema")
+        revision = revision or config.get("revision")
+        source = schema or config.get("schema")
+        if source is None and revision is None:
+            resolve(None, None)  # says what is missing
         output = output or config.get("output")
-        if schema is None:
-            raise GeneratorError(
-                "missing SCHEMA: give the MCP schema.json path (or schema in [tool.mcptask-gen])"
-            )
         if output is None:
             raise GeneratorError(
                 "missing -o/--output: give the output package directory (or output in [tool.mcptask-gen])"
             )
+        schema_path = resolve(source, revision)
         options = Options(
-            schema=schema,
+            schema=schema_path,
             output=output,
             package_name=package_name or config.get("package-name"),
-            revision=revision or config.get("revision"),
+            revision=revision,
             templates=templates or config.get("templates"),
         )
         if check_only:

@@ -31,5 +31,6 @@ def read_config(pyproject: Path) -> dict[str, Any]:
     for key, value in section.items():
         if not isinstance(value, str):
             raise GeneratorError(f"[tool.mcptask-gen] {key} in {pyproject} must be a string")
-        out[key] = (pyproject.parent / value) if key in PATH_KEYS else value
+        is_url = value.startswith(("http://", "https://"))
+        out[key] = (pyproject.parent / value) if key in PATH_KEYS and not is_url else value
     return out

@@ -1,15 +1,27 @@
-"""IR: the small typed model the templates see, built from a Selection and the rules overlay."""
+"""IR: the small typed model the templates see, built from a Selection and the rules overlay.
+
+Every field carries its documentation (``doc``): ``mcptask-gen --list-template-context``
+prints them, so the reference of what a ``--templates`` template may use cannot go stale.
+"""
 
 from __future__ import annotations
 
 import keyword
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.load import LoadedSchema
+from mcptask_gen.overlay import Overlay
 from mcptask_gen.select import Selection
+
+
+def doc(text: str, default: Any = None) -> Any:
+    """A dataclass field documented with ``text`` (shown by ``--list-template-context``)."""
+    if default is None:
+        return field(metadata={"doc": text})
+    return field(default=default, metadata={"doc": text})
 
 
 def snake(name: str) -> str:
@@ -22,80 +34,121 @@ def snake(name: str) -> str:
 
 @dataclass(frozen=True)
 class MethodIR:
-    method: str
-    kind: str  # request | notification
-    request_model: str
-    params_model: str | None
-    result_model: str | None
-    sent_by: tuple[str, ...]
-    handler: str  # python method name on the handler base
+    """A task method (``tasks/get``, ``notifications/tasks/status``)."""
+
+    method: str = doc("the JSON-RPC method name")
+    kind: str = doc('"request" or "notification"')
+    request_model: str = doc("model class of the whole request message")
+    params_model: str | None = doc("model class of its params (None: the schema has none)")
+    result_model: str | None = doc("model class of its result (None for notifications)")
+    sent_by: tuple[str, ...] = doc('the sides that may send it: "client", "server"')
+    handler: str = doc("Python method name of its handler (``tasks_get``)")
 
 
 @dataclass(frozen=True)
 class AugmentableIR:
-    method: str
-    request_model: str
-    receiver: str
-    sent_by: tuple[str, ...]
-    capability_path: tuple[str, ...]
-    hook: str
+    """A request type one side may receive task-augmented (``tools/call``)."""
+
+    method: str = doc("the JSON-RPC method name")
+    request_model: str = doc("model class of the request message")
+    receiver: str = doc('the side that receives it: "client" or "server"')
+    sent_by: tuple[str, ...] = doc("the sides that may send it")
+    capability_path: tuple[str, ...] = doc("its path under ``tasks.requests`` (tools, call)")
+    hook: str = doc("Python method name of its handler hook (``tools_call_task``)")
 
 
 @dataclass(frozen=True)
 class ErrorIR:
-    name: str
-    base: str
-    code: int
-    message: str
-    fields: tuple[str, ...]
-    rule: str
+    """An error type of the rules overlay."""
+
+    name: str = doc("Python class name")
+    base: str = doc("its parent class (``TaskError`` or an earlier error)")
+    code: int = doc("JSON-RPC error code")
+    message: str = doc("message template, with ``{field}`` placeholders")
+    fields: tuple[str, ...] = doc("the placeholders of ``message``, in order")
+    rule: str = doc("the spec rule it answers (``R-ERR-2``)")
 
 
 @dataclass(frozen=True)
 class MetaKeyIR:
-    key: str
-    name: str
-    type: str
-    model: str | None
-    rule: str
+    """A task-related ``_meta`` key of the rules overlay."""
+
+    key: str = doc("the key on the wire")
+    name: str = doc("Python name (``related_task``)")
+    type: str = doc("Python type of its value (a model class name, or a builtin)")
+    model: str | None = doc("model class of its value, when the schema defines one")
+    rule: str = doc("the spec rule it follows")
+    task_id_field: str | None = doc(
+        "the member of its value naming the related task (None: the key is not that one)"
+    )
+
+
+@dataclass(frozen=True)
+class ToolTaskSupportIR:
+    """The tool-level ``taskSupport`` rules of the overlay (R-TOOL-*)."""
+
+    method: str = doc("the request a tool's taskSupport governs (``tools/call``)")
+    path: tuple[str, ...] = doc("where a tool declares it (``execution``, ``taskSupport``)")
+    default: str = doc("the value of a tool that declares none (R-TOOL-2)")
+    may: tuple[str, ...] = doc("values under which a call may be task-augmented (R-TOOL-3)")
+    must: tuple[str, ...] = doc("values under which a call must be task-augmented (R-TOOL-4)")
+    forbidden_error: str = doc("error class of an augmented call the tool forbids")
+    required_error: str = doc("error class of a plain call the tool requires augmented")
 
 
 @dataclass(frozen=True)
 class IR:
-    generator_version: str
-    schema_name: str
-    schema_sha256: str
-    revision: str
-    package: str
-    methods: tuple[MethodIR, ...]
-    augmentable: tuple[AugmentableIR, ...]
-    statuses: tuple[str, ...]
-    initial: str
-    terminal: tuple[str, ...]
-    transitions: tuple[tuple[str, tuple[str, ...]], ...]
-    status_names: dict[str, str]  # role (working, failed...) -> status value
-    errors: tuple[ErrorIR, ...]
-    meta_keys: tuple[MetaKeyIR, ...]
-    capability_models: dict[str, str]
-    capability_requests: dict[str, tuple[str, ...]]  # side -> ("tools/call", ...)
-    capability_flags: dict[str, tuple[str, ...]]
-    task_model: str
-    status_model: str
-    task_metadata_model: str
-    create_result_model: str
-    task_support_model: str | None
-    task_support_values: tuple[str, ...]
-    model_names: tuple[str, ...]
-    #: Stable Python names of the methods the runtime uses: CONSTANT -> method.
-    method_constants: tuple[tuple[str, str], ...] = ()
-    #: Stable role names of models (overlay ``[roles]``): alias -> model class name.
-    model_roles: tuple[tuple[str, str], ...] = ()
-    #: Every request method of the schema's ``ServerRequest`` union (sent by a server).
-    server_request_methods: tuple[str, ...] = ()
-    #: The task's ``ttl`` admits ``null`` (unlimited retention).
-    ttl_nullable: bool = False
-    #: ``taskSupport`` when a tool declares none (R-TOOL-2).
-    task_support_default: str = "forbidden"
+    """Everything a template sees, as ``ir`` (besides ``header`` and, in ``models.py.jinja``,
+    ``models_code``)."""
+
+    generator_version: str = doc("mcptask-gen's version")
+    schema_name: str = doc("file name of the schema")
+    schema_sha256: str = doc("sha256 of the schema's canonical JSON")
+    revision: str = doc("MCP protocol revision (``2025-11-25``)")
+    package: str = doc("import name of the generated package")
+    methods: tuple[MethodIR, ...] = doc("the task methods, by name")
+    augmentable: tuple[AugmentableIR, ...] = doc("the task-augmentable requests, by name")
+    statuses: tuple[str, ...] = doc("task statuses, in schema order")
+    initial: str = doc("the status a task starts in (R-STATE-1)")
+    terminal: tuple[str, ...] = doc("terminal statuses (R-STATE-3)")
+    transitions: tuple[tuple[str, tuple[str, ...]], ...] = doc(
+        "(status, the statuses it may move to) for every status (R-STATE-2)"
+    )
+    status_names: dict[str, str] = doc("status role (working, failed, ...) -> status value")
+    errors: tuple[ErrorIR, ...] = doc("error types, each after its base")
+    meta_keys: tuple[MetaKeyIR, ...] = doc("task-related ``_meta`` keys")
+    capability_models: dict[str, str] = doc("side -> model class of its ``tasks`` capability")
+    capability_requests: dict[str, tuple[str, ...]] = doc(
+        "side -> the methods it may declare under ``tasks.requests``"
+    )
+    capability_flags: dict[str, tuple[str, ...]] = doc(
+        "side -> the other members of its ``tasks`` capability (list, cancel)"
+    )
+    task_model: str = doc("model class of a task")
+    status_model: str = doc("enum class of task statuses")
+    task_metadata_model: str = doc("model class of a request's ``task`` param")
+    task_param: str = doc("the params member of a task-augmented request (``task``)")
+    create_result_model: str = doc("model class of the answer to a task-augmented request")
+    task_support_model: str | None = doc("enum class of a tool's ``taskSupport``")
+    task_support_values: tuple[str, ...] = doc("the values of a tool's ``taskSupport``")
+    tool_task_support: ToolTaskSupportIR = doc("the tool-level ``taskSupport`` rules")
+    model_names: tuple[str, ...] = doc("every model class, by name")
+    method_constants: tuple[tuple[str, str], ...] = doc(
+        "(CONSTANT, method) of every task and task-augmentable method (``TASKS_GET``)"
+    )
+    model_roles: tuple[tuple[str, str], ...] = doc(
+        "(role name, model class): stable names of models (overlay ``[roles]``)"
+    )
+    server_request_methods: tuple[str, ...] = doc(
+        "every request method of the schema's ``ServerRequest`` union"
+    )
+    ttl_nullable: bool = doc("the task's ``ttl`` admits ``null`` (unlimited retention)")
+    task_support_default: str = doc("``taskSupport`` when a tool declares none (R-TOOL-2)")
+
+
+def python_name(method: str) -> str:
+    """``tasks/get`` -> ``tasks_get``: the handler method of a JSON-RPC method."""
+    return snake(method.replace("/", "_"))
 
 
 def constant_name(method: str) -> str:
@@ -132,7 +185,7 @@ def _ttl_nullable(sel: Selection) -> bool:
 
 
 def _model_roles(
-    overlay: dict[str, Any], sel: Selection, methods: tuple[MethodIR, ...], revision: str
+    overlay: Overlay, sel: Selection, methods: tuple[MethodIR, ...]
 ) -> tuple[tuple[str, str], ...]:
     by_method = {m.method: m for m in methods}
     roles: dict[str, str] = {
@@ -141,69 +194,76 @@ def _model_roles(
         "TaskMetadata": sel.task_metadata_def,
         "CreateTaskResult": sel.create_result_def,
     }
-    table = overlay.get("roles", {})
-    if not isinstance(table, dict):
-        raise GeneratorError(f"rules overlay for {revision}: [roles] must be a table")
-    for method, names in sorted(table.items()):
-        m = by_method.get(method)
-        if m is None or not isinstance(names, dict):
+    for role in overlay.roles:
+        m = by_method.get(role.method)
+        if m is None:
             raise GeneratorError(
-                f"rules overlay for {revision}: [roles] names {method!r}, "
+                f"rules overlay for {overlay.revision}: [roles] names {role.method!r}, "
                 "which is not a task method of the schema"
             )
-        for part, model in (("params", m.params_model), ("result", m.result_model)):
-            alias = names.get(part)
+        for alias, model in ((role.params, m.params_model), (role.result, m.result_model)):
             if alias is not None and model is not None:
-                roles[str(alias)] = model
+                roles[alias] = model
     return tuple(sorted(roles.items()))
 
 
-def build_ir(
-    loaded: LoadedSchema, sel: Selection, overlay: dict[str, Any], package: str, version: str
-) -> IR:
-    life = overlay.get("lifecycle", {})
-    statuses = tuple(sel.statuses)
-    transitions_raw: dict[str, list[str]] = life.get("transitions", {})
+@dataclass(frozen=True)
+class _LifecycleIR:
+    statuses: tuple[str, ...]
+    initial: str
+    terminal: tuple[str, ...]
+    transitions: tuple[tuple[str, tuple[str, ...]], ...]
+    status_names: dict[str, str]
+
+
+def _lifecycle(overlay: Overlay, sel: Selection) -> _LifecycleIR:
+    """The overlay's state machine over the schema's statuses (R-STATE-*)."""
+    life = overlay.lifecycle
+    statuses = sel.statuses
+    moves = dict(life.transitions)
     mentioned = (
-        set(transitions_raw)
-        | {s for v in transitions_raw.values() for s in v}
-        | set(life.get("terminal", []))
+        set(moves)
+        | {s for targets in moves.values() for s in targets}
+        | set(life.terminal)
+        | {life.initial}
+        | {status for _, status in life.roles}
     )
-    mentioned |= {
-        life.get(k)
-        for k in ("initial", "working", "input_required", "completed", "failed", "cancelled")
-        if life.get(k)
-    }
     unknown = sorted(s for s in mentioned if s not in statuses)
     if unknown:
         raise GeneratorError(
-            f"rules overlay for {loaded.revision} names statuses the schema's {sel.status_def} lacks: {unknown}"
+            f"rules overlay for {overlay.revision} names statuses the schema's "
+            f"{sel.status_def} lacks: {unknown}"
         )
-    missing = sorted(s for s in statuses if s not in transitions_raw)
+    missing = sorted(s for s in statuses if s not in moves)
     if missing:
         raise GeneratorError(
-            f"rules overlay for {loaded.revision} gives no transitions for statuses {missing}"
+            f"rules overlay for {overlay.revision} gives no transitions for statuses {missing}"
         )
+    return _LifecycleIR(
+        statuses=statuses,
+        initial=life.initial,
+        terminal=tuple(s for s in statuses if s in set(life.terminal)),
+        transitions=tuple((s, tuple(t for t in statuses if t in set(moves[s]))) for s in statuses),
+        status_names=dict(life.roles),
+    )
+
+
+def _methods(sel: Selection) -> tuple[tuple[MethodIR, ...], tuple[AugmentableIR, ...]]:
+    """Task methods and task-augmentable requests, by name, with their Python names."""
     methods = tuple(
         MethodIR(
-            method=m.method,
-            kind=m.kind,
-            request_model=m.definition,
-            params_model=m.params,
-            result_model=m.result,
-            sent_by=m.sent_by,
-            handler=snake(m.method.replace("/", "_")),
+            m.method, m.kind, m.definition, m.params, m.result, m.sent_by, python_name(m.method)
         )
         for m in sorted(sel.methods, key=lambda m: m.method)
     )
     augmentable = tuple(
         AugmentableIR(
-            method=a.method,
-            request_model=a.definition,
-            receiver=a.receiver,
-            sent_by=a.sent_by,
-            capability_path=a.capability_path,
-            hook=snake(a.method.replace("/", "_")) + "_task",
+            a.method,
+            a.definition,
+            a.receiver,
+            a.sent_by,
+            a.capability_path,
+            python_name(a.method) + "_task",
         )
         for a in sorted(sel.augmentable, key=lambda a: (a.method, a.receiver))
     )
@@ -212,45 +272,83 @@ def build_ir(
         raise GeneratorError(
             f"method names collide after conversion to Python names: {sorted(names)}"
         )
-    errors = []
-    for e in overlay.get("errors", []):
-        message = str(e["message"])
-        fields = tuple(dict.fromkeys(re.findall(r"{(\w+)}", message)))
-        errors.append(
-            ErrorIR(
-                name=str(e["name"]),
-                base=str(e.get("base", "TaskError")),
-                code=int(e["code"]),
-                message=message,
-                fields=fields,
-                rule=str(e.get("rule", "")),
-            )
+    return methods, augmentable
+
+
+def _errors(overlay: Overlay) -> tuple[ErrorIR, ...]:
+    return tuple(
+        ErrorIR(
+            name=e.name,
+            base=e.base,
+            code=e.code,
+            message=e.message,
+            fields=tuple(dict.fromkeys(re.findall(r"{(\w+)}", e.message))),
+            rule=e.rule,
         )
-    meta_keys = []
-    for m in overlay.get("meta", []):
-        model = m.get("def")
-        if model is not None and model not in sel.defs:
+        for e in overlay.errors
+    )
+
+
+def _meta_keys(overlay: Overlay, sel: Selection) -> tuple[MetaKeyIR, ...]:
+    for m in overlay.meta:
+        if m.definition is not None and m.definition not in sel.defs:
             raise GeneratorError(
-                f"rules overlay names _meta type {model!r}, which the schema does not define"
+                f"rules overlay names _meta type {m.definition!r}, which the schema does not define"
             )
-        meta_keys.append(
-            MetaKeyIR(
-                key=str(m["key"]),
-                name=str(m["name"]),
-                type=str(model or m.get("type", "Any")),
-                model=model,
-                rule=str(m.get("rule", "")),
+        props = sel.defs.get(m.definition or "", {}).get("properties") or {}
+        if m.task_id_field is not None and m.definition and m.task_id_field not in props:
+            raise GeneratorError(
+                f"rules overlay names task_id_field {m.task_id_field!r} of _meta type "
+                f"{m.definition!r}, which has no such property"
             )
+    return tuple(
+        MetaKeyIR(m.key, m.name, m.type, m.definition, m.rule, m.task_id_field)
+        for m in overlay.meta
+    )
+
+
+def _tool_task_support(overlay: Overlay, sel: Selection) -> ToolTaskSupportIR:
+    """The overlay's ``taskSupport`` rules, checked against the schema's values and errors."""
+    rule = overlay.tool_task_support
+    where = f"rules overlay for {overlay.revision}: [tool_task_support]"
+    values = set(sel.task_support_values)
+    named = {rule.default, *rule.may, *rule.must}
+    if values and not named <= values:
+        raise GeneratorError(
+            f"{where} names values the schema's taskSupport lacks: {sorted(named - values)}"
         )
+    errors = {e.name for e in overlay.errors}
+    for name in (rule.forbidden_error, rule.required_error):
+        if name not in errors:
+            raise GeneratorError(f"{where} names error {name!r}, which [[errors]] lacks")
+    return ToolTaskSupportIR(
+        rule.method,
+        rule.path,
+        rule.default,
+        rule.may,
+        rule.must,
+        rule.forbidden_error,
+        rule.required_error,
+    )
+
+
+def _constants(
+    methods: tuple[MethodIR, ...], augmentable: tuple[AugmentableIR, ...]
+) -> tuple[tuple[str, str], ...]:
     constants = {constant_name(m.method): m.method for m in methods}
     constants.update({constant_name(a.method): a.method for a in augmentable})
-    support = overlay.get("tool_task_support", {})
+    return tuple(sorted(constants.items()))
+
+
+def build_ir(
+    loaded: LoadedSchema, sel: Selection, overlay: Overlay, package: str, version: str
+) -> IR:
+    from mcptask_gen.select import TASK_PROPERTY
+
+    methods, augmentable = _methods(sel)
+    life = _lifecycle(overlay, sel)
+    support = _tool_task_support(overlay, sel)
     return IR(
-        method_constants=tuple(sorted(constants.items())),
-        model_roles=_model_roles(overlay, sel, methods, loaded.revision),
-        server_request_methods=_union_methods(loaded, "ServerRequest"),
-        ttl_nullable=_ttl_nullable(sel),
-        task_support_default=str(support.get("default", "forbidden")),
         generator_version=version,
         schema_name=loaded.path.name,
         schema_sha256=loaded.sha256,
@@ -258,30 +356,31 @@ def build_ir(
         package=package,
         methods=methods,
         augmentable=augmentable,
-        statuses=statuses,
-        initial=str(life.get("initial", statuses[0])),
-        terminal=tuple(s for s in statuses if s in set(life.get("terminal", []))),
-        transitions=tuple(
-            (s, tuple(t for t in statuses if t in set(transitions_raw[s]))) for s in statuses
-        ),
-        status_names={
-            k: str(life[k])
-            for k in ("working", "input_required", "completed", "failed", "cancelled")
-            if k in life
-        },
-        errors=tuple(errors),
-        meta_keys=tuple(meta_keys),
+        statuses=life.statuses,
+        initial=life.initial,
+        terminal=life.terminal,
+        transitions=life.transitions,
+        status_names=life.status_names,
+        errors=_errors(overlay),
+        meta_keys=_meta_keys(overlay, sel),
         capability_models=dict(sorted(sel.capabilities.items())),
         capability_requests={
             side: tuple("/".join(p) for p in paths)
             for side, paths in sorted(sel.capability_requests.items())
         },
-        capability_flags={side: tuple(v) for side, v in sorted(sel.capability_flags.items())},
+        capability_flags=dict(sorted(sel.capability_flags.items())),
         task_model=sel.task_def,
         status_model=sel.status_def,
         task_metadata_model=sel.task_metadata_def,
+        task_param=TASK_PROPERTY,
         create_result_model=sel.create_result_def,
         task_support_model=sel.task_support_def,
-        task_support_values=tuple(sel.task_support_values),
+        task_support_values=sel.task_support_values,
+        tool_task_support=support,
         model_names=tuple(sorted(sel.defs)),
+        method_constants=_constants(methods, augmentable),
+        model_roles=_model_roles(overlay, sel, methods),
+        server_request_methods=_union_methods(loaded, "ServerRequest"),
+        ttl_nullable=_ttl_nullable(sel),
+        task_support_default=support.default,
     )

@@ -19,14 +19,15 @@ def _import_models_generator() -> None:
     import datamodel_code_generator.config
     import datamodel_code_generator.model.pydantic_v2
     import datamodel_code_generator.parser.jsonschema  # noqa: F401
+    import isort  # noqa: F401
 
-    import mcptask_gen.render  # noqa: F401
+    import mcptask_gen.models  # noqa: F401
 
 
-def _models(job: tuple[dict[str, Any], bool]) -> str:
-    from mcptask_gen.render import models_job
+def _models(work: tuple[dict[str, Any], str, bool]) -> str:
+    from mcptask_gen.models import job
 
-    return models_job(job)
+    return job(work)
 
 
 def _worth_starting(argv: list[str]) -> bool:

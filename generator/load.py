@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mcptask_gen.errors import GeneratorError
+from mcptask_gen.overlay import Overlay, parse_overlay
 
 MAX_SCHEMA_BYTES = 64 * 1024 * 1024
 _SPEC_LINK = re.compile(r"/specification/(\d{4}-\d{2}-\d{2}|draft)/")
@@ -54,13 +55,33 @@ def overlay_revisions() -> list[str]:
     )
 
 
-def load_overlay(revision: str) -> dict[str, Any]:
-    if revision not in overlay_revisions():
-        raise GeneratorError(
-            f"no rules overlay for protocol revision {revision!r} "
-            f"(known: {', '.join(overlay_revisions())}); pass --revision with one of them"
+def load_overlay(revision: str, given: bool = True, path: Path | None = None) -> Overlay:
+    """The typed rules overlay of ``revision``; ``given``: it came from ``--revision`` (else it
+    was inferred from the schema at ``path``)."""
+    known = overlay_revisions()
+    if revision not in known:
+        why = next(
+            (
+                str(r["no_tasks"])
+                for r in known_revisions()
+                if r["id"] == revision and "no_tasks" in r
+            ),
+            "mcptask-gen has no rules overlay for it",
         )
-    return _read_toml(f"{revision}.toml")
+        if given:
+            raise GeneratorError(
+                f"--revision {revision!r} cannot be generated: {why}; revisions with rules: "
+                f"{', '.join(known)}"
+            )
+        raise GeneratorError(
+            f"{path} is protocol revision {revision!r}, which cannot be generated: {why}; "
+            f"revisions with rules: {', '.join(known)} (pass --revision only if the schema is one of them)"
+        )
+    name = f"{revision}.toml"
+    node = rules_dir().joinpath(name)
+    if not node.is_file():
+        raise GeneratorError(f"rules overlay {name} is missing from the mcptask-gen installation")
+    return parse_overlay(name, node.read_text(encoding="utf-8"))
 
 
 def read_schema(path: Path) -> tuple[bytes, str]:
@@ -157,12 +178,4 @@ def load(path: Path, revision: str | None) -> LoadedSchema:
             f"cannot infer the protocol revision of {path}; pass --revision "
             f"(one of: {', '.join(overlay_revisions())})"
         )
-    return LoadedSchema(
-        path=path,
-        sha256=canonical_sha,
-        file_sha256=sha,
-        document=document,
-        defs=defs,
-        defs_key=defs_key,
-        revision=rev,
-    )
+    return LoadedSchema(path, canonical_sha, sha, document, defs, defs_key, rev)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass
 from pathlib import Path
 
 from mcptask_gen import __version__, background, cache
+from mcptask_gen import models as models_stage
 from mcptask_gen.background import Background
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.fmt import format_sources
 from mcptask_gen.ir import IR, build_ir
 from mcptask_gen.load import load, load_overlay, overlay_revisions
-from mcptask_gen.render import Renderer, cached_models_code, header, models_job
+from mcptask_gen.render import Renderer, header
 from mcptask_gen.select import Selection, select
 from mcptask_gen.write import MANIFEST_NAME, check, manifest_text, plan, publish
 
@@ -25,11 +27,31 @@ class Options:
     templates: Path | None = None
 
 
+_VALID_NAME = (
+    "an import name: Python identifiers joined by dots, such as 'mcp_tasks' or "
+    "'myapp.tasks_gen' (ASCII letters, digits and underscores, not starting with a digit, "
+    "no keywords)"
+)
+
+
+def valid_package_name(name: str) -> bool:
+    return name.isascii() and all(
+        part.isidentifier() and not keyword.iskeyword(part) for part in name.split(".")
+    )
+
+
 def package_name_for(options: Options) -> str:
-    name = options.package_name or options.output.resolve().name
-    if not name.isidentifier() or not name.isascii():
+    if options.package_name is not None:
+        if not valid_package_name(options.package_name):
+            raise GeneratorError(
+                f"--package-name {options.package_name!r} is not valid: give {_VALID_NAME}"
+            )
+        return options.package_name
+    name = options.output.resolve().name
+    if not valid_package_name(name) or "." in name:
         raise GeneratorError(
-            f"package name {name!r} is not a valid Python identifier; pass --package-name"
+            f"the output directory's name {name!r} is not a Python package name; pass "
+            f"--package-name with {_VALID_NAME}, or name the directory so"
         )
     return name
 
@@ -39,8 +61,8 @@ def analyse(schema: Path, revision: str | None, package: str) -> tuple[IR, Selec
     loaded = load(schema, revision)
     if loaded.revision not in overlay_revisions():
         select(loaded)  # a schema without tasks says so first, naming where tasks went
-    overlay = load_overlay(loaded.revision)
-    selection = select(loaded, tuple(m["def"] for m in overlay.get("meta", []) if "def" in m))
+    overlay = load_overlay(loaded.revision, given=revision is not None, path=loaded.path)
+    selection = select(loaded, tuple(m.definition for m in overlay.meta if m.definition))
     return build_ir(loaded, selection, overlay, package, __version__), selection
 
 
@@ -49,7 +71,7 @@ def build(options: Options) -> tuple[IR, dict[str, str]]:
     ir, selection = analyse(options.schema, options.revision, package_name_for(options))
     renderer = Renderer(ir, options.templates)
     defs = selection.defs
-    models = cached_models_code(defs) if renderer.models_template else ""
+    models = models_stage.cached(defs, ir.revision) if renderer.models_template else ""
     # On a cache miss datamodel-code-generator (mostly its own import) runs in a forked child
     # (started by the launcher, else now) while this process renders and formats the
     # templates: the two chains of a cold run.
@@ -59,10 +81,10 @@ def build(options: Options) -> tuple[IR, dict[str, str]]:
     else:
         if early is not None:
             early.close()
-        job = Background(models_job, fork=None if models is None else False)
+        job = Background(models_stage.job, fork=None if models is None else False)
     with job:
         if models is None:
-            job.send((defs, cache.enabled()))
+            job.send((defs, ir.revision, cache.enabled()))
         rendered = renderer.render_templates()
         files = format_sources(rendered.files, rendered.preformatted)
         if renderer.models_template:

@@ -1,6 +1,6 @@
 """render: turn the IR into module sources (not yet formatted).
 
-- ``models.py``: datamodel-code-generator over the selected closure;
+- ``models.py``: around the models stage's output (``mcptask_gen.models``);
 - ``*.jinja``: jinja2 templates (StrictUndefined), user templates first;
 - every other template file (the hand-written runtime): copied in.
 """
@@ -8,14 +8,12 @@
 from __future__ import annotations
 
 import json
-import re
-import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcptask_gen import cache, shape
+from mcptask_gen import shape
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.ir import IR
 
@@ -63,131 +61,6 @@ def template_files(user_dir: Path | None) -> dict[str, tuple[Path, Path]]:
         files.update({rel: (user_dir, p) for rel, p in _list_templates(user_dir).items()})
     files.pop("__init__.py", None)
     return files
-
-
-_DMC_OPTIONS: dict[str, Any] = {
-    "use_annotated": True,
-    "field_constraints": True,
-    "use_standard_collections": True,
-    "use_union_operator": True,
-    "strict_nullable": True,
-    "allow_population_by_field_name": True,
-    "aliases": {"_meta": "meta"},
-    "disable_timestamp": True,
-    "use_schema_description": True,
-    "use_double_quotes": True,
-    "formatters": [],
-    "use_type_alias": True,
-}
-
-
-#: Bump whenever the post-processing below changes: it is part of the cache key.
-_POSTPROCESS_VERSION = "3"
-
-
-def _models_digest(defs: dict[str, Any]) -> tuple[str, str]:
-    from importlib.metadata import version
-
-    source = _models_source(defs)
-    digest = cache.key(
-        f"datamodel-code-generator {version('datamodel-code-generator')} pydantic_v2 py311",
-        f"postprocess {_POSTPROCESS_VERSION}",
-        repr(sorted(_DMC_OPTIONS.items())),
-        source,
-    )
-    return source, digest
-
-
-def _models_source(defs: dict[str, Any]) -> str:
-    return json.dumps({"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": defs})
-
-
-def cached_models_code(defs: dict[str, Any]) -> str | None:
-    """The models module from the cache, or None (a miss, or the cache is off)."""
-    if not cache.enabled():
-        return None
-    return cache.get("models", _models_digest(defs)[1])
-
-
-def models_job(job: tuple[dict[str, Any], bool]) -> str:
-    """``models_code`` for a forked worker: (definitions, whether the cache is on). The flag
-    travels with the input because ``--no-cache`` may be read after the worker was forked."""
-    defs, use_cache = job
-    if not use_cache:
-        cache.disable()
-    return models_code(defs)
-
-
-def models_code(defs: dict[str, Any]) -> str:
-    """datamodel-code-generator over the selected closure (pydantic v2, Python 3.11), cached."""
-    if cache.enabled():
-        source, digest = _models_digest(defs)
-        hit = cache.get("models", digest)
-        if hit is not None:
-            return hit
-    else:
-        source, digest = _models_source(defs), ""
-    from datamodel_code_generator import DataModelType, InputFileType, PythonVersion, generate
-
-    try:
-        code = generate(
-            source,
-            input_file_type=InputFileType.JsonSchema,
-            output_model_type=DataModelType.PydanticV2BaseModel,
-            target_python_version=PythonVersion.PY_311,
-            **_DMC_OPTIONS,
-        )
-    except GeneratorError:
-        raise
-    except Exception as exc:  # datamodel-code-generator raises many types
-        detail = re.sub(r"\s*For further information visit \S+", "", str(exc))
-        raise GeneratorError(
-            f"datamodel-code-generator could not build the models: {detail}"
-        ) from None
-    if not isinstance(code, str):
-        raise GeneratorError("datamodel-code-generator returned several modules; expected one")
-    # Its own header and the empty root model are not ours to ship.
-    code = re.sub(r"\A(#[^\n]*\n)+", "", code)
-    code = re.sub(r"\nModel = TypeAliasType\(\"Model\", Any\)\n", "\n", code)
-    code = (
-        code.replace("Dict[str, Any]", "dict[str, Any]")
-        .replace(", Dict,", ",")
-        .replace("Any, Dict", "Any")
-    )
-    # Build each model's validator on first use, not at import (import time of the package).
-    code = code.replace(
-        "model_config = ConfigDict(\n", "model_config = ConfigDict(\n        defer_build=True,\n"
-    )
-    code = _sort_imports(code)
-    if digest:
-        cache.put("models", digest, code)
-    return code
-
-
-def _sort_imports(code: str) -> str:
-    """isort-style order for the import block datamodel-code-generator writes at the top."""
-    lines = code.split("\n")
-    end = 0
-    while end < len(lines) and (
-        lines[end].startswith(("from ", "import ")) or not lines[end].strip()
-    ):
-        end += 1
-    imports = [ln for ln in lines[:end] if ln.strip()]
-    future = sorted(ln for ln in imports if ln.startswith("from __future__"))
-    rest = [ln for ln in imports if ln not in future]
-
-    def top(line: str) -> str:
-        return line.split()[1].split(".")[0]
-
-    std = sorted(
-        (ln for ln in rest if top(ln) in sys.stdlib_module_names), key=lambda ln: (top(ln), ln)
-    )
-    third = sorted(
-        (ln for ln in rest if top(ln) not in sys.stdlib_module_names), key=lambda ln: (top(ln), ln)
-    )
-    blocks = [b for b in (future, std, third) if b]
-    head = "\n\n".join("\n".join(b) for b in blocks)
-    return head + "\n\n\n" + "\n".join(lines[end:])
 
 
 def _env(roots: list[Path]) -> jinja2.Environment:

@@ -21,26 +21,31 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.load import LoadedSchema, known_revisions
+from mcptask_gen.wellformed import check_shapes as _check_shapes
 
 TASK_METHOD_PREFIXES = ("tasks/", "notifications/tasks/")
+#: The params member of a task-augmented request (its type is the task metadata).
+TASK_PROPERTY = "task"
+#: The property of a tool's execution settings that declares its task support.
+TASK_SUPPORT_PROPERTY = "taskSupport"
 
 
-@dataclass
+@dataclass(frozen=True)
 class FoundMethod:
     method: str
     definition: str
     kind: str  # "request" | "notification"
-    params: str | None
+    params: str | None  # None until inline params are hoisted (then None: the method has none)
     result: str | None
     sent_by: tuple[str, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class FoundAugmentable:
     method: str
     definition: str
@@ -49,22 +54,54 @@ class FoundAugmentable:
     capability_path: tuple[str, ...]
 
 
-@dataclass
-class Selection:
-    defs: dict[str, Any]  # the closure, hoisted, ordered by name
-    methods: list[FoundMethod]
-    augmentable: list[FoundAugmentable]
-    capabilities: dict[str, str]  # side -> hoisted def name of its `tasks` capability
-    capability_requests: dict[str, list[tuple[str, ...]]]  # side -> request paths
-    capability_flags: dict[str, list[str]]  # side -> other members of `tasks` (list, cancel)
+@dataclass(frozen=True)
+class TaskTypes:
+    """The task's own definitions, found by structure."""
+
+    task_metadata_def: str  # what task-augmented params carry in ``task``
+    augmentable: tuple[tuple[str, str], ...]  # (definition, method) of augmentable requests
+    params_defs: frozenset[str]  # the params definitions of requests (and their members)
+    create_result_def: str  # the result carrying the task object in ``task``
     task_def: str
     status_def: str
-    statuses: list[str]
+    statuses: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CapabilityTree:
+    """Each side's ``*Capabilities.tasks`` object."""
+
+    owners: dict[str, str]  # side -> capability definition (``ServerCapabilities``)
+    schemas: dict[str, dict[str, Any]]  # side -> its ``tasks`` schema
+    requests: dict[str, tuple[tuple[str, ...], ...]]  # side -> request paths
+    flags: dict[str, tuple[str, ...]]  # side -> other members of ``tasks`` (list, cancel)
+
+
+@dataclass(frozen=True)
+class Closure:
+    """The cut: the closure of the seeds, inline objects hoisted, ordered by name."""
+
+    defs: dict[str, Any]
+    hoisted: dict[str, str]  # "Parent.prop" -> hoisted definition name
+    capabilities: dict[str, str]  # side -> hoisted def name of its ``tasks`` capability
+
+
+@dataclass(frozen=True)
+class Selection:
+    defs: dict[str, Any]  # the closure, hoisted, ordered by name
+    methods: tuple[FoundMethod, ...]
+    augmentable: tuple[FoundAugmentable, ...]
+    capabilities: dict[str, str]  # side -> hoisted def name of its `tasks` capability
+    capability_requests: dict[str, tuple[tuple[str, ...], ...]]  # side -> request paths
+    capability_flags: dict[str, tuple[str, ...]]  # side -> other members of `tasks`
+    task_def: str
+    status_def: str
+    statuses: tuple[str, ...]
     task_metadata_def: str
     create_result_def: str
     task_support_def: str | None
-    task_support_values: list[str]
-    hoisted: dict[str, str] = field(default_factory=dict)  # "Parent.prop" -> name
+    task_support_values: tuple[str, ...]
+    hoisted: dict[str, str]  # "Parent.prop" -> name
 
 
 def _ref_name(node: Any) -> str | None:
@@ -146,7 +183,9 @@ class _Finder:
             side = (
                 "client"
                 if name.startswith("Client")
-                else "server" if name.startswith("Server") else None
+                else "server"
+                if name.startswith("Server")
+                else None
             )
             if side is None or not (name.endswith("Request") or name.endswith("Notification")):
                 continue
@@ -167,16 +206,19 @@ def _no_tasks_message(loaded: LoadedSchema) -> str:
     )
 
 
-def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
-    """``extra``: definitions the rules overlay names (the types of task ``_meta`` entries)."""
-    f = _Finder(loaded)
-    defs = f.defs
-    senders = f.senders()
+def _side(name: str) -> str | None:
+    return (
+        "client" if name.startswith("Client") else "server" if name.startswith("Server") else None
+    )
 
-    # Task-augmentable requests and the task metadata type.
+
+def _augmentation(f: _Finder) -> tuple[str, tuple[tuple[str, str], ...], frozenset[str]]:
+    """The task metadata type, the task-augmentable requests (definition, method) and the
+    params definitions of every request (with their union members)."""
+    defs = f.defs
     task_meta_defs: set[str] = set()
-    augmentable_defs: list[tuple[str, str]] = []
-    params_defs_of_requests: set[str] = set()
+    augmentable: list[tuple[str, str]] = []
+    params_defs: set[str] = set()
     for name in sorted(defs):
         method = f.method_of(defs[name])
         if method is None:
@@ -184,60 +226,54 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
         params = defs[name]["properties"].get("params")
         pref = _ref_name(params)
         if pref:
-            params_defs_of_requests.add(pref)
+            params_defs.add(pref)
             members = defs.get(pref, {})
             if isinstance(members, dict):
                 for m in members.get("anyOf", []) + members.get("oneOf", []):
                     if _ref_name(m):
-                        params_defs_of_requests.add(str(_ref_name(m)))
-        found = False
-        for obj in f.resolve(params):
-            task_prop = obj["properties"].get("task")
-            target = _ref_name(task_prop)
-            if target is not None:
-                task_meta_defs.add(target)
-                found = True
-        if found:
-            augmentable_defs.append((name, method))
-
-    task_methods = [
-        (name, f.method_of(defs[name]))
-        for name in sorted(defs)
-        if (f.method_of(defs[name]) or "").startswith(TASK_METHOD_PREFIXES)
-    ]
-    if not task_methods and not augmentable_defs:
-        raise GeneratorError(_no_tasks_message(loaded))
+                        params_defs.add(str(_ref_name(m)))
+        targets = {_ref_name(obj["properties"].get(TASK_PROPERTY)) for obj in f.resolve(params)}
+        targets.discard(None)
+        task_meta_defs |= {str(t) for t in targets}
+        if targets:
+            augmentable.append((name, method))
+    if not augmentable and not any(
+        (f.method_of(defs[n]) or "").startswith(TASK_METHOD_PREFIXES) for n in defs
+    ):
+        raise GeneratorError(_no_tasks_message(f.loaded))
     if len(task_meta_defs) != 1:
         raise GeneratorError(
             "task-augmentable request params must all refer to one task metadata definition; "
             f"found {sorted(task_meta_defs) or 'none'}"
         )
-    task_metadata_def = task_meta_defs.pop()
-    augmentable_defs = [
-        (n, m) for n, m in augmentable_defs if not m.startswith(TASK_METHOD_PREFIXES)
-    ]
+    plain = tuple((n, m) for n, m in augmentable if not m.startswith(TASK_METHOD_PREFIXES))
+    return task_meta_defs.pop(), plain, frozenset(params_defs)
 
-    # The task type: carried in `task` by the answer to a task-augmented request.
-    create_candidates: list[tuple[str, str]] = []
+
+def _task_types(f: _Finder) -> TaskTypes:
+    """The task type: carried in ``task`` by the answer to a task-augmented request."""
+    defs = f.defs
+    task_metadata_def, augmentable, params_defs = _augmentation(f)
+    candidates: list[tuple[str, str]] = []
     for name in sorted(defs):
         d = defs[name]
         if not isinstance(d, dict) or f.method_of(d) is not None:
             continue
         props = d.get("properties")
-        if not isinstance(props, dict) or "task" not in props:
+        if not isinstance(props, dict) or TASK_PROPERTY not in props:
             continue
-        target = _ref_name(props["task"])
+        target = _ref_name(props[TASK_PROPERTY])
         if target is None or target == task_metadata_def:
             continue
-        target_objs = f.resolve(props["task"])
+        target_objs = f.resolve(props[TASK_PROPERTY])
         if target_objs and {"taskId", "status"} <= set(target_objs[0]["properties"]):
-            create_candidates.append((name, target))
-    if len(create_candidates) != 1:
+            candidates.append((name, target))
+    if len(candidates) != 1:
         raise GeneratorError(
             "expected exactly one result type carrying a task object ({taskId, status}) in 'task'; "
-            f"found {[c[0] for c in create_candidates] or 'none'}"
+            f"found {[c[0] for c in candidates] or 'none'}"
         )
-    create_result_def, task_def = create_candidates[0]
+    create_result_def, task_def = candidates[0]
     status_node = defs[task_def]["properties"].get("status")
     status_def = _ref_name(status_node)
     if status_def is not None and status_def not in defs:
@@ -252,200 +288,179 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
         raise GeneratorError(
             f"task definition {task_def!r} has no 'status' referring to an enum definition"
         )
-    statuses = [str(s) for s in defs[status_def]["enum"]]
+    return TaskTypes(
+        task_metadata_def=task_metadata_def,
+        augmentable=augmentable,
+        params_defs=params_defs,
+        create_result_def=create_result_def,
+        task_def=task_def,
+        status_def=status_def,
+        statuses=tuple(str(s) for s in defs[status_def]["enum"]),
+    )
 
-    # Task methods.
+
+def _task_methods(f: _Finder, senders: dict[str, set[str]]) -> tuple[FoundMethod, ...]:
+    """Definitions whose ``method`` const is a task method, with their params and results."""
     methods: list[FoundMethod] = []
-    seeds: set[str] = {task_def, status_def, task_metadata_def, create_result_def}
-    for name, method in task_methods:
-        assert method is not None
-        d = defs[name]
+    for name in sorted(f.defs):
+        method = f.method_of(f.defs[name])
+        if method is None or not method.startswith(TASK_METHOD_PREFIXES):
+            continue
+        d = f.defs[name]
         props = d["properties"]
         is_request = "id" in props or "id" in d.get("required", [])
         result: str | None = None
         if is_request:
             guess = name[: -len("Request")] + "Result" if name.endswith("Request") else None
-            if guess is None or guess not in defs:
+            if guess is None or guess not in f.defs:
                 raise GeneratorError(
                     f"request {name!r} ({method}) has no matching result definition {guess!r}"
                 )
             result = guess
-            seeds.add(result)
-        params = props.get("params")
-        pname = _ref_name(params)
         methods.append(
             FoundMethod(
                 method=method,
                 definition=name,
                 kind="request" if is_request else "notification",
-                params=pname,  # inline params are named after hoisting, below
+                params=_ref_name(props.get("params")),  # inline params: named when hoisted
                 result=result,
                 sent_by=tuple(sorted(senders.get(name, set()))),
             )
         )
-        seeds.add(name)
+    return tuple(methods)
 
-    # Capabilities: *Capabilities.tasks
-    cap_tasks: dict[str, dict[str, Any]] = {}
-    for name in sorted(defs):
-        d = defs[name]
+
+def _capability_tree(f: _Finder) -> CapabilityTree:
+    """``*Capabilities.tasks``: the request paths and flags each side may declare."""
+    owners: dict[str, str] = {}
+    schemas: dict[str, dict[str, Any]] = {}
+    for name in sorted(f.defs):
+        d = f.defs[name]
         if not name.endswith("Capabilities") or not isinstance(d, dict):
             continue
         tasks = (d.get("properties") or {}).get("tasks")
-        side = (
-            "client"
-            if name.startswith("Client")
-            else "server" if name.startswith("Server") else None
-        )
+        side = _side(name)
         if side and isinstance(tasks, dict):
-            cap_tasks[side] = {"def": name, "schema": tasks}
-    capability_requests: dict[str, list[tuple[str, ...]]] = {}
-    capability_flags: dict[str, list[str]] = {}
-    for side, info in cap_tasks.items():
-        props = info["schema"].get("properties") or {}
-        capability_flags[side] = sorted(k for k in props if k != "requests")
-        paths: list[tuple[str, ...]] = []
-        requests = (props.get("requests") or {}).get("properties") or {}
-        for category in sorted(requests):
-            for leaf in sorted((requests[category] or {}).get("properties") or {}):
-                paths.append((category, leaf))
-        capability_requests[side] = paths
+            owners[side], schemas[side] = name, tasks
+    requests: dict[str, tuple[tuple[str, ...], ...]] = {}
+    flags: dict[str, tuple[str, ...]] = {}
+    for side, schema in schemas.items():
+        props = schema.get("properties") or {}
+        flags[side] = tuple(sorted(k for k in props if k != "requests"))
+        tree = (props.get("requests") or {}).get("properties") or {}
+        requests[side] = tuple(
+            (category, leaf)
+            for category in sorted(tree)
+            for leaf in sorted((tree[category] or {}).get("properties") or {})
+        )
+    return CapabilityTree(owners=owners, schemas=schemas, requests=requests, flags=flags)
 
-    augmentable: list[FoundAugmentable] = []
-    for name, method in augmentable_defs:
+
+def _augmentable(
+    types: TaskTypes, caps: CapabilityTree, senders: dict[str, set[str]]
+) -> tuple[FoundAugmentable, ...]:
+    """Each task-augmentable request once per side that may receive it and declare it."""
+    out: list[FoundAugmentable] = []
+    for name, method in types.augmentable:
         sent_by = tuple(sorted(senders.get(name, set())))
-        receivers = sorted({"server" if s == "client" else "client" for s in sent_by})
-        for receiver in receivers:
+        for receiver in sorted({"server" if s == "client" else "client" for s in sent_by}):
             path = tuple(method.split("/"))
-            if path in capability_requests.get(receiver, []):
-                augmentable.append(
-                    FoundAugmentable(
-                        method=method,
-                        definition=name,
-                        receiver=receiver,
-                        sent_by=sent_by,
-                        capability_path=path,
-                    )
-                )
+            if path in caps.requests.get(receiver, ()):
+                out.append(FoundAugmentable(method, name, receiver, sent_by, path))
+    return tuple(out)
 
-    # Tool-level negotiation: any definition with a `taskSupport` enum property.
-    task_support_def: str | None = None
-    task_support_values: list[str] = []
-    for name in sorted(defs):
-        d = defs[name]
+
+def _tool_support(f: _Finder) -> tuple[str | None, tuple[str, ...]]:
+    """Tool-level negotiation: the definition with a ``taskSupport`` enum property, its values."""
+    owner: str | None = None
+    values: tuple[str, ...] = ()
+    for name in sorted(f.defs):
+        d = f.defs[name]
         props = d.get("properties") if isinstance(d, dict) else None
-        if isinstance(props, dict) and isinstance(props.get("taskSupport"), dict):
-            seeds.add(name)
-            ts = props["taskSupport"]
-            ts_resolved = defs.get(_ref_name(ts) or "", ts)
-            enum = ts_resolved.get("enum") if isinstance(ts_resolved, dict) else None
-            task_support_values = [str(v) for v in enum] if isinstance(enum, list) else []
-            task_support_def = name
+        if isinstance(props, dict) and isinstance(props.get(TASK_SUPPORT_PROPERTY), dict):
+            ts = props[TASK_SUPPORT_PROPERTY]
+            resolved = f.defs.get(_ref_name(ts) or "", ts)
+            enum = resolved.get("enum") if isinstance(resolved, dict) else None
+            values = tuple(str(v) for v in enum) if isinstance(enum, list) else ()
+            owner = name
+    return owner, values
 
+
+def _seeds(
+    f: _Finder,
+    types: TaskTypes,
+    methods: tuple[FoundMethod, ...],
+    support_owner: str | None,
+    extra: tuple[str, ...],
+) -> set[str]:
+    """The definitions the closure starts from."""
+    seeds = {types.task_def, types.status_def, types.task_metadata_def, types.create_result_def}
+    for m in methods:
+        seeds.add(m.definition)
+        if m.result:
+            seeds.add(m.result)
+    if support_owner:
+        seeds.add(support_owner)
     # Other non-request definitions with the task property (the common params mixin).
-    for name in sorted(defs):
-        d = defs[name]
-        if name in params_defs_of_requests or not isinstance(d, dict) or f.method_of(d) is not None:
+    for name in sorted(f.defs):
+        d = f.defs[name]
+        if name in types.params_defs or not isinstance(d, dict) or f.method_of(d) is not None:
             continue
         props = d.get("properties")
-        if isinstance(props, dict) and _ref_name(props.get("task")) == task_metadata_def:
+        if (
+            isinstance(props, dict)
+            and _ref_name(props.get(TASK_PROPERTY)) == types.task_metadata_def
+        ):
             seeds.add(name)
-
     for name in extra:
-        if name not in defs:
+        if name not in f.defs:
             raise GeneratorError(
-                f"rules overlay for {loaded.revision} names definition {name!r}, which the schema lacks"
+                f"rules overlay for {f.loaded.revision} names definition {name!r}, which the schema lacks"
             )
         seeds.add(name)
+    return seeds
 
-    selection = Selection(
-        defs={},
-        methods=methods,
-        augmentable=augmentable,
-        capabilities={},
-        capability_requests=capability_requests,
-        capability_flags=capability_flags,
-        task_def=task_def,
-        status_def=status_def,
-        statuses=statuses,
-        task_metadata_def=task_metadata_def,
-        create_result_def=create_result_def,
-        task_support_def=None,
-        task_support_values=task_support_values,
+
+def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
+    """``extra``: definitions the rules overlay names (the types of task ``_meta`` entries)."""
+    f = _Finder(loaded)
+    senders = f.senders()
+    types = _task_types(f)
+    methods = _task_methods(f, senders)
+    caps = _capability_tree(f)
+    support_owner, support_values = _tool_support(f)
+    closure = cut(f, _seeds(f, types, methods, support_owner, extra), caps)
+    support_def = closure.hoisted.get(f"{support_owner}.{TASK_SUPPORT_PROPERTY}")
+    if support_owner and support_def is None:
+        support_def = _ref_name(closure.defs[support_owner]["properties"][TASK_SUPPORT_PROPERTY])
+    return Selection(
+        defs=closure.defs,
+        methods=tuple(
+            replace(m, params=m.params or closure.hoisted.get(f"{m.definition}.params"))
+            for m in methods
+        ),
+        augmentable=_augmentable(types, caps, senders),
+        capabilities=closure.capabilities,
+        capability_requests=caps.requests,
+        capability_flags=caps.flags,
+        task_def=types.task_def,
+        status_def=types.status_def,
+        statuses=types.statuses,
+        task_metadata_def=types.task_metadata_def,
+        create_result_def=types.create_result_def,
+        task_support_def=support_def,
+        task_support_values=support_values,
+        hoisted=closure.hoisted,
     )
-    return _cut(f, seeds, cap_tasks, selection, task_support_def)
 
 
-#: Keywords whose value must have one JSON type for the generator to read the schema at all.
-_SHAPES: dict[str, tuple[type, str]] = {
-    "properties": (dict, "an object"),
-    "required": (list, "an array"),
-    "enum": (list, "an array"),
-    "anyOf": (list, "an array"),
-    "oneOf": (list, "an array"),
-    "allOf": (list, "an array"),
-    "prefixItems": (list, "an array"),
-}
-#: Keywords whose values are data, not subschemas.
-_DATA_KEYWORDS = {"enum", "const", "default", "examples", "required"}
-
-
-def _check_shapes(node: Any, path: str) -> None:
-    """Name the first keyword of a selected definition whose value has the wrong JSON type."""
-    if isinstance(node, list):
-        for i, item in enumerate(node):
-            _check_shapes(item, f"{path}/{i}")
-        return
-    if not isinstance(node, dict):
-        return
-    for key, (kind, what) in _SHAPES.items():
-        if key in node and not isinstance(node[key], kind):
-            raise GeneratorError(f"{path}/{key} must be {what}, not {_json_type(node[key])}")
-    for key, value in node.items():
-        if key in _DATA_KEYWORDS:
-            continue
-        if key in ("properties", "patternProperties", "$defs", "definitions"):
-            if isinstance(value, dict):
-                for prop, sub in value.items():
-                    if not isinstance(sub, (dict, bool)):
-                        raise GeneratorError(
-                            f"{path}/{key}/{prop} must be a schema (an object), "
-                            f"not {_json_type(sub)}"
-                        )
-                    _check_shapes(sub, f"{path}/{key}/{prop}")
-            continue
-        _check_shapes(value, f"{path}/{key}")
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
-def _cut(
-    f: _Finder,
-    seeds: set[str],
-    cap_tasks: dict[str, dict[str, Any]],
-    selection: Selection,
-    task_support_owner: str | None,
-) -> Selection:
-    defs = f.defs
-    out: dict[str, Any] = {}
+def _gather(f: _Finder, seeds: set[str], caps: CapabilityTree) -> dict[str, Any]:
+    """Copies of the seeds, the ``tasks`` capability objects and everything they refer to."""
+    out: dict[str, Any] = {
+        f"{caps.owners[side]}Tasks": copy.deepcopy(caps.schemas[side])
+        for side in sorted(caps.owners)
+    }
     pending = sorted(seeds)
-    for side, info in sorted(cap_tasks.items()):
-        name = f"{info['def']}Tasks"
-        out[name] = copy.deepcopy(info["schema"])
-        selection.capabilities[side] = name
-        selection.hoisted[f"{info['def']}.tasks"] = name
 
     def visit_refs(node: Any) -> None:
         if isinstance(node, dict):
@@ -456,7 +471,7 @@ def _cut(
                     raise GeneratorError(
                         f"unsupported $ref {ref!r}: only local '{f.prefix}...' references are supported"
                     )
-                if name not in defs:
+                if name not in f.defs:
                     raise GeneratorError(f"broken $ref {ref!r}: no definition {name!r}")
                 if name not in out and name not in pending:
                     pending.append(name)
@@ -470,10 +485,9 @@ def _cut(
         visit_refs(out[name])
     while pending:
         name = pending.pop(0)
-        if name in out:
-            continue
-        out[name] = copy.deepcopy(defs[name])
-        visit_refs(out[name])
+        if name not in out:
+            out[name] = copy.deepcopy(f.defs[name])
+            visit_refs(out[name])
     for name in sorted(out):
         _check_shapes(out[name], f"{f.prefix}{name}")
     for name in sorted(out):
@@ -482,16 +496,20 @@ def _cut(
             raise GeneratorError(
                 f"$ref cycle: {' -> '.join(cycle)} (definitions that only refer to each other)"
             )
+    return out
 
-    # Hoist inline objects and enums into named definitions, in name order.
-    taken = set(defs) | set(out)
+
+def _hoist(out: dict[str, Any], taken: set[str]) -> dict[str, str]:
+    """Hoist inline objects and enums of ``out`` into named definitions, in name order (in
+    place); returns "Parent.prop" -> the new name. An enum takes its property's name when
+    that is unique and free, else ``ParentProp``."""
     enum_names: dict[str, int] = {}
     for name in sorted(out):
-        for prop, schema in sorted(
-            ((out[name].get("properties") or {}) if isinstance(out[name], dict) else {}).items()
-        ):
+        props = (out[name].get("properties") or {}) if isinstance(out[name], dict) else {}
+        for prop, schema in sorted(props.items()):
             if isinstance(schema, dict) and "enum" in schema and "$ref" not in schema:
                 enum_names[_pascal(prop)] = enum_names.get(_pascal(prop), 0) + 1
+    hoisted: dict[str, str] = {}
 
     def hoist(parent: str, node: dict[str, Any]) -> None:
         props = node.get("properties")
@@ -512,36 +530,38 @@ def _cut(
                 while new in taken:
                     new += "Inline"
             taken.add(new)
-            hoisted = dict(schema)
-            desc = hoisted.get("description")
+            desc = schema.get("description")
             props[prop] = {"$ref": f"#/$defs/{new}"} | ({"description": desc} if desc else {})
-            out[new] = hoisted
-            selection.hoisted[f"{parent}.{prop}"] = new
-            if prop == "taskSupport":
-                selection.task_support_def = new
-            hoist(new, hoisted)
+            out[new] = dict(schema)
+            hoisted[f"{parent}.{prop}"] = new
+            hoist(new, out[new])
 
     for name in sorted(out):
         if isinstance(out[name], dict):
             hoist(name, out[name])
-    if task_support_owner and selection.task_support_def is None:
-        ts = out[task_support_owner]["properties"]["taskSupport"]
-        selection.task_support_def = _ref_name(ts)
+    return hoisted
 
-    # Normalise references to `#/$defs/` and order definitions by name.
-    def rewrite(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {
-                k: (f"#/$defs/{_ref_name(node)}" if k == "$ref" and _ref_name(node) else rewrite(v))
-                for k, v in node.items()
-            }
-        if isinstance(node, list):
-            return [rewrite(v) for v in node]
-        return node
 
-    selection.defs = {name: rewrite(out[name]) for name in sorted(out)}
-    for m in selection.methods:
-        if m.params is None:
-            hoisted_name = selection.hoisted.get(f"{m.definition}.params")
-            m.params = hoisted_name
-    return selection
+def _rewrite(node: Any) -> Any:
+    """References normalised to ``#/$defs/``."""
+    if isinstance(node, dict):
+        return {
+            k: (f"#/$defs/{_ref_name(node)}" if k == "$ref" and _ref_name(node) else _rewrite(v))
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_rewrite(v) for v in node]
+    return node
+
+
+def cut(f: _Finder, seeds: set[str], caps: CapabilityTree) -> Closure:
+    """The closure of ``seeds``, hoisted, with references normalised, ordered by name."""
+    out = _gather(f, seeds, caps)
+    hoisted = _hoist(out, set(f.defs) | set(out))
+    for owner in caps.owners.values():
+        hoisted[f"{owner}.tasks"] = f"{owner}Tasks"
+    return Closure(
+        defs={name: _rewrite(out[name]) for name in sorted(out)},
+        hoisted=dict(sorted(hoisted.items())),
+        capabilities={side: f"{caps.owners[side]}Tasks" for side in sorted(caps.owners)},
+    )

@@ -7,21 +7,21 @@
 
 Build our ``tasks`` capability; read the peer's; answer "may I task-augment
 this request?"; apply the tool-level ``taskSupport`` rules with the spec's
-error codes.
+error codes. The negotiator is the hand-written ``_capabilities`` module; this
+one holds the revision's tables.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Final
 
 from pydantic import BaseModel
 
 from . import models
+from ._capabilities import Negotiator, Side, ToolTaskSupport
 from .errors import ToolTaskForbidden, ToolTaskRequired
-
-Side = Literal["client", "server"]
 
 #: R-CAP-2, R-CAP-4: the request types each side may declare under ``tasks.requests``.
 TASK_REQUESTS: Final[Mapping[Side, frozenset[str]]] = MappingProxyType(
@@ -47,135 +47,27 @@ TaskSupport = models.TaskSupport
 TASK_SUPPORT_VALUES: Final[tuple[str, ...]] = ("forbidden", "optional", "required")
 TASK_SUPPORT_DEFAULT: Final = "forbidden"
 
-
-def build_tasks_capability(
-    side: Side,
-    *,
-    requests: Iterable[str] | None = None,
-    list: bool = True,
-    cancel: bool = True,
-) -> dict[str, Any]:
-    """Our ``capabilities.tasks`` object (R-CAP-1, R-CAP-2).
-
-    ``requests``: the task-augmentable methods to declare (default: all the
-    revision allows for ``side``). ``list=False`` when tasks cannot be bound to a
-    requestor (R-SEC-2).
-    """
-    allowed = TASK_REQUESTS.get(side, frozenset())
-    chosen = sorted(allowed if requests is None else set(requests))
-    unknown = [m for m in chosen if m not in allowed]
-    if unknown:
-        raise ValueError(
-            f"{side} cannot declare task augmentation of {unknown}: allowed {sorted(allowed)}"
-        )
-    out: dict[str, Any] = {}
-    flags = TASK_FLAGS.get(side, frozenset())
-    if list and "list" in flags:
-        out["list"] = {}
-    if cancel and "cancel" in flags:
-        out["cancel"] = {}
-    if chosen:
-        tree: dict[str, Any] = {}
-        for method in chosen:
-            node = tree
-            *parents, leaf = method.split("/")
-            for part in parents:
-                node = node.setdefault(part, {})
-            node[leaf] = {}
-        out["requests"] = tree
-    model = CAPABILITY_MODELS.get(side)
-    if model is not None:
-        model.model_validate(out)
-    return out
-
-
-def _as_dict(capabilities: Mapping[str, Any] | BaseModel | None) -> Mapping[str, Any]:
-    if capabilities is None:
-        return {}
-    if isinstance(capabilities, BaseModel):
-        dumped: dict[str, Any] = capabilities.model_dump(by_alias=True, exclude_none=True)
-        return dumped
-    return capabilities
-
-
-def tasks_capability(
-    capabilities: Mapping[str, Any] | BaseModel | None,
-) -> Mapping[str, Any] | None:
-    """The peer's ``tasks`` capability, or None when it declared none (R-CAP-3)."""
-    tasks = _as_dict(capabilities).get("tasks")
-    return tasks if isinstance(tasks, Mapping) else None
-
-
-def peer_supports(capabilities: Mapping[str, Any] | BaseModel | None, method: str) -> bool:
-    """May we task-augment ``method`` towards a peer with these capabilities? (R-CAP-3, R-CAP-4)."""
-    tasks = tasks_capability(capabilities)
-    if tasks is None:
-        return False
-    node: Any = tasks.get("requests")
-    for part in method.split("/"):
-        if not isinstance(node, Mapping) or part not in node:
-            return False
-        node = node[part]
-    return node is not None and node is not False
-
-
-def peer_supports_list(capabilities: Mapping[str, Any] | BaseModel | None) -> bool:
-    tasks = tasks_capability(capabilities)
-    return tasks is not None and tasks.get("list") is not None
-
-
-def peer_supports_cancel(capabilities: Mapping[str, Any] | BaseModel | None) -> bool:
-    tasks = tasks_capability(capabilities)
-    return tasks is not None and tasks.get("cancel") is not None
-
-
-def tool_task_support(tool: Mapping[str, Any] | BaseModel | None) -> str:
-    """A tool's ``execution.taskSupport`` (``forbidden`` when absent: R-TOOL-2)."""
-    data = _as_dict(tool)
-    execution = data.get("execution")
-    if isinstance(execution, Mapping):
-        value = execution.get("taskSupport")
-        if isinstance(value, str) and value in TASK_SUPPORT_VALUES:
-            return value
-    return TASK_SUPPORT_DEFAULT
-
-
-def may_call_tool_as_task(
-    server_capabilities: Mapping[str, Any] | BaseModel | None,
-    tool: Mapping[str, Any] | BaseModel | None,
-) -> bool:
-    """Requestor side: R-TOOL-1 (server capability first), then R-TOOL-2/3/4."""
-    if not peer_supports(server_capabilities, "tools/call"):
-        return False
-    return tool_task_support(tool) in ("optional", "required")
-
-
-def must_call_tool_as_task(
-    server_capabilities: Mapping[str, Any] | BaseModel | None,
-    tool: Mapping[str, Any] | BaseModel | None,
-) -> bool:
-    """Requestor side: R-TOOL-4."""
-    return (
-        may_call_tool_as_task(server_capabilities, tool) and tool_task_support(tool) == "required"
-    )
-
-
-def check_tool_call(
-    tool_name: str, task_support: str | None, *, augmented: bool, declared: bool = True
-) -> bool:
-    """Receiver side: does this ``tools/call`` run as a task?
-
-    ``declared``: we declared ``tasks.requests.tools.call`` to this peer. Without
-    it the ``task`` param is ignored and the call is handled normally
-    (R-CREATE-4): such a peer may never task-augment (R-TOOL-1), so "required"
-    cannot be held against it. Raises ``ToolTaskForbidden`` (-32601, R-TOOL-2)
-    or ``ToolTaskRequired`` (-32601, R-TOOL-4).
-    """
-    if not declared:
-        return False
-    support = task_support or TASK_SUPPORT_DEFAULT
-    if augmented and support == "forbidden":
-        raise ToolTaskForbidden(tool=tool_name)
-    if not augmented and support == "required":
-        raise ToolTaskRequired(tool=tool_name)
-    return augmented
+NEGOTIATOR: Final = Negotiator(
+    requests=TASK_REQUESTS,
+    flags=TASK_FLAGS,
+    models=CAPABILITY_MODELS,
+    tool=ToolTaskSupport(
+        method="tools/call",
+        path=("execution", "taskSupport"),
+        values=TASK_SUPPORT_VALUES,
+        default=TASK_SUPPORT_DEFAULT,
+        may=frozenset({"optional", "required"}),
+        must=frozenset({"required"}),
+        forbidden=ToolTaskForbidden,
+        required=ToolTaskRequired,
+    ),
+)
+build_tasks_capability = NEGOTIATOR.build_tasks_capability
+tasks_capability = NEGOTIATOR.tasks_capability
+peer_supports = NEGOTIATOR.peer_supports
+peer_supports_list = NEGOTIATOR.peer_supports_list
+peer_supports_cancel = NEGOTIATOR.peer_supports_cancel
+tool_task_support = NEGOTIATOR.tool_task_support
+may_call_tool_as_task = NEGOTIATOR.may_call_tool_as_task
+must_call_tool_as_task = NEGOTIATOR.must_call_tool_as_task
+check_tool_call = NEGOTIATOR.check_tool_call

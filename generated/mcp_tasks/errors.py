@@ -6,53 +6,16 @@
 """Error types carrying the JSON-RPC codes and messages of the spec (R-ERR-*).
 
 Raise them from handlers; adapters turn them into JSON-RPC error answers with
-``to_error()``.
+``to_error()``. The machinery is the hand-written ``_errors`` module; this one
+holds the overlay's table of errors.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    from pydantic import ValidationError
-
-
-class TaskError(Exception):
-    """A JSON-RPC error answer: ``code``, ``message`` and optional ``data``."""
-
-    code: int = -32603
-    template: str = "Internal error"
-
-    def __init__(self, message: str | None = None, *, data: Any = None) -> None:
-        self.message = message if message is not None else self.template
-        self.data = data
-        super().__init__(self.message)
-
-    def _text(self, message: str | None, **fields: object) -> str:
-        """``message``, else the class's template filled with ``fields``."""
-        return message if message is not None else self.template.format(**fields)
-
-    def to_error(self) -> dict[str, Any]:
-        """The JSON-RPC ``error`` object."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
-
-
-class JsonRpcError(TaskError):
-    """Any JSON-RPC error, with the code it came with (a stored task error, R-RESULT-1)."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        self.code = code
-        super().__init__(message, data=data)
-
-    @classmethod
-    def from_error(cls, error: dict[str, Any]) -> JsonRpcError:
-        return cls(int(error.get("code", -32603)), str(error.get("message", "")), error.get("data"))
+from ._errors import JsonRpcError, TaskError, describe_validation_error, match_error
 
 
 class InvalidRequest(TaskError):
@@ -228,7 +191,8 @@ class RequestCancelled(TaskError):
         TaskError.__init__(self, self._text(message, detail=detail), data=data)
 
 
-ERRORS: dict[str, type[TaskError]] = {
+#: Every generated error class by name, each after its base.
+ERRORS: Final[dict[str, type[TaskError]]] = {
     "InvalidRequest": InvalidRequest,
     "MethodNotFound": MethodNotFound,
     "InvalidParams": InvalidParams,
@@ -247,41 +211,31 @@ ERRORS: dict[str, type[TaskError]] = {
 }
 
 
-def describe_validation_error(exc: ValidationError, prefix: str = "params") -> str:
-    """``params.taskId: Field required`` style text naming the first bad fields: the one
-    formatter of validation errors for every answer (R-ERR-1)."""
-    parts = []
-    for err in exc.errors()[:3]:
-        loc = ".".join(str(p) for p in (prefix, *err.get("loc", ())))
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts) or prefix
-
-
-@cache
-def _patterns() -> tuple[tuple[type[TaskError], re.Pattern[str]], ...]:
-    """Most specific first: a subclass is generated after its base."""
-    out = []
-    for cls in reversed(ERRORS.values()):
-        parts = re.split(r"({\w+})", cls.template)
-        regex = "".join(".*" if p.startswith("{") else re.escape(p) for p in parts)
-        out.append((cls, re.compile(regex, re.DOTALL)))
-    return tuple(out)
-
-
 def error_from_payload(error: Mapping[str, Any]) -> TaskError:
     """A JSON-RPC ``error`` object back to the most specific error class with its code and
     message (``TaskNotFound``, ...), else ``JsonRpcError`` carrying the code as is."""
-    code = error.get("code")
-    message = error.get("message")
-    data = error.get("data")
-    if isinstance(code, int) and isinstance(message, str):
-        for cls, pattern in _patterns():
-            if cls.code == code and pattern.fullmatch(message):
-                exc = cls.__new__(cls)
-                TaskError.__init__(exc, message, data=data)
-                return exc
-    return JsonRpcError(
-        code if isinstance(code, int) else InternalError.code,
-        message if isinstance(message, str) else "",
-        data,
-    )
+    return match_error(error, ERRORS.values())
+
+
+__all__ = [
+    "ERRORS",
+    "JsonRpcError",
+    "TaskError",
+    "describe_validation_error",
+    "error_from_payload",
+    "InvalidRequest",
+    "MethodNotFound",
+    "InvalidParams",
+    "InternalError",
+    "TaskAugmentationRequired",
+    "TaskNotFound",
+    "TaskExpired",
+    "TaskAlreadyTerminal",
+    "InvalidCursor",
+    "ToolTaskForbidden",
+    "ToolTaskRequired",
+    "ConcurrencyLimitExceeded",
+    "RateLimitExceeded",
+    "StoreUnavailable",
+    "RequestCancelled",
+]

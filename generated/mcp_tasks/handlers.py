@@ -6,163 +6,29 @@
 """Abstract handler bases and the generated dispatch table (python-betterproto style).
 
 Subclass ``TasksHandlerBase`` and override what you serve; a method you do not
-override answers ``-32601`` through ``Unimplemented``. Never edit this file.
+override answers ``-32601`` through ``Unimplemented``. Never edit this file. The
+machinery is the hand-written ``_handlers`` module; this one holds the tables.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final
+from typing import ClassVar, Final
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from . import models
-from .errors import InvalidParams, MethodNotFound, describe_validation_error
-
-
-class Unimplemented(MethodNotFound):
-    """A handler method the subclass did not implement (-32601)."""
-
-    def __init__(self, method: str, handler: str) -> None:
-        super().__init__(message=f"Method not found: {method} is not implemented by {handler}")
-
-
-@dataclass(frozen=True, slots=True)
-class RequestContext:
-    """Who asks, and about which request. ``requestor`` is the identity tasks are bound to
-    (an auth subject when there is one, else a session key: R-SEC-1)."""
-
-    requestor: str
-    request_id: str | int | None = None
-    progress_token: str | int | None = None
-    meta: Mapping[str, Any] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class AugmentedRequest:
-    """A task-augmented request as a hook receives it (R-CREATE-1)."""
-
-    method: str
-    params: Mapping[str, Any]
-    task: models.TaskMetadata
-    progress_token: str | int | None = None
-
-
-def dump(result: BaseModel) -> dict[str, Any]:
-    """Wire JSON of a result model: by alias, only the fields that were set (``ttl: null`` kept)."""
-    out: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    return out
-
-
-class TasksHandlerBase:
-    """The receiver's handlers: one method per ``tasks/*`` request, one hook per
-    task-augmentable request type, one method per task notification."""
-
-    async def tasks_cancel(
-        self, params: models.CancelTaskRequestParams, ctx: RequestContext
-    ) -> models.CancelTaskResult:
-        """``tasks/cancel`` (sent by: client, server)."""
-        raise Unimplemented("tasks/cancel", type(self).__name__)
-
-    async def tasks_get(
-        self, params: models.GetTaskRequestParams, ctx: RequestContext
-    ) -> models.GetTaskResult:
-        """``tasks/get`` (sent by: client, server)."""
-        raise Unimplemented("tasks/get", type(self).__name__)
-
-    async def tasks_list(
-        self, params: models.PaginatedRequestParams, ctx: RequestContext
-    ) -> models.ListTasksResult:
-        """``tasks/list`` (sent by: client, server)."""
-        raise Unimplemented("tasks/list", type(self).__name__)
-
-    async def tasks_result(
-        self, params: models.GetTaskPayloadRequestParams, ctx: RequestContext
-    ) -> models.GetTaskPayloadResult:
-        """``tasks/result`` (sent by: client, server)."""
-        raise Unimplemented("tasks/result", type(self).__name__)
-
-    async def elicitation_create_task(
-        self, request: AugmentedRequest, ctx: RequestContext
-    ) -> models.CreateTaskResult:
-        """A task-augmented ``elicitation/create`` (client receives it; capability
-        ``tasks.requests.elicitation.create``). Answer at once (R-CREATE-2)."""
-        raise Unimplemented("elicitation/create (task-augmented)", type(self).__name__)
-
-    async def sampling_create_message_task(
-        self, request: AugmentedRequest, ctx: RequestContext
-    ) -> models.CreateTaskResult:
-        """A task-augmented ``sampling/createMessage`` (client receives it; capability
-        ``tasks.requests.sampling.createMessage``). Answer at once (R-CREATE-2)."""
-        raise Unimplemented("sampling/createMessage (task-augmented)", type(self).__name__)
-
-    async def tools_call_task(
-        self, request: AugmentedRequest, ctx: RequestContext
-    ) -> models.CreateTaskResult:
-        """A task-augmented ``tools/call`` (server receives it; capability
-        ``tasks.requests.tools.call``). Answer at once (R-CREATE-2)."""
-        raise Unimplemented("tools/call (task-augmented)", type(self).__name__)
-
-    async def notifications_tasks_status(
-        self, params: models.TaskStatusNotificationParams, ctx: RequestContext
-    ) -> None:
-        """``notifications/tasks/status``: informational only; never rely on it (R-NOTIFY-2)."""
-        return None
-
-    async def dispatch(
-        self, method: str, params: Mapping[str, Any] | None, ctx: RequestContext
-    ) -> dict[str, Any]:
-        """Validate ``params`` for a ``tasks/*`` request, call its handler, return the wire result."""
-        entry = DISPATCH.get(method)
-        if entry is None:
-            raise MethodNotFound(detail=method)
-        model, handler = entry
-        try:
-            parsed = model.model_validate(params or {})
-        except ValidationError as exc:
-            raise InvalidParams(detail=describe_validation_error(exc)) from None
-        result = await getattr(self, handler)(parsed, ctx)
-        return dump(result)
-
-    async def dispatch_augmented(
-        self, method: str, params: Mapping[str, Any], ctx: RequestContext
-    ) -> dict[str, Any]:
-        """Call the hook of a task-augmented request; return the ``CreateTaskResult`` wire JSON."""
-        hook = HOOKS.get(method)
-        if hook is None:
-            raise MethodNotFound(detail=f"{method} cannot be task-augmented")
-        try:
-            task = models.TaskMetadata.model_validate(params.get("task") or {})
-        except ValidationError as exc:
-            raise InvalidParams(detail=describe_validation_error(exc, "params.task")) from None
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, Mapping) else None
-        request = AugmentedRequest(
-            method=method,
-            params=params,
-            task=task,
-            progress_token=token if isinstance(token, (str, int)) else None,
-        )
-        result = await getattr(self, hook)(request, ctx)
-        return dump(result)
-
-    async def notify(
-        self, method: str, params: Mapping[str, Any] | None, ctx: RequestContext
-    ) -> None:
-        """Validate and hand a task notification to its method; unknown ones are ignored."""
-        entry = NOTIFICATION_DISPATCH.get(method)
-        if entry is None:
-            return
-        model, handler = entry
-        try:
-            parsed = model.model_validate(params or {})
-        except ValidationError:
-            return
-        await getattr(self, handler)(parsed, ctx)
-
+from ._handlers import (
+    AugmentedRequest,
+    HandlerBase,
+    NoParams,
+    RequestContext,
+    Table,
+    Unimplemented,
+    dump,
+)
+from .errors import describe_validation_error
 
 #: method -> (params model, handler method name)
 DISPATCH: Final[Mapping[str, tuple[type[BaseModel], str]]] = MappingProxyType(
@@ -190,3 +56,79 @@ NOTIFICATION_DISPATCH: Final[Mapping[str, tuple[type[BaseModel], str]]] = Mappin
         ),
     }
 )
+
+
+class TasksHandlerBase(HandlerBase):
+    """The receiver's handlers: one method per ``tasks/*`` request, one hook per
+    task-augmentable request type, one method per task notification."""
+
+    requests: ClassVar[Table] = DISPATCH
+    hooks: ClassVar[Mapping[str, str]] = HOOKS
+    notifications: ClassVar[Table] = NOTIFICATION_DISPATCH
+    task_metadata: ClassVar[type[BaseModel]] = models.TaskMetadata
+    task_param: ClassVar[str] = "task"
+
+    async def tasks_cancel(
+        self, params: models.CancelTaskRequestParams, ctx: RequestContext
+    ) -> models.CancelTaskResult:
+        """``tasks/cancel`` (sent by: client, server)."""
+        raise Unimplemented("tasks/cancel", type(self).__name__)
+
+    async def tasks_get(
+        self, params: models.GetTaskRequestParams, ctx: RequestContext
+    ) -> models.GetTaskResult:
+        """``tasks/get`` (sent by: client, server)."""
+        raise Unimplemented("tasks/get", type(self).__name__)
+
+    async def tasks_list(
+        self, params: models.PaginatedRequestParams, ctx: RequestContext
+    ) -> models.ListTasksResult:
+        """``tasks/list`` (sent by: client, server)."""
+        raise Unimplemented("tasks/list", type(self).__name__)
+
+    async def tasks_result(
+        self, params: models.GetTaskPayloadRequestParams, ctx: RequestContext
+    ) -> models.GetTaskPayloadResult:
+        """``tasks/result`` (sent by: client, server)."""
+        raise Unimplemented("tasks/result", type(self).__name__)
+
+    async def elicitation_create_task(
+        self, request: AugmentedRequest[models.TaskMetadata], ctx: RequestContext
+    ) -> models.CreateTaskResult:
+        """A task-augmented ``elicitation/create`` (client receives it; capability
+        ``tasks.requests.elicitation.create``). Answer at once (R-CREATE-2)."""
+        raise Unimplemented("elicitation/create (task-augmented)", type(self).__name__)
+
+    async def sampling_create_message_task(
+        self, request: AugmentedRequest[models.TaskMetadata], ctx: RequestContext
+    ) -> models.CreateTaskResult:
+        """A task-augmented ``sampling/createMessage`` (client receives it; capability
+        ``tasks.requests.sampling.createMessage``). Answer at once (R-CREATE-2)."""
+        raise Unimplemented("sampling/createMessage (task-augmented)", type(self).__name__)
+
+    async def tools_call_task(
+        self, request: AugmentedRequest[models.TaskMetadata], ctx: RequestContext
+    ) -> models.CreateTaskResult:
+        """A task-augmented ``tools/call`` (server receives it; capability
+        ``tasks.requests.tools.call``). Answer at once (R-CREATE-2)."""
+        raise Unimplemented("tools/call (task-augmented)", type(self).__name__)
+
+    async def notifications_tasks_status(
+        self, params: models.TaskStatusNotificationParams, ctx: RequestContext
+    ) -> None:
+        """``notifications/tasks/status``: informational only; never rely on it (R-NOTIFY-2)."""
+        return None
+
+
+__all__ = [
+    "DISPATCH",
+    "HOOKS",
+    "NOTIFICATION_DISPATCH",
+    "AugmentedRequest",
+    "NoParams",
+    "RequestContext",
+    "TasksHandlerBase",
+    "Unimplemented",
+    "describe_validation_error",
+    "dump",
+]

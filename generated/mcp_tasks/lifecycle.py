@@ -6,7 +6,8 @@
 """The task lifecycle of revision 2025-11-25: statuses, terminal set, allowed moves.
 
 R-STATE-1: a task starts in ``INITIAL``. R-STATE-2: only the moves in
-``TRANSITIONS``. R-STATE-3: nothing leaves a terminal status.
+``TRANSITIONS``. R-STATE-3: nothing leaves a terminal status. The machinery is the
+hand-written ``_lifecycle`` module; this one holds the tables.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from ._lifecycle import InvalidTransition as InvalidTransition
+from ._lifecycle import Lifecycle
 from .models import TaskStatus
 
 STATUSES: Final[tuple[TaskStatus, ...]] = (
@@ -61,33 +64,9 @@ TRANSITIONS: Final[Mapping[TaskStatus, frozenset[TaskStatus]]] = MappingProxyTyp
         ),
     }
 )
+LIFECYCLE: Final = Lifecycle(TaskStatus, TRANSITIONS, TERMINAL)
 #: For each status, the statuses a task may be in to move to it.
-SOURCES: Final[Mapping[TaskStatus, frozenset[TaskStatus]]] = MappingProxyType(
-    {dst: frozenset(src for src in STATUSES if dst in TRANSITIONS[src]) for dst in STATUSES}
-)
-
-
-class InvalidTransition(ValueError):
-    """A move the lifecycle does not allow (R-STATE-2, R-STATE-3)."""
-
-    def __init__(self, src: TaskStatus | str, dst: TaskStatus | str) -> None:
-        self.src = TaskStatus(src)
-        self.dst = TaskStatus(dst)
-        why = "terminal status" if self.src in TERMINAL else "move not allowed"
-        super().__init__(
-            f"invalid task status move {self.src.value!r} -> {self.dst.value!r}: {why}"
-        )
-
-
-def is_terminal(status: TaskStatus | str) -> bool:
-    return TaskStatus(status) in TERMINAL
-
-
-def can_transition(src: TaskStatus | str, dst: TaskStatus | str) -> bool:
-    return TaskStatus(dst) in TRANSITIONS[TaskStatus(src)]
-
-
-def validate_transition(src: TaskStatus | str, dst: TaskStatus | str) -> None:
-    """Raise ``InvalidTransition`` unless ``src -> dst`` is an allowed move."""
-    if not can_transition(src, dst):
-        raise InvalidTransition(src, dst)
+SOURCES: Final[Mapping[TaskStatus, frozenset[TaskStatus]]] = MappingProxyType(LIFECYCLE.sources())
+is_terminal = LIFECYCLE.is_terminal
+can_transition = LIFECYCLE.can_transition
+validate_transition = LIFECYCLE.validate_transition

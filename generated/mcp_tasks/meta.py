@@ -3,15 +3,16 @@
 # DO NOT EDIT: regenerate with mcptask-gen; subclass, never edit.
 # @generated
 
-"""The task-related ``_meta`` keys of revision 2025-11-25, typed."""
+"""The task-related ``_meta`` keys of revision 2025-11-25, typed (the helpers are the
+hand-written ``_meta`` module)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._meta import RelatedTask
 from .models import RelatedTaskMetadata
 
 #: R-META-1
@@ -33,21 +34,7 @@ class TaskMeta(BaseModel):
     )
 
 
-def related_task_meta(task_id: str) -> dict[str, Any]:
-    """``{"io.modelcontextprotocol/related-task": {"taskId": task_id}}`` (R-META-1)."""
-    return {RELATED_TASK_KEY: {"taskId": task_id}}
-
-
-def with_related_task(meta: Mapping[str, Any] | None, task_id: str) -> dict[str, Any]:
-    """A copy of ``meta`` carrying the related-task entry for ``task_id``."""
-    out = dict(meta or {})
-    out[RELATED_TASK_KEY] = {"taskId": task_id}
-    return out
-
-
-def without_related_task(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A copy of ``meta`` without the related-task entry (R-META-3, R-NOTIFY-3); None when empty."""
-    if not meta:
-        return None
-    out = {k: v for k, v in meta.items() if k != RELATED_TASK_KEY}
-    return out or None
+_RELATED_TASK: Final = RelatedTask(RELATED_TASK_KEY, "taskId")
+related_task_meta = _RELATED_TASK.meta
+with_related_task = _RELATED_TASK.attach
+without_related_task = _RELATED_TASK.detach

@@ -4,49 +4,19 @@
 # @generated
 
 """The method table of revision 2025-11-25: every ``tasks/*`` method with its models and
-senders, the task-augmentable request types, and discriminated unions on ``method``."""
+senders, the task-augmentable request types, and discriminated unions on ``method``. The
+types are the hand-written ``_methods`` module; this one holds the tables."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from functools import cache
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
+from typing import Annotated, Final
 
-from pydantic import BaseModel, Field
-
-if TYPE_CHECKING:  # imported on first use: pydantic's TypeAdapter costs import time
-    from pydantic import TypeAdapter
+from pydantic import Field
 
 from . import models
-
-
-@dataclass(frozen=True, slots=True)
-class MethodSpec:
-    """One ``tasks/*`` method: its request, params and result models, and who may send it."""
-
-    method: str
-    kind: Literal["request", "notification"]
-    request: type[BaseModel]
-    params: type[BaseModel] | None
-    result: type[BaseModel] | None
-    sent_by: frozenset[Literal["client", "server"]]
-    handler: str
-
-
-@dataclass(frozen=True, slots=True)
-class AugmentableSpec:
-    """A request type that may be task-augmented, answered by ``answer`` (R-CREATE-2)."""
-
-    method: str
-    request_name: str
-    receiver: Literal["client", "server"]
-    sent_by: frozenset[Literal["client", "server"]]
-    capability_path: tuple[str, ...]
-    answer: type[models.CreateTaskResult]
-    hook: str
-
+from ._methods import AugmentableSpec, MethodSpec, UnionParser
 
 METHODS: Final[Mapping[str, MethodSpec]] = MappingProxyType(
     {
@@ -144,26 +114,13 @@ TaskRequest = Annotated[
 ]
 TaskNotification = models.TaskStatusNotification
 
-
-@cache
-def _request_adapter() -> TypeAdapter[TaskRequest]:
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(TaskRequest)
-
-
-@cache
-def _notification_adapter() -> TypeAdapter[TaskNotification]:
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(TaskNotification)
-
-
-def parse_request(message: Mapping[str, Any]) -> TaskRequest:
-    """Validate a JSON-RPC ``tasks/*`` request (the whole message), picking the model by ``method``."""
-    return _request_adapter().validate_python(message)
-
-
-def parse_notification(message: Mapping[str, Any]) -> TaskNotification:
-    """Validate a JSON-RPC task notification (the whole message), picking the model by ``method``."""
-    return _notification_adapter().validate_python(message)
+parse_request: Final[UnionParser[TaskRequest]] = UnionParser(
+    TaskRequest,
+    "Validate a JSON-RPC ``tasks/*`` request (the whole message), picking the model by "
+    "``method``.",
+)
+parse_notification: Final[UnionParser[TaskNotification]] = UnionParser(
+    TaskNotification,
+    "Validate a JSON-RPC task notification (the whole message), picking the model by "
+    "``method``.",
+)

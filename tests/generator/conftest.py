@@ -4,7 +4,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,8 @@ def run_cli(*args: str | Path) -> Result:
 
 @pytest.fixture(scope="session")
 def schema_doc() -> dict[str, Any]:
-    return json.loads(SCHEMA.read_text())
+    doc: dict[str, Any] = json.loads(SCHEMA.read_text())
+    return doc
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +53,7 @@ def generated_pkg(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def import_package() -> Callable[[Path], Any]:
+def import_package() -> Iterator[Callable[[Path], Any]]:
     """Import a generated package from its directory under a unique name; unload afterwards."""
     loaded: list[str] = []
 

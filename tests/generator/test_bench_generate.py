@@ -16,5 +16,10 @@ def test_bench_generate_quick() -> None:
         text=True,
         timeout=300,
     ).stdout
-    for row in ("full generation, cold", "--check, warm cache", "plain datamodel-codegen", "import pydantic"):
+    for row in (
+        "full generation, cold",
+        "--check, warm cache",
+        "plain datamodel-codegen",
+        "import pydantic",
+    ):
         assert row in out, out

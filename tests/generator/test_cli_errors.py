@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,25 +76,19 @@ def test_not_a_json_schema(tmp_path: Path, doc: object, needle: str) -> None:
     _assert_clean_failure(run_cli(schema, "-o", out, "--revision", "2025-11-25"), out, needle)
 
 
-def test_2025_06_18_says_tasks_arrived_later(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("schema", "needles"),
+    [
+        (SCHEMA_0618, ("tasks arrived in protocol revision 2025-11-25",)),
+        (SCHEMA_0728, ("io.modelcontextprotocol/tasks", "extension")),
+    ],
+    ids=["2025-06-18", "2026-07-28"],
+)
+def test_revision_without_tasks_says_where_they_are(
+    tmp_path: Path, schema: Path, needles: tuple[str, ...]
+) -> None:
     out = tmp_path / "pkg"
-    _assert_clean_failure(
-        run_cli(SCHEMA_0618, "-o", out),
-        out,
-        "no task definitions",
-        "tasks arrived in protocol revision 2025-11-25",
-    )
-
-
-def test_2026_07_28_says_tasks_moved_to_extension(tmp_path: Path) -> None:
-    out = tmp_path / "pkg"
-    _assert_clean_failure(
-        run_cli(SCHEMA_0728, "-o", out),
-        out,
-        "no task definitions",
-        "io.modelcontextprotocol/tasks",
-        "extension",
-    )
+    _assert_clean_failure(run_cli(schema, "-o", out), out, "no task definitions", *needles)
 
 
 def test_schema_without_tasks_unknown_revision(tmp_path: Path) -> None:
@@ -142,8 +137,13 @@ def test_broken_ref(tmp_path: Path, schema_doc: dict) -> None:  # type: ignore[t
         ("TaskMetadata", "properties", {"ttl": 5}, "/TaskMetadata/properties/ttl must be"),
     ],
 )
-def test_wrongly_typed_keyword_is_named(  # type: ignore[no-untyped-def]
-    tmp_path: Path, schema_doc: dict, definition: str, keyword: str, value, needle: str  # type: ignore[type-arg]
+def test_wrongly_typed_keyword_is_named(
+    tmp_path: Path,
+    schema_doc: dict[str, Any],
+    definition: str,
+    keyword: str,
+    value: object,
+    needle: str,
 ) -> None:
     doc = json.loads(json.dumps(schema_doc))
     doc["$defs"][definition][keyword] = value
@@ -161,13 +161,31 @@ def test_output_is_a_file(tmp_path: Path) -> None:
     assert out.read_text() == "I am a file"
 
 
-def test_bad_package_name(tmp_path: Path) -> None:
+def test_bad_package_name_says_what_is_valid(tmp_path: Path) -> None:
     out = tmp_path / "pkg"
-    _assert_clean_failure(
-        run_cli(SCHEMA, "-o", out, "--package-name", "not-valid"),
-        out,
-        "not a valid Python identifier",
-    )
+    result = run_cli(SCHEMA, "-o", out, "--package-name", "not-valid")
+    # The flag was given: the message names it and says what a valid name looks like.
+    _assert_clean_failure(result, out, "--package-name 'not-valid' is not valid", "identifiers")
+    assert "pass --package-name" not in result.output
+
+
+def test_dotted_package_name_is_accepted(tmp_path: Path) -> None:
+    out = tmp_path / "tasks_gen"
+    result = run_cli(SCHEMA, "-o", out, "--package-name", "myapp.tasks_gen")
+    assert result.exit_code == 0, result.output
+
+
+def test_bad_output_directory_name_asks_for_package_name(tmp_path: Path) -> None:
+    out = tmp_path / "my-pkg"
+    _assert_clean_failure(run_cli(SCHEMA, "-o", out), out, "'my-pkg'", "pass --package-name")
+
+
+def test_revision_without_tasks_given_as_flag(tmp_path: Path) -> None:
+    out = tmp_path / "pkg"
+    result = run_cli(SCHEMA, "-o", out, "--revision", "2025-06-18")
+    # It was passed: say why that revision cannot be generated, not "pass --revision".
+    _assert_clean_failure(result, out, "--revision '2025-06-18'", "tasks arrived", "2025-11-25")
+    assert "pass --revision" not in result.output
 
 
 def test_foreign_file_is_never_overwritten(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Points 6, 7, 8, 10: generated/ is fresh, output is deterministic, writes are safe, --check, quality."""
+"""generated/ is fresh, output is deterministic, writes are safe, --check, quality."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,8 +38,8 @@ def test_regeneration_is_byte_identical(
 
 
 def test_reordered_defs_give_identical_output(
-    no_cache: None, generated_pkg: Path, tmp_path: Path, schema_doc: dict
-) -> None:  # type: ignore[type-arg]
+    no_cache: None, generated_pkg: Path, tmp_path: Path, schema_doc: dict[str, Any]
+) -> None:
     items = list(schema_doc["$defs"].items())
     random.Random(7).shuffle(items)
     doc = {"$defs": dict(items), "$schema": schema_doc["$schema"]}
@@ -88,14 +89,12 @@ def test_every_module_has_the_static_header(generated_pkg: Path) -> None:
 
 
 def test_check_exit_codes(generated_pkg: Path, tmp_path: Path) -> None:
-    """0 up to date, 1 would change (diff, missing, extra), 2 on error."""
+    """--check: 0 up to date, 1 would change (diff, missing, extra), 2 on error."""
     out = copy_pkg(generated_pkg, tmp_path / "mcp_tasks_fresh")
     assert run_cli(SCHEMA, "-o", out, "--check").exit_code == 0
 
     lifecycle = out / "lifecycle.py"
-    lifecycle.write_text(
-        lifecycle.read_text().replace("def is_terminal", "def is_terminal_renamed")
-    )
+    lifecycle.write_text(lifecycle.read_text().replace("is_terminal = ", "is_terminal_renamed = "))
     (out / "meta.py").unlink()
     manifest = out / ".mcptask-gen-manifest.json"
     data = json.loads(manifest.read_text())
@@ -107,7 +106,7 @@ def test_check_exit_codes(generated_pkg: Path, tmp_path: Path) -> None:
     result = run_cli(SCHEMA, "-o", out, "--check")
     assert result.exit_code == 1
     assert "--- a/lifecycle.py" in result.output and "+++ b/lifecycle.py" in result.output
-    assert "-def is_terminal_renamed" in result.output and "+def is_terminal" in result.output
+    assert "-is_terminal_renamed = " in result.output and "+is_terminal = " in result.output
     assert "missing: meta.py" in result.output
     assert "extra: old_module.py" in result.output
     assert tree(out) == snapshot, "--check writes nothing"
@@ -184,7 +183,7 @@ def _mypy_and_ruff(pkg: Path) -> None:
 
 
 def test_generated_package_passes_mypy_strict_and_ruff(generated_pkg: Path) -> None:
-    """The generated package passes mypy --strict and ruff."""
+    """The generated package is mypy --strict and ruff clean."""
     _mypy_and_ruff(generated_pkg)
 
 
@@ -228,7 +227,7 @@ def test_builtin_templates_render_black_clean(
 ) -> None:
     """Black still formats every rendered module, but it formats twice when its first pass
     changes anything: the built-in templates render what black would write, which halves the
-    cost of formatting them (the speed target)."""
+    cost of formatting them (the generation speed target of benchmarks/bench_generate.py)."""
     import black
 
     from mcptask_gen.fmt import _mode

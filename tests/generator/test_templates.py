@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from .conftest import SCHEMA, run_cli
 
 
@@ -26,40 +28,31 @@ def test_user_template_overrides_file_by_file(tmp_path: Path, import_package) ->
     assert "class TaskNotFound" in (out / "errors.py").read_text()
 
 
-def test_broken_template_names_file_and_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "text", "needles"),
+    [
+        ("errors.py.jinja", "{{ header }}\n\n\n{% if %}\n", ("errors.py.jinja", "line 4")),
+        (
+            "lifecycle.py.jinja",
+            "{{ header }}\nX = 1\n{{ ir.no_such_thing }}\n",
+            ("lifecycle.py.jinja", "line 3", "no_such_thing"),
+        ),
+        ("meta.py.jinja", "{{ header }}\ndef broken(:\n", ("meta.py", "not valid Python")),
+    ],
+    ids=["syntax-error", "undefined-name", "invalid-python"],
+)
+def test_broken_template_is_named(
+    tmp_path: Path, name: str, text: str, needles: tuple[str, ...]
+) -> None:
+    """A template error names the file (and line); nothing is written."""
     templates = tmp_path / "tpl"
     templates.mkdir()
-    (templates / "errors.py.jinja").write_text("{{ header }}\n\n\n{% if %}\n")
-    out = tmp_path / "pkg"
-    result = run_cli(SCHEMA, "-o", out, "--templates", templates)
-    assert result.exit_code == 2
-    assert "errors.py.jinja" in result.output and "line 4" in result.output
-    assert not out.exists()
-
-
-def test_undefined_variable_in_template_names_file_and_line(tmp_path: Path) -> None:
-    templates = tmp_path / "tpl"
-    templates.mkdir()
-    (templates / "lifecycle.py.jinja").write_text("{{ header }}\nX = 1\n{{ ir.no_such_thing }}\n")
+    (templates / name).write_text(text)
     out = tmp_path / "pkg"
     result = run_cli(SCHEMA, "-o", out, "--templates", templates)
     assert result.exit_code == 2, result.output
-    assert (
-        "lifecycle.py.jinja" in result.output
-        and "line 3" in result.output
-        and "no_such_thing" in result.output
-    )
-    assert not out.exists()
-
-
-def test_template_rendering_invalid_python(tmp_path: Path) -> None:
-    templates = tmp_path / "tpl"
-    templates.mkdir()
-    (templates / "meta.py.jinja").write_text("{{ header }}\ndef broken(:\n")
-    out = tmp_path / "pkg"
-    result = run_cli(SCHEMA, "-o", out, "--templates", templates)
-    assert result.exit_code == 2
-    assert "meta.py" in result.output and "not valid Python" in result.output
+    for needle in needles:
+        assert needle in result.output, result.output
     assert not out.exists()
 
 

@@ -1,0 +1,141 @@
+"""Where the schema comes from: a path, a URL, or the official schema of a revision.
+
+The official schemas live in the MCP specification repository,
+``github.com/modelcontextprotocol/modelcontextprotocol``, under
+``schema/<revision>/schema.json``; ``--revision REV`` without a schema fetches
+``$MCPTASK_GEN_SCHEMA_BASE_URL/<revision>/schema.json`` (default: that repository's raw
+files on ``main``). A fetched schema is stored by content in the cache directory
+(``schemas/<sha256>/schema.json``); every run fetches again (a published schema may be
+edited), and the copy a URL gave last answers when its host cannot be reached.
+``--no-cache`` keeps nothing. stdlib ``urllib`` with a
+time-out and a size limit; every failure is one line (exit 2).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import shutil
+import socket
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from mcptask_gen import cache
+from mcptask_gen.errors import GeneratorError
+from mcptask_gen.load import MAX_SCHEMA_BYTES
+
+BASE_URL_ENV = "MCPTASK_GEN_SCHEMA_BASE_URL"
+OFFICIAL_BASE_URL = (
+    "https://raw.githubusercontent.com/modelcontextprotocol/modelcontextprotocol/main/schema"
+)
+TIMEOUT_S = 30.0
+
+
+def is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
+
+
+def official_url(revision: str) -> str:
+    base = os.environ.get(BASE_URL_ENV) or OFFICIAL_BASE_URL
+    return f"{base.rstrip('/')}/{revision}/schema.json"
+
+
+class _Unreachable(GeneratorError):
+    """The host could not be reached (a stored copy may answer instead)."""
+
+
+def _download(url: str) -> bytes:
+    request = urllib.request.Request(url, headers={"User-Agent": "mcptask-gen"})
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            raw: bytes = response.read(MAX_SCHEMA_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise GeneratorError(f"cannot fetch {url}: HTTP {exc.code} {exc.reason}") from None
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        if isinstance(reason, (TimeoutError, socket.timeout)):
+            raise GeneratorError(f"cannot fetch {url}: timed out after {TIMEOUT_S:g} s") from None
+        text = getattr(reason, "strerror", None) or str(reason)
+        raise _Unreachable(f"cannot fetch {url}: {text}") from None
+    except TimeoutError:
+        raise GeneratorError(f"cannot fetch {url}: timed out after {TIMEOUT_S:g} s") from None
+    except (OSError, ValueError) as exc:
+        raise GeneratorError(f"cannot fetch {url}: {exc}") from None
+    if len(raw) > MAX_SCHEMA_BYTES:
+        raise GeneratorError(f"cannot fetch {url}: larger than {MAX_SCHEMA_BYTES} bytes")
+    try:
+        json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise GeneratorError(f"{url} did not return JSON (is it a schema.json address?)") from None
+    return raw
+
+
+def _store(root: Path, raw: bytes) -> Path:
+    digest = hashlib.sha256(raw).hexdigest()
+    path = root / digest / "schema.json"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+        os.replace(tmp, path)
+    return path
+
+
+def _remembered(root: Path, url: str) -> Path | None:
+    """The stored schema a URL gave before, when it is intact."""
+    index = root / "by-url" / hashlib.sha256(url.encode("utf-8")).hexdigest()
+    try:
+        digest = index.read_text(encoding="ascii").strip()
+        path = root / digest / "schema.json"
+        if hashlib.sha256(path.read_bytes()).hexdigest() == digest:
+            return path
+    except (OSError, UnicodeDecodeError):
+        pass
+    return None
+
+
+def fetch(url: str) -> Path:
+    """A local file holding the schema at ``url`` (the cache, else a temporary directory)."""
+    root = cache.directory()
+    if root is None:
+        tmp = Path(tempfile.mkdtemp(prefix="mcptask-gen-schema-"))
+        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+        return _store(tmp, _download(url))
+    schemas = root / "schemas"
+    try:
+        raw = _download(url)
+    except _Unreachable as exc:
+        hit = _remembered(schemas, url)
+        if hit is None:
+            raise GeneratorError(str(exc)) from None
+        return hit
+    try:
+        path = _store(schemas, raw)
+        index = schemas / "by-url" / hashlib.sha256(url.encode("utf-8")).hexdigest()
+        index.parent.mkdir(parents=True, exist_ok=True)
+        index.write_text(path.parent.name, encoding="ascii")
+        return path
+    except OSError:  # a cache that cannot be written: use a temporary copy
+        tmp = Path(tempfile.mkdtemp(prefix="mcptask-gen-schema-"))
+        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+        return _store(tmp, raw)
+
+
+def resolve(schema: str | Path | None, revision: str | None) -> Path:
+    """The schema file to read: a path as is, a URL fetched, or (no schema, a revision) the
+    official schema of that revision."""
+    if schema is None:
+        if revision is None:
+            raise GeneratorError(
+                "missing SCHEMA: give the MCP schema.json path or URL (or schema in "
+                "[tool.mcptask-gen]), or --revision REV to fetch the official schema"
+            )
+        return fetch(official_url(revision))
+    if isinstance(schema, str) and is_url(schema):
+        return fetch(schema)
+    return Path(schema)

@@ -1,0 +1,60 @@
+"""Regenerate everything the generator tests compare against, in one command:
+
+    .venv/bin/python tests/generator/regen.py
+
+- ``generated/mcp_tasks``: the package for the pinned schema (the golden record of the
+  whole output);
+- ``tests/generator/snapshots/ir-<schema>.json``: the IR of each pinned schema.
+
+Review the diff, then commit it with the change that caused it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO.parent / "shared" / "mcp-schema"
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+GENERATED = REPO / "generated" / "mcp_tasks"
+#: Every pinned schema that has tasks, by snapshot name.
+PINNED = {
+    "2025-11-25": SHARED / "2025-11-25" / "schema.json",
+    "2025-11-25-original": SHARED / "2025-11-25-original" / "schema.json",
+}
+
+
+def ir_snapshot(schema: Path) -> str:
+    """The IR of ``schema`` as stable JSON (the generator's version left out)."""
+    from mcptask_gen.pipeline import analyse
+
+    ir, _ = analyse(schema, None, "mcp_tasks")
+    data: dict[str, Any] = dataclasses.asdict(ir)
+    data.pop("generator_version")
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def snapshot_path(name: str) -> Path:
+    return SNAPSHOTS / f"ir-{name}.json"
+
+
+def main() -> int:
+    from mcptask_gen.cli import main as cli
+
+    SNAPSHOTS.mkdir(exist_ok=True)
+    for name, schema in PINNED.items():
+        snapshot_path(name).write_text(ir_snapshot(schema), encoding="utf-8")
+        print(f"wrote {snapshot_path(name).relative_to(REPO)}")
+    try:
+        cli([str(PINNED["2025-11-25"]), "-o", str(GENERATED)], standalone_mode=False)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
