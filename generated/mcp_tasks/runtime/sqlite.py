@@ -24,9 +24,10 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from ..errors import InternalError
 from ..lifecycle import FAILED, NON_TERMINAL
 from ..models import TaskStatus
-from ..store import TaskRecord, TaskStore
+from ..store import TaskRecord, TaskStore, allowed_sources, encode_json
 
 T = TypeVar("T")
 
@@ -72,10 +73,6 @@ def _row(row: tuple[Any, ...]) -> TaskRecord:
         error=None if row[10] is None else json.loads(row[10]),
         version=row[11],
     )
-
-
-def _json(value: dict[str, Any] | None) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 class SqliteTaskStore(TaskStore):
@@ -130,8 +127,8 @@ class SqliteTaskStore(TaskStore):
             record.expires_at,
             record.poll_interval_ms,
             record.status_message,
-            _json(record.result),
-            _json(record.error),
+            encode_json(record.result),
+            encode_json(record.error),
             record.version,
         )
 
@@ -168,11 +165,11 @@ class SqliteTaskStore(TaskStore):
         result: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
     ) -> TaskRecord | None:
-        allowed = [s.value for s in (self.sources(status) if expected is None else expected)]
+        allowed = [s.value for s in allowed_sources(status, expected)]
         if not allowed:
             return None
         # Serialised before the lock: a result that is not JSON fails here, changing nothing.
-        result_json, error_json = _json(result), _json(error)
+        result_json, error_json = encode_json(result), encode_json(error)
         marks = ",".join("?" * len(allowed))
         sql = (
             "UPDATE tasks SET status = ?, last_updated_at = MAX(last_updated_at, ?), "
@@ -245,8 +242,8 @@ class SqliteTaskStore(TaskStore):
 
     async def recover(self, now: float, message: str) -> list[TaskRecord]:
         """Tasks left non-terminal by a dead process become ``failed`` with ``message``
-        as statusMessage and a stored ``-32603`` error (R-RESULT-1 answers it)."""
-        error = json.dumps({"code": -32603, "message": message})
+        as statusMessage and a stored internal error (R-RESULT-1 answers it)."""
+        error = encode_json(InternalError(message=message).to_error())
         marks = ",".join("?" * len(_ACTIVE))
 
         def op(c: sqlite3.Connection) -> list[TaskRecord]:
