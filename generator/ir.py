@@ -86,6 +86,76 @@ class IR:
     task_support_model: str | None
     task_support_values: tuple[str, ...]
     model_names: tuple[str, ...]
+    #: Stable Python names of the methods the runtime uses: CONSTANT -> method.
+    method_constants: tuple[tuple[str, str], ...] = ()
+    #: Stable role names of models (overlay ``[roles]``): alias -> model class name.
+    model_roles: tuple[tuple[str, str], ...] = ()
+    #: Every request method of the schema's ``ServerRequest`` union (sent by a server).
+    server_request_methods: tuple[str, ...] = ()
+    #: The task's ``ttl`` admits ``null`` (unlimited retention).
+    ttl_nullable: bool = False
+    #: ``taskSupport`` when a tool declares none (R-TOOL-2).
+    task_support_default: str = "forbidden"
+
+
+def constant_name(method: str) -> str:
+    """``tasks/get`` -> ``TASKS_GET``; ``sampling/createMessage`` -> ``SAMPLING_CREATE_MESSAGE``."""
+    return snake(method.replace("/", "_")).upper()
+
+
+def _union_methods(loaded: LoadedSchema, union: str) -> tuple[str, ...]:
+    """The ``method`` consts of the members of a request union such as ``ServerRequest``."""
+    node = loaded.defs.get(union)
+    members = node.get("anyOf") or node.get("oneOf") if isinstance(node, dict) else None
+    found: set[str] = set()
+    for member in members if isinstance(members, list) else ():
+        ref = member.get("$ref") if isinstance(member, dict) else None
+        target = loaded.defs.get(ref.rsplit("/", 1)[-1]) if isinstance(ref, str) else None
+        props = target.get("properties") if isinstance(target, dict) else None
+        method = props.get("method") if isinstance(props, dict) else None
+        const = method.get("const") if isinstance(method, dict) else None
+        if isinstance(const, str):
+            found.add(const)
+    return tuple(sorted(found))
+
+
+def _ttl_nullable(sel: Selection) -> bool:
+    props = sel.defs.get(sel.task_def, {}).get("properties", {})
+    ttl = props.get("ttl") if isinstance(props, dict) else None
+    if not isinstance(ttl, dict):
+        return False
+    types = ttl.get("type")
+    if types == "null" or (isinstance(types, list) and "null" in types):
+        return True
+    options = ttl.get("anyOf") or ttl.get("oneOf") or ()
+    return any(isinstance(o, dict) and o.get("type") == "null" for o in options)
+
+
+def _model_roles(
+    overlay: dict[str, Any], sel: Selection, methods: tuple[MethodIR, ...], revision: str
+) -> tuple[tuple[str, str], ...]:
+    by_method = {m.method: m for m in methods}
+    roles: dict[str, str] = {
+        "Task": sel.task_def,
+        "TaskStatus": sel.status_def,
+        "TaskMetadata": sel.task_metadata_def,
+        "CreateTaskResult": sel.create_result_def,
+    }
+    table = overlay.get("roles", {})
+    if not isinstance(table, dict):
+        raise GeneratorError(f"rules overlay for {revision}: [roles] must be a table")
+    for method, names in sorted(table.items()):
+        m = by_method.get(method)
+        if m is None or not isinstance(names, dict):
+            raise GeneratorError(
+                f"rules overlay for {revision}: [roles] names {method!r}, "
+                "which is not a task method of the schema"
+            )
+        for part, model in (("params", m.params_model), ("result", m.result_model)):
+            alias = names.get(part)
+            if alias is not None and model is not None:
+                roles[str(alias)] = model
+    return tuple(sorted(roles.items()))
 
 
 def build_ir(
@@ -172,7 +242,15 @@ def build_ir(
                 rule=str(m.get("rule", "")),
             )
         )
+    constants = {constant_name(m.method): m.method for m in methods}
+    constants.update({constant_name(a.method): a.method for a in augmentable})
+    support = overlay.get("tool_task_support", {})
     return IR(
+        method_constants=tuple(sorted(constants.items())),
+        model_roles=_model_roles(overlay, sel, methods, loaded.revision),
+        server_request_methods=_union_methods(loaded, "ServerRequest"),
+        ttl_nullable=_ttl_nullable(sel),
+        task_support_default=str(support.get("default", "forbidden")),
         generator_version=version,
         schema_name=loaded.path.name,
         schema_sha256=loaded.sha256,

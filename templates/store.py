@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 
 from .lifecycle import SOURCES
-from .models import Task, TaskStatus
+from .protocol import Task, TaskStatus
 
 _SECONDS: dict[int, str] = {}
 

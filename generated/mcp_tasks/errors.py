@@ -11,7 +11,13 @@ Raise them from handlers; adapters turn them into JSON-RPC error answers with
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from collections.abc import Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class TaskError(Exception):
@@ -201,10 +207,20 @@ class RateLimitExceeded(TaskError):
 
 
 class StoreUnavailable(InternalError):
-    """Task store unavailable: {detail} (code -32603; R-ERR-1)."""
+    """Task store unavailable (code -32603; R-ERR-1)."""
 
     code = -32603
-    template = "Task store unavailable: {detail}"
+    template = "Task store unavailable"
+
+    def __init__(self, *, message: str | None = None, data: Any = None) -> None:
+        TaskError.__init__(self, self._text(message), data=data)
+
+
+class RequestCancelled(TaskError):
+    """Request cancelled: {detail} (code -32800; R-CANCEL-2)."""
+
+    code = -32800
+    template = "Request cancelled: {detail}"
 
     def __init__(
         self, detail: object = "", *, message: str | None = None, data: Any = None
@@ -227,4 +243,45 @@ ERRORS: dict[str, type[TaskError]] = {
     "ConcurrencyLimitExceeded": ConcurrencyLimitExceeded,
     "RateLimitExceeded": RateLimitExceeded,
     "StoreUnavailable": StoreUnavailable,
+    "RequestCancelled": RequestCancelled,
 }
+
+
+def describe_validation_error(exc: ValidationError, prefix: str = "params") -> str:
+    """``params.taskId: Field required`` style text naming the first bad fields: the one
+    formatter of validation errors for every answer (R-ERR-1)."""
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = ".".join(str(p) for p in (prefix, *err.get("loc", ())))
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts) or prefix
+
+
+@cache
+def _patterns() -> tuple[tuple[type[TaskError], re.Pattern[str]], ...]:
+    """Most specific first: a subclass is generated after its base."""
+    out = []
+    for cls in reversed(ERRORS.values()):
+        parts = re.split(r"({\w+})", cls.template)
+        regex = "".join(".*" if p.startswith("{") else re.escape(p) for p in parts)
+        out.append((cls, re.compile(regex, re.DOTALL)))
+    return tuple(out)
+
+
+def error_from_payload(error: Mapping[str, Any]) -> TaskError:
+    """A JSON-RPC ``error`` object back to the most specific error class with its code and
+    message (``TaskNotFound``, ...), else ``JsonRpcError`` carrying the code as is."""
+    code = error.get("code")
+    message = error.get("message")
+    data = error.get("data")
+    if isinstance(code, int) and isinstance(message, str):
+        for cls, pattern in _patterns():
+            if cls.code == code and pattern.fullmatch(message):
+                exc = cls.__new__(cls)
+                TaskError.__init__(exc, message, data=data)
+                return exc
+    return JsonRpcError(
+        code if isinstance(code, int) else InternalError.code,
+        message if isinstance(message, str) else "",
+        data,
+    )

@@ -19,7 +19,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ValidationError
 
 from . import models
-from .errors import InvalidParams, MethodNotFound
+from .errors import InvalidParams, MethodNotFound, describe_validation_error
 
 
 class Unimplemented(MethodNotFound):
@@ -49,15 +49,6 @@ class AugmentedRequest:
     params: Mapping[str, Any]
     task: models.TaskMetadata
     progress_token: str | int | None = None
-
-
-def describe_validation_error(exc: ValidationError, prefix: str = "params") -> str:
-    """``Invalid params: params.taskId: Field required`` style text naming the first bad field."""
-    parts = []
-    for err in exc.errors()[:3]:
-        loc = ".".join(str(p) for p in (prefix, *err.get("loc", ())))
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts) or prefix
 
 
 def dump(result: BaseModel) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-TTL_NULLABLE = True  # TEMP until the generated protocol facts land
+from ..protocol import TTL_NULLABLE
 
 #: fields that must be integers >= 1 (or >= 0 for those in _MAY_BE_ZERO)
 _COUNTS = (

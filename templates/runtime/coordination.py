@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ..errors import JsonRpcError, TaskError
-from ..lifecycle import INPUT_REQUIRED, TERMINAL
+from ..errors import TaskError, error_from_payload
+from ..protocol import INPUT_REQUIRED, TERMINAL
 from ..store import SharedTaskStore, TaskRecord, TaskStore, TaskWatch
 from .config import EngineConfig
 from .cursor import CursorCodec
@@ -263,7 +263,7 @@ class SharedCoordination(Coordination):
                 await watch.wait(self.config.watch_fallback_s)
         error = got.get("error")
         if isinstance(error, dict):
-            pending.error = JsonRpcError.from_error(error)
+            pending.error = error_from_payload(error)
         else:
             result = got.get("result")
             pending.answer = dict(result) if isinstance(result, dict) else {}

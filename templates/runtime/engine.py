@@ -32,20 +32,21 @@ import anyio
 import anyio.abc
 from pydantic import ValidationError
 
-from .. import models
+from .. import protocol
 from ..errors import (
     InternalError,
     InvalidCursor,
     InvalidParams,
-    JsonRpcError,
+    RequestCancelled,
     StoreUnavailable,
     TaskAlreadyTerminal,
     TaskError,
     TaskExpired,
     TaskNotFound,
+    describe_validation_error,
+    error_from_payload,
 )
-from ..handlers import DISPATCH, RequestContext, TasksHandlerBase, describe_validation_error, dump
-from ..lifecycle import CANCELLED, INITIAL, NON_TERMINAL, TERMINAL
+from ..handlers import DISPATCH, RequestContext, TasksHandlerBase, dump
 from ..meta import MODEL_IMMEDIATE_RESPONSE_KEY, with_related_task
 from ..store import TaskRecord, TaskStore
 from .audit import audit
@@ -81,7 +82,7 @@ ProgressHook = Callable[[str, str | int, float, float | None, str | None, str], 
 
 def cancelled_error() -> dict[str, Any]:
     """The JSON-RPC error stored for a cancelled task: ``tasks/result`` answers it (R-RESULT-1)."""
-    return JsonRpcError(-32800, "Request cancelled: the task was cancelled").to_error()
+    return RequestCancelled(detail="the task was cancelled").to_error()
 
 
 class TaskEngine(TasksHandlerBase):
@@ -169,7 +170,7 @@ class TaskEngine(TasksHandlerBase):
             log.exception("on_status hook failed for task %s", rec.task_id)
 
     async def transition(
-        self, task_id: str, status: models.TaskStatus, **kw: Any
+        self, task_id: str, status: protocol.TaskStatus, **kw: Any
     ) -> TaskRecord | None:
         return await self.guard.transition(task_id, status, now=self.clock(), **kw)
 
@@ -220,7 +221,7 @@ class TaskEngine(TasksHandlerBase):
                 task_id=secrets.token_urlsafe(16),  # 128 bits from `secrets` (R-ID-1, R-ID-2)
                 requestor=requestor,
                 method=method,
-                status=INITIAL,  # R-STATE-1
+                status=protocol.INITIAL,  # R-STATE-1
                 created_at=now,
                 last_updated_at=now,
                 ttl_ms=ttl,
@@ -281,8 +282,8 @@ class TaskEngine(TasksHandlerBase):
         """Move a task to cancelled and stop its work (R-CANCEL-2); None if it ended first."""
         new = await self.transition(
             rec.task_id,
-            CANCELLED,
-            expected=NON_TERMINAL,
+            protocol.CANCELLED,
+            expected=protocol.NON_TERMINAL,
             status_message=message,
             error=cancelled_error(),
         )
@@ -301,7 +302,7 @@ class TaskEngine(TasksHandlerBase):
         while True:
             page = await self.guard.list_tasks(requestor, after=after, limit=500)
             for rec in page:
-                if rec.status not in TERMINAL and await self._cancel_record(rec, reason):
+                if rec.status not in protocol.TERMINAL and await self._cancel_record(rec, reason):
                     n += 1
             if len(page) < 500:
                 return n
@@ -310,22 +311,22 @@ class TaskEngine(TasksHandlerBase):
     # ------------------------------------------------------------------ tasks/* handlers
 
     async def tasks_get(
-        self, params: models.GetTaskRequestParams, ctx: RequestContext
-    ) -> models.GetTaskResult:
+        self, params: protocol.GetTaskParams, ctx: RequestContext
+    ) -> protocol.GetTaskResult:
         self.rate.check(ctx.requestor)
         rec = await self.lookup(params.taskId, ctx)
         audit("retrieved", ctx.requestor, rec.task_id, status=rec.status.value)
-        return models.GetTaskResult.model_validate(rec.wire())  # R-GET-3, R-META-3
+        return protocol.GetTaskResult.model_validate(rec.wire())  # R-GET-3, R-META-3
 
     async def tasks_cancel(
-        self, params: models.CancelTaskRequestParams, ctx: RequestContext
-    ) -> models.CancelTaskResult:
+        self, params: protocol.CancelTaskParams, ctx: RequestContext
+    ) -> protocol.CancelTaskResult:
         self.rate.check(ctx.requestor)
-        return models.CancelTaskResult.model_validate(await self._cancel(params.taskId, ctx))
+        return protocol.CancelTaskResult.model_validate(await self._cancel(params.taskId, ctx))
 
     async def _cancel(self, task_id: str, ctx: RequestContext) -> dict[str, Any]:
         rec = await self.lookup(task_id, ctx)
-        if rec.status in TERMINAL:
+        if rec.status in protocol.TERMINAL:
             raise TaskAlreadyTerminal(rec.status.value)  # R-CANCEL-1
         new = await self._cancel_record(rec, CANCELLED_MESSAGE)
         if new is None:  # it ended meanwhile
@@ -334,10 +335,10 @@ class TaskEngine(TasksHandlerBase):
         return new.wire()
 
     async def tasks_list(
-        self, params: models.PaginatedRequestParams, ctx: RequestContext
-    ) -> models.ListTasksResult:
+        self, params: protocol.ListTasksParams, ctx: RequestContext
+    ) -> protocol.ListTasksResult:
         self.rate.check(ctx.requestor)
-        return models.ListTasksResult.model_validate(await self._list(params.cursor, ctx))
+        return protocol.ListTasksResult.model_validate(await self._list(params.cursor, ctx))
 
     async def _list(self, cursor: str | None, ctx: RequestContext) -> dict[str, Any]:
         codec = await self.coordination.cursor_codec()
@@ -363,10 +364,10 @@ class TaskEngine(TasksHandlerBase):
         return out
 
     async def tasks_result(
-        self, params: models.GetTaskPayloadRequestParams, ctx: RequestContext
-    ) -> models.GetTaskPayloadResult:
+        self, params: protocol.GetTaskPayloadParams, ctx: RequestContext
+    ) -> protocol.GetTaskPayloadResult:
         self.rate.check(ctx.requestor)
-        return models.GetTaskPayloadResult.model_validate(
+        return protocol.GetTaskPayloadResult.model_validate(
             await self._result(params.taskId, ctx, None)
         )
 
@@ -375,11 +376,11 @@ class TaskEngine(TasksHandlerBase):
     ) -> dict[str, Any]:
         """Block until terminal (R-RESULT-2), delivering pending input requests meanwhile."""
         rec = await self.lookup(task_id, ctx)
-        if rec.status not in TERMINAL:  # else no task group: the common case costs less
+        if rec.status not in protocol.TERMINAL:  # else no task group: the common case costs less
             rec = await await_terminal(self, task_id, ctx, on_input)
         audit("result_retrieved", ctx.requestor, task_id, status=rec.status.value)
         if rec.error is not None and rec.result is None:
-            raise JsonRpcError.from_error(rec.error)  # R-RESULT-1
+            raise error_from_payload(rec.error)  # R-RESULT-1
         out = dict(rec.result or {})
         out["_meta"] = with_related_task(out.get("_meta"), task_id)  # R-RESULT-4
         return out
@@ -398,7 +399,7 @@ class TaskEngine(TasksHandlerBase):
 
         Raises only ``TaskError`` subclasses (adapters send ``exc.to_error()``)."""
         try:
-            if method == "tasks/result" and on_input is not None:
+            if method == protocol.TASKS_RESULT and on_input is not None:
                 model = DISPATCH[method][0]
                 try:
                     parsed = model.model_validate(params or {})
@@ -407,7 +408,7 @@ class TaskEngine(TasksHandlerBase):
                 self.rate.check(ctx.requestor)
                 task_id = getattr(parsed, "taskId")  # noqa: B009
                 res = await self._result(str(task_id), ctx, on_input)
-                return dump(models.GetTaskPayloadResult.model_validate(res))
+                return dump(protocol.GetTaskPayloadResult.model_validate(res))
             return await self.dispatch(method, params, ctx)
         except TaskError:
             raise

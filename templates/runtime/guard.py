@@ -2,22 +2,28 @@
 
 The engine calls its store only through a guard. A ``TaskError`` a store raises (e.g.
 ``StoreUnavailable`` naming what is unreachable) passes through; any other exception
-becomes ``StoreUnavailable`` (its type name as detail; the traceback stays in the log).
+becomes a plain ``StoreUnavailable`` ("Task store unavailable"); what failed is logged.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from typing import Any
 
 from ..errors import StoreUnavailable, TaskError
-from ..models import TaskStatus
+from ..protocol import TaskStatus
 from ..store import SharedTaskStore, TaskRecord, TaskStore, TaskWatch
+
+log = logging.getLogger(__name__.rsplit(".", 2)[0] + ".runtime")
 
 
 def store_error(exc: Exception) -> TaskError:
-    """A store failure as the error to answer."""
-    return exc if isinstance(exc, TaskError) else StoreUnavailable(detail=type(exc).__name__)
+    """A store failure as the error to answer; what failed goes to the server log only."""
+    if isinstance(exc, TaskError):
+        return exc
+    log.warning("task store failed: %s: %s", type(exc).__name__, exc)
+    return StoreUnavailable()
 
 
 class StoreGuard:

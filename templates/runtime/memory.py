@@ -21,8 +21,7 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
-from ..lifecycle import NON_TERMINAL, TERMINAL
-from ..models import TaskStatus
+from ..protocol import NON_TERMINAL, TERMINAL, TaskStatus
 from ..store import TaskRecord, TaskStore, allowed_sources
 
 

@@ -373,15 +373,17 @@ def _unavailable(
         except RedisError as exc:
             self = args[0]
             assert isinstance(self, RedisTaskStore)
-            raise StoreUnavailable(
-                detail=f"Redis at {self.where}: {type(exc).__name__}: {exc}"
-            ) from exc
+            log.warning(
+                "task store unavailable: Redis at %s: %s: %s", self.where, type(exc).__name__, exc
+            )
+            raise StoreUnavailable() from exc
         except OSError as exc:
             self = args[0]
             assert isinstance(self, RedisTaskStore)
-            raise StoreUnavailable(
-                detail=f"Redis at {self.where}: {type(exc).__name__}: {exc}"
-            ) from exc
+            log.warning(
+                "task store unavailable: Redis at %s: %s: %s", self.where, type(exc).__name__, exc
+            )
+            raise StoreUnavailable() from exc
 
     return wrapper
 

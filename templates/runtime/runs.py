@@ -17,9 +17,16 @@ import anyio.abc
 
 from ..errors import InternalError, StoreUnavailable, TaskError
 from ..handlers import RequestContext
-from ..lifecycle import COMPLETED, FAILED, INPUT_REQUIRED, NON_TERMINAL, TERMINAL, WORKING
 from ..meta import with_related_task
-from ..models import TaskStatus
+from ..protocol import (
+    COMPLETED,
+    FAILED,
+    INPUT_REQUIRED,
+    NON_TERMINAL,
+    TERMINAL,
+    WORKING,
+    TaskStatus,
+)
 from ..store import TaskRecord
 
 if TYPE_CHECKING:

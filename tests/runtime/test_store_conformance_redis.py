@@ -198,7 +198,7 @@ async def test_unreachable_redis_is_store_unavailable_and_recovers(
                 await call
             err = ei.value.to_error()
             assert err["code"] == -32603
-            assert err["message"].startswith("Task store unavailable: Redis at 127.0.0.1:")
+            assert err["message"] == "Task store unavailable"  # no address or exception (logged)
         fresh_redis_server.start()
         # no persistence: the data is gone, but the store works again by itself
         assert await store.get("t1") is None

@@ -25,8 +25,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from ..errors import InternalError
-from ..lifecycle import FAILED, NON_TERMINAL
-from ..models import TaskStatus
+from ..protocol import FAILED, NON_TERMINAL, TaskStatus
 from ..store import TaskRecord, TaskStore, allowed_sources, encode_json
 
 T = TypeVar("T")
