@@ -7,8 +7,8 @@ task-augmented requests in the background, one anyio cancel scope per task.
 Usage::
 
     async with TaskEngine(InMemoryTaskStore()) as engine:
-        created = await engine.create_task(ctx, "tools/call", work, task={"ttl": 60_000})
-        answer = await engine.handle("tasks/result", {"taskId": ...}, ctx)
+        created = await engine.create_task(ctx, protocol.TOOLS_CALL, work, task={"ttl": 60_000})
+        answer = await engine.handle(protocol.TASKS_RESULT, {"taskId": ...}, ctx)
 
 The engine is a thin set of handlers over its rooms: ``config`` (``EngineConfig``),
 ``limits`` (rate limit, active tasks, ttl policy), ``tombstones``, ``runs`` (running work,
@@ -181,7 +181,8 @@ class TaskEngine(TasksHandlerBase):
         self.runner.stop(rec.task_id, forget=True)
 
     async def lookup(self, task_id: str, ctx: RequestContext) -> TaskRecord:
-        """The requestor's own live task, or -32602 (R-ERR-1, R-SEC-1, R-TTL-3)."""
+        """The requestor's own live task, else ``TaskNotFound``/``TaskExpired`` (R-ERR-1,
+        R-SEC-1, R-TTL-3)."""
         rec = await self.guard.get(task_id)
         if rec is None or rec.requestor != ctx.requestor:
             if (ctx.requestor, task_id) in self.tombstones:

@@ -83,9 +83,9 @@ class SqliteTaskStore(TaskStore):
             self._conn.executescript(_SCHEMA)
         self._closed = False
         # Reads run inline with a connection of their own: in WAL mode a reader never waits
-        # for the writer, and a hop to a worker thread costs ~90 µs of CPU, several times a
-        # keyed SELECT (benchmarks/peers). Writes stay on the worker thread. ":memory:" is
-        # one database per connection, so it reads through the writer.
+        # for the writer, and a hop to a worker thread costs several times a keyed SELECT.
+        # Writes stay on the worker thread. ":memory:" is one database per connection, so it
+        # reads through the writer.
         self._reader: sqlite3.Connection | None = None
         if self.path not in ("", ":memory:"):
             self._reader = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
