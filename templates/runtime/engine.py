@@ -216,7 +216,10 @@ class TaskEngine(TasksHandlerBase):
             raise InternalError(detail="the task engine is not running (use `async with engine`)")
         ttl = resolve_ttl(self.config, task)
         requestor = ctx.requestor
-        async with self.active_limit.reserve(requestor, self.guard.count_active):
+        limit = self.active_limit
+        limit.acquire(requestor)
+        try:
+            limit.check(requestor, await self.guard.count_active(requestor))
             now = self.clock()
             rec = TaskRecord(
                 task_id=secrets.token_urlsafe(16),  # 128 bits from `secrets` (R-ID-1, R-ID-2)
@@ -236,6 +239,8 @@ class TaskEngine(TasksHandlerBase):
             except TaskError:
                 active.pop(rec.task_id, None)
                 raise
+        finally:
+            limit.release(requestor)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
         tc = TaskContext(self, rec.task_id, requestor, ctx.progress_token)
         self.runner.start(tg, rec, run, tc, work, is_error_result)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConcurrencyLimitExceeded, InvalidParams, RateLimitExceeded
@@ -47,8 +46,9 @@ class RateLimiter:
 class ActiveLimit:
     """R-SEC-4: at most ``limit`` non-terminal tasks per requestor.
 
-    The store counts the active tasks; creations in flight hold a reservation, so
-    concurrent ``create`` calls of one requestor cannot overshoot the limit."""
+    The store counts the active tasks; creations in flight hold a reservation (``acquire``
+    ... ``release`` in a ``finally``), so concurrent creations of one requestor cannot
+    overshoot the limit."""
 
     __slots__ = ("_reserved", "limit")
 
@@ -56,25 +56,24 @@ class ActiveLimit:
         self.limit = limit
         self._reserved: dict[str, int] = {}
 
-    @asynccontextmanager
-    async def reserve(
-        self, requestor: str, count_active: Callable[[str], Awaitable[int]]
-    ) -> AsyncIterator[None]:
-        """Hold one slot while the task is created; ``ConcurrencyLimitExceeded`` if none."""
-        reserved = self._reserved
-        reserved[requestor] = reserved.get(requestor, 0) + 1
-        try:
-            active = await count_active(requestor)
-            if active + reserved[requestor] > self.limit:
-                audit("create_rejected", requestor, None, reason="concurrency_limit")
-                raise ConcurrencyLimitExceeded(self.limit)
-            yield
-        finally:
-            left = reserved[requestor] - 1
-            if left:
-                reserved[requestor] = left
-            else:
-                del reserved[requestor]
+    def acquire(self, requestor: str) -> None:
+        """Hold one slot for a creation in flight."""
+        self._reserved[requestor] = self._reserved.get(requestor, 0) + 1
+
+    def check(self, requestor: str, active: int) -> None:
+        """``ConcurrencyLimitExceeded`` when ``active`` tasks plus the creations in flight
+        are over the limit."""
+        if active + self._reserved[requestor] > self.limit:
+            audit("create_rejected", requestor, None, reason="concurrency_limit")
+            raise ConcurrencyLimitExceeded(self.limit)
+
+    def release(self, requestor: str) -> None:
+        """The creation ended (created or refused)."""
+        left = self._reserved[requestor] - 1
+        if left:
+            self._reserved[requestor] = left
+        else:
+            del self._reserved[requestor]
 
 
 def resolve_ttl(config: EngineConfig, task: Mapping[str, Any] | None) -> int | None:
