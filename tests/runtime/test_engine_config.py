@@ -15,9 +15,19 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
+from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.handlers import RequestContext
-from mcp_tasks.protocol import CANCELLED, COMPLETED, TOOLS_CALL, TTL_NULLABLE
-from mcp_tasks.runtime import EngineConfig, TaskContext, TaskEngine
+from mcp_tasks.protocol import (
+    CANCELLED,
+    COMPLETED,
+    TASKS_CANCEL,
+    TASKS_GET,
+    TASKS_LIST,
+    TASKS_RESULT,
+    TOOLS_CALL,
+    TTL_NULLABLE,
+)
+from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
 from mcptask_gen.cli import main as generate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -196,3 +206,58 @@ async def test_cancel_requestor_tasks_R_CANCEL_2() -> None:
         assert statuses.count(("alice", CANCELLED.value)) == 3
         assert await engine.cancel_requestor_tasks("alice", "again") == 0
         assert await engine.cancel_requestor_tasks("nobody", "x") == 0
+
+
+# ---------------------------------------------------------------- one place for store failures
+
+
+class _Broken(InMemoryTaskStore):
+    """Every read or write after ``broken = True`` fails the way a backend would."""
+
+    broken = False
+
+    async def get(self, task_id: str) -> Any:
+        if self.broken:
+            raise OSError("disk")
+        return await super().get(task_id)
+
+    async def list_tasks(self, requestor: str, *, after: Any, limit: int) -> Any:
+        if self.broken:
+            raise OSError("disk")
+        return await super().list_tasks(requestor, after=after, limit=limit)
+
+    async def count_active(self, requestor: str) -> int:
+        if self.broken:
+            raise ConnectionError("gone")
+        return await super().count_active(requestor)
+
+    async def transition(self, task_id: str, status: Any, **kw: Any) -> Any:
+        if self.broken:
+            raise OSError("disk")
+        return await super().transition(task_id, status, **kw)
+
+
+@pytest.mark.anyio
+async def test_every_store_failure_answers_store_unavailable_R_ERR_1(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = _Broken()
+    async with TaskEngine(store) as engine:
+        tid = (await engine.create_task(ALICE, TOOLS_CALL, forever))["task"]["taskId"]
+        store.broken = True
+        calls = [
+            engine.handle(TASKS_GET, {"taskId": tid}, ALICE),
+            engine.handle(TASKS_RESULT, {"taskId": tid}, ALICE),
+            engine.handle(TASKS_CANCEL, {"taskId": tid}, ALICE),
+            engine.handle(TASKS_LIST, {}, ALICE),
+            engine.create_task(ALICE, TOOLS_CALL, instant),
+            engine.cancel_requestor_tasks("alice", "gone"),
+        ]
+        for coro in calls:
+            with pytest.raises(StoreUnavailable) as info:
+                await coro
+            # a plain, client-safe message; what failed is in the server log
+            assert info.value.to_error() == StoreUnavailable().to_error()
+        assert any("OSError: disk" in r.getMessage() for r in caplog.records)
+        store.broken = False
+        assert (await engine.handle(TASKS_GET, {"taskId": tid}, ALICE))["taskId"] == tid
