@@ -116,4 +116,3 @@ def _check_secret(value: object) -> bytes | None:
     if not value:
         raise ValueError("EngineConfig.cursor_secret must not be empty")
     return bytes(value)
-

@@ -194,9 +194,7 @@ class _LocalWaiter(Waiter):
 class SharedCoordination(Coordination):
     guard: SharedStoreGuard
 
-    def __init__(
-        self, store: SharedTaskStore, config: EngineConfig, runs: dict[str, Run]
-    ) -> None:
+    def __init__(self, store: SharedTaskStore, config: EngineConfig, runs: dict[str, Run]) -> None:
         super().__init__(config, runs)
         self.guard = SharedStoreGuard(store)
         configured = config.secret_bytes
