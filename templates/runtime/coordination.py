@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import logging
 import secrets
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -112,9 +112,14 @@ class Coordination(abc.ABC):
 
 
 def choose(store: TaskStore, config: EngineConfig, runs: dict[str, Run]) -> Coordination:
-    """The coordination a store needs: shared for a ``SharedTaskStore``, else local."""
-    if isinstance(store, SharedTaskStore) or store.shared:
-        return SharedCoordination(store, config, runs)  # type: ignore[arg-type]
+    """The coordination a store needs: shared for a ``SharedTaskStore``, else local.
+
+    A store that only sets ``shared = True`` (written before ``SharedTaskStore`` existed,
+    with the same methods) is coordinated as shared too."""
+    if isinstance(store, SharedTaskStore):
+        return SharedCoordination(store, config, runs)
+    if store.shared:
+        return SharedCoordination(cast(SharedTaskStore, store), config, runs)
     return LocalCoordination(store, config, runs)
 
 
