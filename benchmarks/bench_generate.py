@@ -9,7 +9,7 @@ first (``compileall``), as ``pip install`` leaves them and as datamodel-codegen 
 already are in site-packages: an editable checkout under ``PYTHONDONTWRITEBYTECODE=1`` would
 otherwise recompile them from source on every run, which no installed copy does. "cold" runs every step (no cache);
 "warm" answers datamodel-codegen and black from mcptask-gen's content-addressed cache, as a
-regeneration of an unchanged schema does. Targets (issue #2): generation at most
+regeneration of an unchanged schema does. Targets: generation at most
 0.5x the plain datamodel-codegen run; importing the generated package at most 2x pydantic.
 """
 

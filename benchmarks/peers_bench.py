@@ -1,4 +1,4 @@
-"""End-to-end benchmark against the peers, side by side (issue 7). One command:
+"""End-to-end benchmark against the peers, side by side. One command:
 
     .venv/bin/python benchmarks/peers_bench.py            # setup + full run (< 10 minutes)
     .venv/bin/python benchmarks/peers_bench.py --quick    # a few seconds, tiny sizes (tests)
@@ -51,7 +51,7 @@ TS_DIR = PEERS / "ts"
 VENV129 = PEERS / ".venv-mcp129"
 PY129 = VENV129 / "bin" / "python"
 RESULTS = HERE / "results"
-README = ROOT / "README.md"
+README = HERE / "README.md"  # benchmarks/README.md: the tables live there
 README_START, README_END = "<!-- peers-bench:start -->", "<!-- peers-bench:end -->"
 sys.path.insert(0, str(PEERS))
 
@@ -117,8 +117,8 @@ def redis_store_spec() -> tuple[str | None, str | None]:
         import mcp_tasks.runtime as rt
     except ImportError as exc:
         return None, str(exc)
-    if not (Path(rt.__file__).parent / "redis.py").exists():
-        return None, "no templates/runtime/redis.py yet (the Redis issue has not landed)"
+    if not (Path(rt.__file__).parent / "redis").is_dir():
+        return None, "no templates/runtime/redis/ yet (no Redis store in this runtime)"
     if shutil.which("redis-server") is None:
         return None, "redis-server not installed"
     from mcp_tasks.examples.server import make_store
@@ -801,7 +801,7 @@ def fmt(v: Any, digits: int = 1) -> str:
 
 
 def targets(agg: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
-    """Issue 7's targets for each of our stores, judged on the floor server's figure too:
+    """The targets for each of our stores, judged on the floor server's figure too:
     a target the floor misses as well is out of reach on the SDK's transport here."""
     out: list[dict[str, Any]] = []
     floor = agg.get("floor", {})
@@ -988,7 +988,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"{fmt(r.get('memory.bytes_per_task_prefilled'))} | "
             f"{fmt(r.get('memory.heap_bytes_per_task'))} |"
         )
-    lines += ["", "**Targets** (issue 7) for our server, the floor server's figure beside", ""]
+    lines += ["", "**Targets** for our server, the floor server's figure beside", ""]
     lines += [
         "| server | target | ours | met | floor | note |",
         "| --- | --- | ---: | :---: | ---: | --- |",
@@ -1026,18 +1026,18 @@ def plot(json_path: Path, out_dir: Path) -> list[str]:
 
 
 def update_readme(md: str) -> bool:
-    """Put the table and the plots between the README's peers-bench markers."""
+    """Put the tables and the plots between the peers-bench markers of benchmarks/README.md."""
     text = README.read_text()
     if README_START not in text or README_END not in text:
-        print("README.md has no peers-bench markers: not updated", file=sys.stderr)
+        print(f"{README} has no peers-bench markers: not updated", file=sys.stderr)
         return False
     head, rest = text.split(README_START, 1)
     _, tail = rest.split(README_END, 1)
     plots = (
         "\n![tasks/result lateness after slow_compute(0.5) ends]"
-        "(benchmarks/results/wakeup.png)\n\n"
+        "(results/wakeup.png)\n\n"
         "![tasks/list first page and whole walk against retained tasks]"
-        "(benchmarks/results/list_pages.png)\n"
+        "(results/list_pages.png)\n"
     )
     README.write_text(head + README_START + "\n" + md + plots + README_END + tail)
     return True
@@ -1054,7 +1054,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, help="results directory")
     ap.add_argument(
-        "--update-readme", action="store_true", help="write the table into README.md's markers"
+        "--update-readme", action="store_true", help="write the tables into benchmarks/README.md's markers"
     )
     args = ap.parse_args(argv)
     plan = QUICK if args.quick else Plan()

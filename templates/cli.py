@@ -1,63 +1,138 @@
-"""``mcptask``: try an MCP server's tools and tasks by hand (built on ``runtime.mcp_client``).
+"""mcptask: try an MCP server's tools and tasks by hand (built on runtime.mcp_client).
 
-    mcptask call TARGET TOOL [key=value ...] [--task] [--ttl MS] [--token TOKEN]
-    mcptask tasks list   TARGET [--token TOKEN]
-    mcptask tasks get    TARGET TASK_ID [--token TOKEN]
-    mcptask tasks result TARGET TASK_ID [--token TOKEN]
-    mcptask tasks cancel TARGET TASK_ID [--token TOKEN]
+commands:
+  mcptask call TARGET TOOL [key=value ...] [--task] [--detach] [--ttl MS] [--token TOKEN]
+  mcptask tasks list   TARGET [--token TOKEN]
+  mcptask tasks get    TARGET TASK_ID [--token TOKEN]
+  mcptask tasks result TARGET TASK_ID [--token TOKEN]
+  mcptask tasks cancel TARGET TASK_ID [--token TOKEN]
 
-TARGET is a Streamable HTTP URL (``http://127.0.0.1:8000/mcp``) or a command that
-serves MCP over stdio (``"python -m mcp_tasks.examples.server --stdio"``).
-``key=value``: the value is parsed as JSON when it is valid JSON, else taken as a string.
-With ``--task`` the call runs as a task and a live status line (on stderr) follows it,
-polling at the server's ``pollInterval``. Elicitation requests are asked on the terminal.
-Note: without ``--token``, servers bind tasks to the session, so ``tasks get`` in a
-later invocation only finds tasks of an identity that outlives the session.
+TARGET is a Streamable HTTP URL (http://127.0.0.1:8000/mcp) or a command that
+serves MCP over stdio ("python -m mcp_tasks.examples.server --stdio").
+
+key=value: the tool's inputSchema decides. A value for a string property stays a
+string (text=42 sends "42"); for integer, number, boolean, object or array
+properties it is parsed as JSON (seconds=3, tags='["a"]'). Properties the schema
+does not type are parsed as JSON when they are valid JSON, else kept as strings.
+
+call: a tool whose taskSupport is "required" runs as a task without --task.
+As a task, a status line and the tool's progress follow it on stderr, polling at
+the server's pollInterval; Ctrl-C sends tasks/cancel and exits 130. --detach
+prints the task id on stdout and exits at once (HTTP only; the task runs on).
+Elicitation requests are asked on the terminal.
+
+Tasks belong to whoever created them: the bearer token's subject, else the
+session. Every mcptask run opens a new session, so tasks get|result|cancel|list
+reach the tasks of an earlier run only when both runs pass the same --token.
+
+Exit status: 0 done; 1 the tool or the server reported an error; 2 usage, or the
+call cannot be made as asked; 130 interrupted (the task was cancelled).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import shlex
+import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
-__all__ = ["main"]
+from .protocol import TASK_SUPPORT_REQUIRED, TERMINAL
+
+__all__ = ["coerce_arguments", "main"]
 
 
-def _parse_value(raw: str) -> Any:
+def _parse_json_or_text(raw: str) -> Any:
     try:
         return json.loads(raw)
     except ValueError:
         return raw
 
 
-def _parse_arguments(pairs: list[str]) -> dict[str, Any]:
+def _schema_types(spec: Any) -> set[str]:
+    """The JSON types a property schema admits (``type``, ``anyOf``/``oneOf``, ``const``)."""
+    if not isinstance(spec, Mapping):
+        return set()
+    out: set[str] = set()
+    kind = spec.get("type")
+    if isinstance(kind, str):
+        out.add(kind)
+    elif isinstance(kind, list):
+        out.update(k for k in kind if isinstance(k, str))
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in spec.get(key) or ():
+            out |= _schema_types(sub)
+    for value in [spec["const"]] if "const" in spec else list(spec.get("enum") or ()):
+        out.add("string" if isinstance(value, str) else "json")
+    return out
+
+
+def _coerce(raw: str, spec: Any) -> Any:
+    """A string property keeps the text; any other (or an untyped one) takes it as JSON when it
+    parses, else as text, which the server then refuses naming the field."""
+    if "string" in _schema_types(spec):
+        return raw
+    return _parse_json_or_text(raw)
+
+
+def coerce_arguments(pairs: list[str], input_schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``key=value`` pairs as tool arguments, typed by the tool's ``inputSchema``."""
+    props = (input_schema or {}).get("properties")
+    props = props if isinstance(props, Mapping) else {}
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"mcptask: expected key=value, got {pair!r}")
-        out[key] = _parse_value(value)
+            raise _Usage(f"expected key=value, got {pair!r}")
+        out[key] = _coerce(value, props.get(key))
     return out
 
 
-class _StatusLine:
-    """One line on stderr, rewritten as the task's status changes."""
+class _Usage(Exception):
+    """A mistake in the command line: exit 2."""
 
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.last = ""
+
+@dataclass
+class _Http:
+    """What the HTTP layer saw (a 401 or 403 is reported as such, not as -32603)."""
+
+    status: int | None = None
+
+    async def on_response(self, response: Any) -> None:
+        if response.status_code in (401, 403):
+            self.status = int(response.status_code)
+
+
+@dataclass
+class _StatusLine:
+    """One line on stderr, rewritten as the task's status and progress change."""
+
+    tty: bool = field(default_factory=lambda: sys.stderr.isatty())
+    last: str = ""
+    head: str = ""
+    progress: str = ""
 
     def show(self, task: Any) -> None:
         message = f" - {task.statusMessage}" if task.statusMessage else ""
-        line = f"task {task.taskId}: {task.status.value}{message}"
-        if line == self.last:
+        self.head = f"task {task.taskId}: {task.status.value}{message}"
+        self._write()
+
+    def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        share = f" ({progress / total:.0%})" if total else ""
+        text = message or (f"{progress:g}/{total:g}" if total else f"{progress:g}")
+        self.progress = f"progress: {text}{share}"
+        self._write()
+
+    def _write(self) -> None:
+        line = " | ".join(part for part in (self.head, self.progress) if part)
+        if not line or line == self.last:
             return
         self.last = line
         if self.tty:
@@ -99,28 +174,52 @@ async def _elicit(ctx: Any, params: Any) -> Any:
         if kind == "boolean":
             content[name] = raw.lower() in ("", "y", "yes", "true", "1")
         elif kind in ("number", "integer"):
-            content[name] = _parse_value(raw or "0")
+            content[name] = _parse_json_or_text(raw or "0")
         else:
             content[name] = raw
     return types.ElicitResult(action="accept", content=content)
 
 
+@dataclass
+class _Progress:
+    """Routes ``notifications/progress`` of our token to the status line."""
+
+    token: str = field(default_factory=lambda: f"mcptask-{secrets.token_hex(8)}")
+    line: _StatusLine | None = None
+
+    async def on_message(self, message: Any) -> None:
+        import mcp_types as types
+
+        if not isinstance(message, types.ProgressNotification) or self.line is None:
+            return
+        p = message.params
+        if p.progress_token == self.token:
+            self.line.on_progress(p.progress, p.total, p.message)
+
+
 @asynccontextmanager
-async def _connect(target: str, token: str | None) -> AsyncIterator[Any]:
+async def _connect(
+    target: str, token: str | None, http: _Http, progress: _Progress
+) -> AsyncIterator[Any]:
     from .runtime.mcp_client import TasksClientSession
 
+    options: dict[str, Any] = {
+        "elicitation_callback": _elicit,
+        "message_handler": progress.on_message,
+        "receive_tasks": False,
+    }
     if target.startswith(("http://", "https://")):
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         headers = {"Authorization": f"Bearer {token}"} if token else None
         async with httpx2.AsyncClient(
-            headers=headers, timeout=httpx2.Timeout(60, read=None)
-        ) as http:
-            async with streamable_http_client(target, http_client=http) as (read, write):
-                async with TasksClientSession(
-                    read, write, elicitation_callback=_elicit, receive_tasks=False
-                ) as session:
+            headers=headers,
+            timeout=httpx2.Timeout(60, read=None),
+            event_hooks={"response": [http.on_response]},
+        ) as client:
+            async with streamable_http_client(target, http_client=client) as (read, write):
+                async with TasksClientSession(read, write, **options) as session:
                     await session.initialize()
                     yield session
         return
@@ -128,12 +227,10 @@ async def _connect(target: str, token: str | None) -> AsyncIterator[Any]:
 
     argv = shlex.split(target)
     if not argv:
-        raise SystemExit("mcptask: empty TARGET")
+        raise _Usage("empty TARGET")
     params = StdioServerParameters(command=argv[0], args=argv[1:])
     async with stdio_client(params) as (read, write):
-        async with TasksClientSession(
-            read, write, elicitation_callback=_elicit, receive_tasks=False
-        ) as session:
+        async with TasksClientSession(read, write, **options) as session:
             await session.initialize()
             yield session
 
@@ -145,35 +242,102 @@ def _print_result(result: Any) -> int:
     return 1 if result.is_error else 0
 
 
-def _print_json(data: Any) -> None:
+def _dump(data: Any) -> Any:
+    """A model as the wire shows it: fields the server did not send stay absent."""
     if hasattr(data, "model_dump"):
-        data = data.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    print(json.dumps(data, indent=2, sort_keys=True))
+        return data.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return data
 
 
-async def _run(args: argparse.Namespace) -> int:
+def _print_json(data: Any) -> None:
+    print(json.dumps(_dump(data), indent=2, sort_keys=True))
+
+
+_NO_TOKEN_HINT = (
+    "mcptask: note: without --token every mcptask run is a new session, and a server binds\n"
+    "tasks to the session (or to the bearer token's subject): pass the same --token to the\n"
+    "run that creates a task and to the runs that look at it"
+)
+
+
+async def _run_task(
+    args: argparse.Namespace, session: Any, arguments: dict[str, Any], progress: _Progress
+) -> int:
     import mcp_types as types
 
-    async with _connect(args.target, args.token) as session:
+    requestor = session.tasks
+    line = _StatusLine()
+    progress.line = line
+    task_id: str | None = None
+    interrupted = False
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async with anyio.create_task_group() as tg:
+
+                async def on_signal() -> None:
+                    nonlocal interrupted
+                    async for _ in signals:
+                        interrupted = True
+                        tg.cancel_scope.cancel()
+                        return
+
+                tg.start_soon(on_signal)
+                created = await requestor.call_tool_as_task(
+                    args.tool, arguments, ttl=args.ttl, progress_token=progress.token
+                )
+                task_id = created.task.taskId
+                if args.detach:
+                    print(task_id)
+                    if not args.token:
+                        print(_NO_TOKEN_HINT, file=sys.stderr)
+                    tg.cancel_scope.cancel()
+                    return 0
+                line.show(created.task)
+                task = await requestor.wait(task_id, on_status=line.show, first=created.task)
+                raw = await requestor.result(task_id)
+                line.show(await requestor.get(task_id))
+                tg.cancel_scope.cancel()
+    finally:
+        line.done()
+    if interrupted:
+        if task_id is not None:
+            with anyio.move_on_after(10, shield=True):
+                task = await requestor.get(task_id)
+                if task.status not in TERMINAL:
+                    task = await requestor.cancel(task_id)  # tasks/cancel
+                print(
+                    f"mcptask: interrupted; task {task_id} is {task.status.value}", file=sys.stderr
+                )
+        return 130
+    return _print_result(types.CallToolResult.model_validate(raw))
+
+
+async def _run(args: argparse.Namespace, http: _Http) -> int:
+    progress = _Progress()
+    async with _connect(args.target, args.token, http, progress) as session:
         requestor = session.tasks
         if args.command == "call":
-            arguments = _parse_arguments(args.arguments)
-            if not args.task:
-                return _print_result(await session.call_tool(args.tool, arguments))
+            tool = await requestor.tool(args.tool)
+            arguments = coerce_arguments(args.arguments, tool.input_schema if tool else None)
+            as_task = args.task or args.detach
+            if not as_task and tool is not None:
+                as_task = await requestor.task_support(args.tool) == TASK_SUPPORT_REQUIRED
+            if as_task:
+                return await _run_task(args, session, arguments, progress)
             line = _StatusLine()
+            progress.line = line
             try:
-                created = await requestor.call_tool_as_task(args.tool, arguments, ttl=args.ttl)
-                line.show(created.task)
-                task = await requestor.wait(
-                    created.task.taskId, on_status=line.show, first=created.task
+                result = await session.call_tool(
+                    args.tool, arguments, progress_callback=_sync_progress(line)
                 )
-                raw = await requestor.result(task.taskId)
-                line.show(await requestor.get(task.taskId))
             finally:
                 line.done()
-            return _print_result(types.CallToolResult.model_validate(raw))
+            return _print_result(result)
         if args.action == "list":
-            _print_json({"tasks": [t.model_dump(mode="json") for t in await requestor.list_all()]})
+            tasks = await requestor.list_all()
+            _print_json({"tasks": [_dump(t) for t in tasks]})
+            if not tasks and not args.token:
+                print(_NO_TOKEN_HINT, file=sys.stderr)
         elif args.action == "get":
             _print_json(await requestor.get(args.task_id))
         elif args.action == "result":
@@ -183,27 +347,61 @@ async def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sync_progress(line: _StatusLine) -> Any:
+    async def callback(progress: float, total: float | None, message: str | None) -> None:
+        line.on_progress(progress, total, message)
+
+    return callback
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcptask", description=__doc__.split("\n\n")[0])
+    assert __doc__ is not None
+    parser = argparse.ArgumentParser(
+        prog="mcptask",
+        description="\n\n".join(__doc__.split("\n\n")[:2]),
+        epilog="\n\n".join(__doc__.split("\n\n")[2:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--token", help="bearer token (Streamable HTTP)")
+    common.add_argument(
+        "--token", help="bearer token (Streamable HTTP); tasks are bound to its subject"
+    )
 
-    call = sub.add_parser("call", parents=[common], help="call a tool (as a task with --task)")
+    call = sub.add_parser(
+        "call",
+        parents=[common],
+        help="call a tool (as a task with --task, or when the tool requires it)",
+        description="Call a tool. key=value arguments are typed by the tool's inputSchema.",
+    )
     call.add_argument("target", help="http(s) URL or a stdio server command")
     call.add_argument("tool")
     call.add_argument("arguments", nargs="*", metavar="key=value")
     call.add_argument("--task", action="store_true", help="call it as a task")
-    call.add_argument("--ttl", type=int, default=None, help="requested task ttl (ms)")
+    call.add_argument(
+        "--detach",
+        action="store_true",
+        help="call it as a task, print the task id and exit (HTTP only; use --token)",
+    )
+    call.add_argument("--ttl", type=int, default=None, metavar="MS", help="requested task ttl (ms)")
 
-    tasks = sub.add_parser("tasks", help="tasks/list|get|result|cancel")
+    tasks = sub.add_parser(
+        "tasks",
+        help="tasks/list|get|result|cancel",
+        description="tasks/list, tasks/get, tasks/result, tasks/cancel. A task of an earlier "
+        "run is found only when both runs pass the same --token.",
+    )
     actions = tasks.add_subparsers(dest="action", required=True)
-    lst = actions.add_parser("list", parents=[common])
-    lst.add_argument("target")
-    for name in ("get", "result", "cancel"):
-        p = actions.add_parser(name, parents=[common])
-        p.add_argument("target")
-        p.add_argument("task_id")
+    lst = actions.add_parser("list", parents=[common], help="your tasks (all pages)")
+    lst.add_argument("target", help="http(s) URL or a stdio server command")
+    for name, text in (
+        ("get", "the task's status"),
+        ("result", "wait for the task's result"),
+        ("cancel", "cancel the task"),
+    ):
+        p = actions.add_parser(name, parents=[common], help=text)
+        p.add_argument("target", help="http(s) URL or a stdio server command")
+        p.add_argument("task_id", help="a taskId (from call --detach or tasks list)")
     return parser
 
 
@@ -213,20 +411,73 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
+_VALUE_OPTIONS = frozenset({"--token", "--ttl"})
+_FLAGS = frozenset({"--task", "--detach", "-h", "--help"})
+
+
+def _dash_safe(argv: list[str]) -> list[str]:
+    """Task IDs may start with ``-`` (URL-safe base64): move every argument that is not one of
+    our options behind ``--`` so argparse takes it as a positional."""
+    if not argv or "--" in argv:
+        return argv
+    n = 2 if argv[0] == "tasks" else 1 if argv[0] == "call" else 0
+    if not n:
+        return argv
+    head, rest = argv[:n], argv[n:]
+    options: list[str] = []
+    positionals: list[str] = []
+    i = 0
+    while i < len(rest):
+        arg = rest[i]
+        if arg in _VALUE_OPTIONS and i + 1 < len(rest):
+            options += rest[i : i + 2]
+            i += 2
+            continue
+        if arg in _FLAGS or arg.partition("=")[0] in _VALUE_OPTIONS:
+            options.append(arg)
+        else:
+            positionals.append(arg)
+        i += 1
+    if not any(p.startswith("-") for p in positionals):
+        return argv
+    return [*head, *options, "--", *positionals]
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_dash_safe(list(sys.argv[1:] if argv is None else argv)))
+    if (
+        args.command == "call"
+        and args.detach
+        and not args.target.startswith(("http://", "https://"))
+    ):
+        print(
+            "mcptask: --detach needs an HTTP TARGET: a stdio server ends with this run",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     from mcp.shared.exceptions import MCPError
 
     from .runtime.mcp_client import TaskNotSupported
 
+    http = _Http()
     try:
-        code = anyio.run(_run, args)
+        code = anyio.run(_run, args, http)
     except KeyboardInterrupt:
         code = 130
     except Exception as exc:
         err = _unwrap(exc)
-        if isinstance(err, MCPError):
+        if http.status is not None:
+            fix = "check --token" if args.token else "pass --token TOKEN"
+            name = "unauthorized" if http.status == 401 else "forbidden"
+            print(f"mcptask: {name} (HTTP {http.status}): {fix}", file=sys.stderr)
+            code = 1
+        elif isinstance(err, _Usage):
+            print(f"mcptask: {err}", file=sys.stderr)
+            code = 2
+        elif isinstance(err, MCPError):
             print(f"mcptask: error {err.code}: {err.message}", file=sys.stderr)
+            if args.command == "tasks" and not args.token:
+                print(_NO_TOKEN_HINT, file=sys.stderr)
             code = 1
         elif isinstance(err, TaskNotSupported):
             print(f"mcptask: {err}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Point 9: bad input exits 2 with one line naming the problem, no traceback, nothing written."""
+"""Bad input exits 2 with one line naming the problem, no traceback, nothing written."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ VENV_BIN = Path(sys.executable).parent
 
 
 def test_generated_dir_is_fresh() -> None:
-    """Point 6: CI fails when generated/ is stale."""
+    """CI fails when generated/ is stale."""
     result = run_cli(SCHEMA, "-o", REPO / "generated" / "mcp_tasks", "--check")
     assert result.exit_code == 0, result.output
 
@@ -88,7 +88,7 @@ def test_every_module_has_the_static_header(generated_pkg: Path) -> None:
 
 
 def test_check_exit_codes(generated_pkg: Path, tmp_path: Path) -> None:
-    """Point 8: 0 up to date, 1 would change (diff, missing, extra), 2 on error."""
+    """0 up to date, 1 would change (diff, missing, extra), 2 on error."""
     out = copy_pkg(generated_pkg, tmp_path / "mcp_tasks_fresh")
     assert run_cli(SCHEMA, "-o", out, "--check").exit_code == 0
 
@@ -117,7 +117,7 @@ def test_check_exit_codes(generated_pkg: Path, tmp_path: Path) -> None:
 
 
 def test_publish_replaces_only_owned_files(generated_pkg: Path, tmp_path: Path) -> None:
-    """Point 7: only files in the manifest are replaced or removed; nothing else is touched."""
+    """Only files in the manifest are replaced or removed; nothing else is touched."""
     out = copy_pkg(generated_pkg, tmp_path / "mcp_tasks_fresh")
     (out / "user_notes.txt").write_text("keep me")
     (out / "user_pkg").mkdir()
@@ -184,7 +184,7 @@ def _mypy_and_ruff(pkg: Path) -> None:
 
 
 def test_generated_package_passes_mypy_strict_and_ruff(generated_pkg: Path) -> None:
-    """Point 10."""
+    """The generated package passes mypy --strict and ruff."""
     _mypy_and_ruff(generated_pkg)
 
 
@@ -228,7 +228,7 @@ def test_builtin_templates_render_black_clean(
 ) -> None:
     """Black still formats every rendered module, but it formats twice when its first pass
     changes anything: the built-in templates render what black would write, which halves the
-    cost of formatting them (issue #2 speed target)."""
+    cost of formatting them (the speed target)."""
     import black
 
     from mcptask_gen.fmt import _mode

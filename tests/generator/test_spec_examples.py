@@ -1,4 +1,4 @@
-"""Point 5: every JSON example of both seed files parses into the generated models and
+"""Every JSON example of both seed files parses into the generated models and
 serializes back to the identical JSON (fixtures extracted from ../shared/seeds/)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Point 3: task definitions, augmentable requests and capability paths are found by structure."""
+"""Task definitions, augmentable requests and capability paths are found by structure."""
 
 from __future__ import annotations
 

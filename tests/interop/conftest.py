@@ -1,4 +1,4 @@
-"""Fixtures for the interoperability tests (issue 6)."""
+"""Fixtures for the interoperability tests."""
 
 from __future__ import annotations
 

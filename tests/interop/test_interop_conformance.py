@@ -1,4 +1,4 @@
-"""The official MCP conformance suite against our example server (issue 6, point 5).
+"""The official MCP conformance suite against our example server.
 
 ``@modelcontextprotocol/conformance`` (pinned in package.json; it needs Node 22+) runs its
 active server scenarios for ``--spec-version 2025-11-25`` against the example server over

@@ -1,5 +1,5 @@
-"""Smoke test: the MCP Inspector's CLI mode calls our example server's task tools (issue 6,
-point 6). ``@modelcontextprotocol/inspector`` (pinned in package.json; Node 22+) negotiates
+"""Smoke test: the MCP Inspector's CLI mode calls our example server's task tools.
+``@modelcontextprotocol/inspector`` (pinned in package.json; Node 22+) negotiates
 2025-11-25 for an ad-hoc URL and calls a ``taskSupport: "required"`` tool as a task
 (task-augmented ``tools/call``, ``tasks/get`` polling, ``tasks/result``).
 """

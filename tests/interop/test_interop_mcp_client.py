@@ -1,4 +1,4 @@
-"""The stock ``mcp`` (Python SDK 2.3) ``Client`` -> our example server (issue 6, point 4).
+"""The stock ``mcp`` (Python SDK 2.3) ``Client`` -> our example server.
 
 ``tests/mcp`` drives the server with *our* ``TasksClientSession`` and ``TaskRequestor``.
 What it does not cover, and this does: the SDK's own high-level ``mcp.Client``, unmodified,

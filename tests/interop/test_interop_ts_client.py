@@ -1,4 +1,4 @@
-"""TypeScript SDK 1.32.2 client -> our example server (issue 6, point 2).
+"""TypeScript SDK 1.32.2 client -> our example server.
 
 ``ts_client.mjs`` (the SDK's experimental task API) runs one scenario and prints what it
 observed as JSON; each test checks that against the spec rules

@@ -1,4 +1,4 @@
-"""Our client -> TypeScript SDK 1.32.2 server (issue 6, point 3).
+"""Our client -> TypeScript SDK 1.32.2 server.
 
 ``ts_server.mjs`` has the example server's tool contract, built on the SDK's experimental
 tasks (``InMemoryTaskStore``, ``registerToolTask``). Our requestor helpers

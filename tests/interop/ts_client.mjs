@@ -1,4 +1,4 @@
-// A TypeScript-SDK (1.32.2) client driving a tasks server through one scenario (issue 6).
+// A TypeScript-SDK (1.32.2) client driving a tasks server through one scenario.
 //
 //   node ts_client.mjs SCENARIO URL                  (Streamable HTTP)
 //   node ts_client.mjs SCENARIO stdio COMMAND ARGS...  (stdio)

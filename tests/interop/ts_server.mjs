@@ -1,4 +1,4 @@
-// A TypeScript-SDK (1.32.2) server with the example server's tool contract (issue 4) built
+// A TypeScript-SDK (1.32.2) server with the example server's tool contract built
 // on the SDK's experimental 2025-11-25 tasks: InMemoryTaskStore, InMemoryTaskMessageQueue,
 // server.experimental.tasks.registerToolTask. Our requestor helpers and CLI drive it.
 //

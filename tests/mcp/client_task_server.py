@@ -1,4 +1,4 @@
-"""A stdio test server that sends task-augmented requests to its client (issue 4 point 4).
+"""A stdio test server that sends task-augmented requests to its client.
 
 Tool ``ask_client`` {kind: "sampling" | "elicitation"}: sends ``sampling/createMessage`` or
 ``elicitation/create`` through ``request_client_task`` (as a task when the client

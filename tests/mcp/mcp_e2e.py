@@ -1,4 +1,4 @@
-"""Helpers and fixtures for the end-to-end tests of the mcp SDK adapter (issue 4).
+"""Helpers and fixtures for the end-to-end tests of the mcp SDK adapter.
 
 The example server runs as a real subprocess: over Streamable HTTP on a free
 127.0.0.1 port (stopped by PID in teardown, always), or over stdio through the

@@ -1,5 +1,5 @@
-"""Task-augmented sampling and elicitation from server to client, end to end over stdio
-(issue 4 point 4 and Acceptance). The server (``client_task_server.py``, a subprocess)
+"""Task-augmented sampling and elicitation from server to client, end to end over stdio.
+The server (``client_task_server.py``, a subprocess)
 is the requestor; ``TasksClientSession`` is the receiver."""
 
 from __future__ import annotations

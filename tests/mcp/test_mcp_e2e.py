@@ -1,5 +1,5 @@
 """End to end: the example server (a real subprocess) driven by the ``mcp`` client and
-our requestor helpers, over Streamable HTTP and stdio (issue 4, Acceptance).
+our requestor helpers, over Streamable HTTP and stdio.
 
 Every test runs on both transports through the ``connect`` fixture. Rule IDs refer
 to ``shared/spec/tasks-2025-11-25.md``.

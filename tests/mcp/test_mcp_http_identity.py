@@ -1,4 +1,4 @@
-"""Streamable HTTP only: requestor identity and persistence (issue 4, Acceptance).
+"""Streamable HTTP only: requestor identity and persistence.
 
 Isolation between sessions, bearer-token subjects, stateless HTTP, and a server
 restart over ``--store sqlite:...``. Rule IDs refer to the spec digest.

@@ -1,4 +1,4 @@
-"""Two example-server processes sharing one Redis (issue 5, Acceptance).
+"""Two example-server processes sharing one Redis.
 
 Both run ``--stateless --tokens FILE --store redis://...`` so one bearer token is one
 requestor on either instance: create through A, poll and ``tasks/result`` through B,

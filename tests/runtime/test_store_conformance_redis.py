@@ -3,7 +3,9 @@ keys and hash tags, Redis-side expiry, leases, change events, input hand-over, o
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from redis_fixtures import (  # noqa: F401
 
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING
+from mcp_tasks.runtime.cursor import CursorCodec
 from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import SharedTaskStore
 from mcp_tasks.testing.store_conformance import T0, SharedStoreConformance, record
@@ -102,7 +105,7 @@ async def test_late_completion_after_cancel_on_other_instance(redis_url: str) ->
         got = await a.get("t1")
         assert got is not None and got.status == CANCELLED and got.result is None
         # the cancel on b removed the task from a's lease set
-        assert await a.redis.smembers(a._owned(a.instance_id)) == set()
+        assert await a.redis.smembers(a.keys.owned(a.instance_id)) == set()
     finally:
         await a.close()
         await b.close()
@@ -187,25 +190,39 @@ async def test_lease_expiry_fails_dead_instance_tasks(redis_url: str) -> None:  
 
 async def test_unreachable_redis_is_store_unavailable_and_recovers(
     fresh_redis_server: RedisServer,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """R-ERR-1: clients get a plain "Task store unavailable"; the address and the
+    exception go to the server log, once per outage."""
     store = RedisTaskStore(fresh_redis_server.url, namespace=unique_namespace())
+    address = f"127.0.0.1:{fresh_redis_server.port}"
     try:
         await store.create(record("t1"))
         fresh_redis_server.stop()
-        for call in (
-            store.get("t1"),
-            store.create(record("t2")),
-            store.count_active("alice"),
-            store.list_tasks("alice", after=None, limit=5),
-        ):
-            with anyio.fail_after(30), pytest.raises(StoreUnavailable) as ei:
-                await call
-            err = ei.value.to_error()
-            assert err["code"] == -32603
-            assert err["message"] == "Task store unavailable"  # no address or exception (logged)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="mcp_tasks.runtime.redis"):
+            for call in (
+                store.get("t1"),
+                store.create(record("t2")),
+                store.count_active("alice"),
+                store.list_tasks("alice", after=None, limit=5),
+            ):
+                with anyio.fail_after(30), pytest.raises(StoreUnavailable) as ei:
+                    await call
+                err = ei.value.to_error()
+                assert err["code"] == -32603
+                assert err["message"] == "Task store unavailable"
+                assert address not in err["message"] and "Error" not in err["message"]
+                assert "data" not in err
+        down = [r for r in caplog.records if "unavailable" in r.getMessage()]
+        assert len(down) == 1  # once per outage, not per call
+        assert down[0].name == "mcp_tasks.runtime.redis" and down[0].levelno == logging.WARNING
+        assert address in down[0].getMessage() and "ConnectionError" in down[0].getMessage()
         fresh_redis_server.start()
         # no persistence: the data is gone, but the store works again by itself
-        assert await store.get("t1") is None
+        with caplog.at_level(logging.WARNING, logger="mcp_tasks.runtime.redis"):
+            assert await store.get("t1") is None
+        assert any("available again" in r.getMessage() for r in caplog.records)
         await store.create(record("t3"))
         r = await store.transition("t3", COMPLETED, now=T0 + 1, result={"ok": True})
         assert r is not None and r.result == {"ok": True}
@@ -213,10 +230,84 @@ async def test_unreachable_redis_is_store_unavailable_and_recovers(
         await store.close()
 
 
+async def test_cursor_secret_agreed_again_after_redis_lost_it(
+    fresh_redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """R-LIST-2: no cursor_secret configured; Redis restarts without persistence and one
+    instance restarts: cursors of either instance verify on the other, no other restart."""
+    ns = unique_namespace()
+    url = fresh_redis_server.url
+    a, b = RedisTaskStore(url, namespace=ns), RedisTaskStore(url, namespace=ns)
+    b2: RedisTaskStore | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            await a.start(tg)
+            await b.start(tg)
+            assert await a.shared_secret() == await b.shared_secret()
+            fresh_redis_server.stop()
+            with pytest.raises(StoreUnavailable):  # a notices the outage (e.g. its sweep)
+                await a.count_active("alice")
+            fresh_redis_server.start()
+            await b.close()  # instance B restarts
+            b2 = RedisTaskStore(url, namespace=ns)
+            await b2.start(tg)
+            for signer, verifier in ((b2, a), (a, b2)):
+                cursor = CursorCodec(await signer.shared_secret()).encode("alice", T0, "t1")
+                codec = CursorCodec(await verifier.shared_secret())
+                assert codec.decode("alice", cursor) == (T0, "t1")
+            tg.cancel_scope.cancel()
+    finally:
+        for s in (a, b, b2):
+            if s is not None:
+                await s.close()
+
+
+async def test_cursor_secret_followed_without_a_noticed_outage(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """An instance that saw no error still adopts a secret Redis replaced (the heartbeat
+    re-reads it), and ``shared_secret`` costs no round trip while cached."""
+    ns = unique_namespace()
+    a = RedisTaskStore(redis_url, namespace=ns, lease_s=0.3)
+    try:
+        async with anyio.create_task_group() as tg:
+            await a.start(tg)
+            first = await a.shared_secret()
+            trips = a.round_trips
+            assert await a.shared_secret() == first and a.round_trips == trips
+            await a.redis.delete(a.keys.secret)  # as if Redis lost it
+            other = RedisTaskStore(redis_url, namespace=ns)
+            try:
+                new = await other.shared_secret()
+            finally:
+                await other.close()
+            assert new != first
+            with anyio.fail_after(30):
+                while await a.shared_secret() != new:
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+    finally:
+        await a.close()
+
+
+async def test_scripts_load_from_package_files_with_matching_sha(
+    redis_url: str,  # noqa: F811
+) -> None:
+    from mcp_tasks.runtime.redis import scripting
+
+    store = RedisTaskStore(redis_url, namespace=unique_namespace())
+    try:
+        for script in (scripting.CREATE, scripting.HEARTBEAT, scripting.CLAIM_INPUTS):
+            assert script.source.count("local function now_ms()") == 1
+            assert await store.redis.script_load(script.source) == script.sha
+    finally:
+        await store.close()
+
+
 def test_redis_fixture_fails_under_ci_when_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     import redis_fixtures
 
-    monkeypatch.setattr(redis_fixtures.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.setenv("CI", "1")
     with pytest.raises(pytest.fail.Exception, match="redis-server is not installed"):
         redis_fixtures.redis_server_binary()
@@ -229,7 +320,7 @@ def test_redis_fixture_fails_under_ci_when_missing(monkeypatch: pytest.MonkeyPat
 async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
     redis_url: str,  # noqa: F811
 ) -> None:
-    from mcp_tasks.runtime import redis as redis_mod
+    from mcp_tasks.runtime.redis import scripting
 
     ns = unique_namespace()
     dead = RedisTaskStore(redis_url, namespace=ns, lease_s=0.2)
@@ -240,23 +331,24 @@ async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
             await dead.create(record("d1"))
             tg.cancel_scope.cancel()
         await anyio.sleep(0.5)
-        real_eval = live._eval
+        run = live._run
+        real_eval = run._eval
 
-        async def failing_forget(src: str, keys: list[str], args: list[Any]) -> Any:
-            if src == redis_mod._FORGET_DEAD:
+        async def failing_forget(script: scripting.Script, keys: list[str], args: list[Any]) -> Any:
+            if script is scripting.FORGET_DEAD:
                 raise OSError("reaper died here")
-            return await real_eval(src, keys, args)
+            return await real_eval(script, keys, args)
 
-        live._eval = failing_forget  # type: ignore[method-assign]
+        run._eval = failing_forget  # type: ignore[method-assign]
         with pytest.raises(StoreUnavailable):
             await live.recover(T0 + 5, "lease expired")
-        live._eval = real_eval  # type: ignore[method-assign]
+        run._eval = real_eval  # type: ignore[method-assign]
         got = await live.get("d1")
         assert got is not None and got.status == FAILED  # failed before the interruption
-        assert dead.instance_id in await live.redis.zrange(live._instances_key, 0, -1)
+        assert dead.instance_id in await live.redis.zrange(live.keys.instances, 0, -1)
         assert await live.recover(T0 + 6, "lease expired") == []  # no second failure
-        assert dead.instance_id not in await live.redis.zrange(live._instances_key, 0, -1)
-        assert not await live.redis.exists(live._owned(dead.instance_id))
+        assert dead.instance_id not in await live.redis.zrange(live.keys.instances, 0, -1)
+        assert not await live.redis.exists(live.keys.owned(dead.instance_id))
     finally:
         await dead.close()
         await live.close()

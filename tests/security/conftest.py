@@ -1,4 +1,4 @@
-"""Fixtures for the hardening tests (issue 8); helpers live in ``sec_harness``."""
+"""Fixtures for the hardening tests; helpers live in ``sec_harness``."""
 
 from __future__ import annotations
 

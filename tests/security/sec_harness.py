@@ -1,4 +1,4 @@
-"""Shared helpers for the hardening tests (issue 8): start the example server as a
+"""Shared helpers for the hardening tests: start the example server as a
 real subprocess and talk raw JSON-RPC to it, over Streamable HTTP and stdio.
 
 ``tests/mcp/mcp_e2e.py`` drives the server through the ``mcp`` SDK client, which

@@ -1,4 +1,4 @@
-"""Soak test of the example server (issue 8, part 4): mixed traffic from many sessions.
+"""Soak test of the example server: mixed traffic from many sessions.
 
     .venv/bin/python tests/security/soak.py                      # 10 minutes (default)
     .venv/bin/python tests/security/soak.py --soak-seconds 30    # what CI runs (via pytest)

@@ -1,4 +1,4 @@
-"""SIGKILL under load with the SQLite store (and Redis), then restart (issue 8, part 5).
+"""SIGKILL under load with the SQLite store (and Redis), then restart.
 
 Four client threads create tasks (instant, short, long, ``input_required``),
 poll them and fetch the results of the finished ones while the server is

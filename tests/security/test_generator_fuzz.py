@@ -1,4 +1,4 @@
-"""Generator fuzzing (issue 8, part 6): mutated schemas never give a traceback or
+"""Generator fuzzing: mutated schemas never give a traceback or
 partial output. Each run either exits 2 with one clear line (``mcptask-gen: error:
 ...``) and writes nothing, or exits 0 with a package that imports; one sample of
 the successful ones is checked with ``mypy --strict`` (slow, so only one).

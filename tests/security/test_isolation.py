@@ -1,4 +1,4 @@
-"""Isolation between requestors (issue 8, part 2; R-SEC-1, R-ID-2).
+"""Isolation between requestors (R-SEC-1, R-ID-2).
 
 Two requestors, once as two bearer-token subjects (``--tokens``) and once as two
 MCP sessions without auth, each run tasks (completed, working, input_required,

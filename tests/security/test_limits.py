@@ -1,4 +1,4 @@
-"""Limits under a burst (issue 8, part 3; R-SEC-3, R-SEC-4, R-TTL-2).
+"""Limits under a burst (R-SEC-3, R-SEC-4, R-TTL-2).
 
 One requestor bursts (concurrent task creation, then ``tasks/*`` calls) while
 another is served normally; the per-requestor concurrency limit and the rate

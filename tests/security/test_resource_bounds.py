@@ -1,4 +1,4 @@
-"""Memory an unauthenticated client can pin stays bounded (issue 8; R-SEC-4).
+"""Memory an unauthenticated client can pin stays bounded (R-SEC-4).
 
 F-6: every expired task leaves a tombstone (to answer "Task has expired"); the caps
 were per requestor (1024) and per requestor count (10,000), so many sessions

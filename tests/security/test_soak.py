@@ -1,4 +1,4 @@
-"""The soak test in its CI form (issue 8, part 4): 30 s of mixed traffic from 50 sessions.
+"""The soak test in its CI form: 30 s of mixed traffic from 50 sessions.
 
 Longer: ``MCPTASK_SOAK_SECONDS=600 .venv/bin/python -m pytest tests/security/test_soak.py``
 or ``.venv/bin/python tests/security/soak.py`` (10 minutes by default).

@@ -1,4 +1,4 @@
-"""Wire fuzzing of the example server (issue 8, part 1), over Streamable HTTP and stdio.
+"""Wire fuzzing of the example server, over Streamable HTTP and stdio.
 
 Valid messages come from our own generated models (``wire_strategies``); mutated ones
 carry wrong types, missing fields, huge/negative/odd ``ttl``, 1 MB strings, unicode,

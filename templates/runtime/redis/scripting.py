@@ -1,0 +1,167 @@
+"""Every Redis round trip of the store: Lua scripts, commands and pipelines.
+
+The scripts are ``scripts/NAME.lua`` (package data, read with ``importlib.resources``);
+``scripts/_prelude.lua`` (shared helpers such as ``now_ms()``) is prepended to each one.
+Scripts run by ``EVALSHA``; a Redis that lost them (restart, ``SCRIPT FLUSH``) gets them
+loaded again.
+
+Failures: every Redis error leaves here as ``errors.StoreUnavailable`` with a plain,
+client-safe message; the address and the exception go to the log (``WARNING``, once per
+outage, and once when Redis answers again). redis-py reconnects on the next call, so the
+store recovers by itself when Redis is back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from redis.exceptions import NoScriptError, RedisError
+
+from ...errors import StoreUnavailable
+
+log = logging.getLogger(__name__.rpartition(".")[0])
+
+_SCRIPTS = resources.files(__name__.rpartition(".")[0]).joinpath("scripts")
+
+
+@dataclass(frozen=True)
+class Script:
+    """One Lua script: its name (``scripts/NAME.lua``), full source and ``SHA1``."""
+
+    name: str
+    source: str
+    sha: str
+
+
+def load(name: str) -> Script:
+    prelude = _SCRIPTS.joinpath("_prelude.lua").read_text(encoding="utf-8")
+    source = prelude + _SCRIPTS.joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    return Script(name, source, hashlib.sha1(source.encode()).hexdigest())
+
+
+CREATE = load("create")
+TRANSITION = load("transition")
+GET = load("get")
+LIST = load("list")
+REMOVE = load("remove")
+HEARTBEAT = load("heartbeat")
+LIST_DEAD = load("list_dead")
+FORGET_DEAD = load("forget_dead")
+FAIL_OWNED = load("fail_owned")
+PUT_INPUT = load("put_input")
+CLAIM_INPUTS = load("claim_inputs")
+RELEASE_INPUT = load("release_input")
+ANSWER_INPUT = load("answer_input")
+TAKE_ANSWER = load("take_answer")
+WITHDRAW_INPUT = load("withdraw_input")
+
+#: One pipelined call: ``(script, [keys, args])``, or ``(None, [command, *args])``.
+Call = tuple[Script | None, list[Any]]
+
+
+class Runner:
+    """Runs commands, scripts and pipelines on one client; counts round trips."""
+
+    def __init__(self, client: Any, where: str) -> None:
+        self.redis: Any = client
+        #: The Redis address for the log (never for clients: it may say too much).
+        self.where = where
+        #: Round trips issued (commands and pipelines), for benchmarks.
+        self.round_trips = 0
+        #: Called once when an outage begins (e.g. to forget cached shared state).
+        self.on_down: list[Callable[[], None]] = []
+        self._down = False
+        self._loaded: set[str] = set()
+
+    def unavailable(self, exc: BaseException) -> StoreUnavailable:
+        """The error for clients; logs what failed, once per outage."""
+        if not self._down:
+            self._down = True
+            log.warning(
+                "task store unavailable: Redis at %s: %s: %s",
+                self.where,
+                type(exc).__name__,
+                exc,
+            )
+            for hook in self.on_down:
+                hook()
+        return StoreUnavailable()
+
+    def _up(self) -> None:
+        if self._down:
+            self._down = False
+            log.warning("task store available again: Redis at %s", self.where)
+
+    async def command(self, *args: Any) -> Any:
+        self.round_trips += 1
+        try:
+            out = await self.redis.execute_command(*args)
+        except (RedisError, OSError) as exc:
+            raise self.unavailable(exc) from exc
+        self._up()
+        return out
+
+    async def eval(self, script: Script, keys: list[str], args: list[Any]) -> Any:
+        try:
+            out = await self._eval(script, keys, args)
+        except (RedisError, OSError) as exc:
+            raise self.unavailable(exc) from exc
+        self._up()
+        return out
+
+    async def _eval(self, script: Script, keys: list[str], args: list[Any]) -> Any:
+        if script.name in self._loaded:
+            self.round_trips += 1
+            try:
+                return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                pass  # Redis restarted (or SCRIPT FLUSH): load it again
+        await self._load(script)
+        self.round_trips += 1
+        return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
+
+    async def _load(self, script: Script) -> None:
+        self.round_trips += 1
+        await self.redis.script_load(script.source)
+        self._loaded.add(script.name)
+
+    async def pipeline(self, calls: list[Call]) -> list[Any]:
+        """One round trip (after loading scripts Redis does not know yet)."""
+        if not calls:
+            return []
+        try:
+            out = await self._pipeline(calls)
+        except (RedisError, OSError) as exc:
+            raise self.unavailable(exc) from exc
+        self._up()
+        return out
+
+    async def _pipeline(self, calls: list[Call]) -> list[Any]:
+        for script, _ in calls:
+            if script is not None and script.name not in self._loaded:
+                await self._load(script)
+        for attempt in (0, 1):
+            pipe = self.redis.pipeline(transaction=False)
+            for script, a in calls:
+                if script is None:
+                    pipe.execute_command(*a)
+                else:
+                    keys, args = a
+                    pipe.evalsha(script.sha, len(keys), *keys, *args)
+            self.round_trips += 1
+            out = await pipe.execute(raise_on_error=False)
+            if attempt == 0 and any(isinstance(r, NoScriptError) for r in out):
+                for script, _ in calls:
+                    if script is not None:
+                        await self._load(script)
+                continue  # every pipelined command is idempotent
+            for r in out:
+                if isinstance(r, Exception):
+                    raise r
+            return list(out)
+        raise AssertionError("unreachable")

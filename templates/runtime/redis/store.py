@@ -1,0 +1,442 @@
+"""``RedisTaskStore``: the ``TaskStore`` methods, on top of the rooms of this package
+(``keys``, ``codec``, ``scripting`` + ``scripts/*.lua``, ``events``, ``leases``,
+``inputs``, ``secret``).
+
+Status changes are Lua scripts that compare the status and write in one step on the
+server, so a late completion after a cancel is a no-op on any instance (R-CANCEL-3);
+each also publishes a change event. Task keys expire in Redis ``expiry_grace_s``
+after the task's ttl, a backstop for when no engine sweeps; the engine's sweeper
+normally removes them first through ``pop_expired``. Cost of ``pop_expired``: three
+round trips per batch, work proportional to the expired tasks only.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import urllib.parse
+from collections.abc import Collection
+from typing import Any
+
+import anyio
+import anyio.abc
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+
+from ...errors import StoreUnavailable
+from ...models import TaskStatus
+from ...protocol import TERMINAL
+from ...store import TaskRecord, TaskStore
+from .codec import TERMINAL_VALUES, as_dict, decode, dumps, fields, text
+from .events import Events, TaskWatchHandle
+from .inputs import Inputs
+from .keys import LEX_PREFIX, Keys, lexkey
+from .leases import Leases
+from .scripting import CREATE, GET, LIST, REMOVE, TRANSITION, Call, Runner
+from .secret import SharedSecret
+
+#: Tag cache entries (task ID -> requestor tag) kept per instance.
+_TAG_CACHE = 100_000
+
+
+def _client(url: str, socket_timeout_s: float) -> Any:
+    return aioredis.Redis.from_url(
+        url,
+        decode_responses=True,
+        socket_timeout=socket_timeout_s,
+        socket_connect_timeout=min(socket_timeout_s, 2.0),
+        retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
+        health_check_interval=30,
+    )
+
+
+class RedisTaskStore(TaskStore):
+    """Tasks in Redis, shared by every engine that uses the same Redis and namespace."""
+
+    #: Other processes may change tasks: the engine waits on ``watch`` instead of polling.
+    shared = True
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: Any | None = None,
+        namespace: str = "mcp-tasks",
+        lease_s: float = 10.0,
+        expiry_grace_s: float = 30.0,
+        socket_timeout_s: float = 5.0,
+        instance_id: str | None = None,
+    ) -> None:
+        if (url is None) == (client is None):
+            raise ValueError("give exactly one of url or client")
+        self.keys = Keys(namespace)
+        self._owns_client = client is None
+        if client is None:
+            assert url is not None
+            client = _client(url, socket_timeout_s)
+            where = url.split("://", 1)[-1].split("@")[-1]  # no password in the log
+        else:
+            where = repr(client)
+        self.redis: Any = client
+        self.expiry_grace_s = expiry_grace_s
+        self.instance_id = instance_id or (
+            f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        )
+        self._run = Runner(client, where)
+        self.events = Events(client, self.keys.channel)
+        self.leases = Leases(self._run, self.keys, self.instance_id, lease_s)
+        self.inputs = Inputs(self._run, self.keys)
+        self._secret = SharedSecret(self._run, self.keys)
+        # Redis may lose the secret while we cannot see it: read it again afterwards.
+        self._run.on_down.append(self._secret.forget)
+        self.events.on_subscribed.append(self._secret.forget)
+        self._tags: dict[str, str] = {}
+        self._started = False
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> RedisTaskStore:
+        """``redis://HOST:PORT/DB[?namespace=NS&lease=SECONDS]`` (other query options go
+        to redis-py)."""
+        parts = urllib.parse.urlsplit(url)
+        rest: list[tuple[str, str]] = []
+        for key, value in urllib.parse.parse_qsl(parts.query):
+            if key == "namespace":
+                kwargs["namespace"] = value
+            elif key == "lease":
+                kwargs["lease_s"] = float(value)
+            else:
+                rest.append((key, value))
+        clean = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(rest)))
+        return cls(clean, **kwargs)
+
+    @property
+    def ns(self) -> str:
+        return self.keys.ns
+
+    @property
+    def channel(self) -> str:
+        return self.keys.channel
+
+    @property
+    def where(self) -> str:
+        """The Redis address (for logs only)."""
+        return self._run.where
+
+    @property
+    def lease_s(self) -> float:
+        return self.leases.lease_s
+
+    @property
+    def round_trips(self) -> int:
+        """Round trips issued (commands and pipelines), for benchmarks."""
+        return self._run.round_trips
+
+    @staticmethod
+    def tag(requestor: str) -> str:
+        return Keys.tag(requestor)
+
+    async def _tag_of(self, task_id: str, *, fresh: bool = False) -> str | None:
+        if not fresh:
+            tag = self._tags.get(task_id)
+            if tag is not None:
+                return tag
+        raw = await self._run.command("GET", self.keys.ptr(task_id))
+        if raw is None:
+            self._tags.pop(task_id, None)
+            return None
+        tag = text(raw)
+        if len(self._tags) >= _TAG_CACHE:
+            self._tags.clear()
+        self._tags[task_id] = tag
+        return tag
+
+    # ------------------------------------------------------------------ TaskStore
+
+    async def create(self, record: TaskRecord) -> None:
+        keys, tid = self.keys, record.task_id
+        tag = keys.tag(record.requestor)
+        px = (
+            None
+            if record.ttl_ms is None
+            else max(1, int(record.ttl_ms + self.expiry_grace_s * 1000))
+        )
+        ptr = ["SET", keys.ptr(tid), tag, "NX"] + ([] if px is None else ["PX", px])
+        if not await self._run.command(*ptr):
+            raise KeyError(tid)
+        lex = lexkey(record.created_at, tid)
+        active = record.status not in TERMINAL
+        hset = fields(record, lex, self.instance_id if active else None)
+        args = [tid, lex, "" if px is None else px, int(active), *hset]
+        calls: list[Call] = [
+            (CREATE, [[keys.task(tag, tid), keys.idx(tag), keys.active(tag)], args])
+        ]
+        if record.expires_at is not None:
+            calls.append((None, ["ZADD", keys.expiry, repr(record.expires_at), f"{tag}:{lex}"]))
+        if active:
+            member = self.leases.member(tag, tid)
+            calls.append((None, ["SADD", keys.owned(self.instance_id), member]))
+        try:
+            out = await self._run.pipeline(calls)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._run.command("DEL", keys.ptr(tid))
+                except Exception:  # the pointer expires with the task anyway
+                    pass
+            raise
+        if out[0] == 0:
+            raise KeyError(tid)
+        self._tags[tid] = tag
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        tag = await self._tag_of(task_id)
+        if tag is None:
+            return None
+        rec = decode(
+            as_dict(await self._run.eval(GET, [self.keys.task(tag, task_id)], [])),
+            task_id,
+        )
+        if rec is None and task_id in self._tags:
+            # A stale cached tag (the ID was deleted and reused): ask the pointer once.
+            tag2 = await self._tag_of(task_id, fresh=True)
+            if tag2 is not None and tag2 != tag:
+                flat = await self._run.eval(GET, [self.keys.task(tag2, task_id)], [])
+                rec = decode(as_dict(flat), task_id)
+        return rec
+
+    async def transition(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        *,
+        now: float,
+        expected: Collection[TaskStatus] | None = None,
+        status_message: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> TaskRecord | None:
+        allowed = [s.value for s in (self.sources(status) if expected is None else expected)]
+        if not allowed:
+            return None
+        # Serialised first: a result that is not JSON fails here, changing nothing.
+        res = "" if result is None else dumps(result)
+        err = "" if error is None else dumps(error)
+        tag = await self._tag_of(task_id)
+        if tag is None:
+            return None
+        args = [
+            task_id, status.value, repr(float(now)), int(status_message is not None),
+            status_message or "", res, err, self.keys.channel, TERMINAL_VALUES, *allowed,
+        ]  # fmt: skip
+        calls: list[Call] = [(TRANSITION, [self.keys.task_keys(tag, task_id), args])]
+        member = self.leases.member(tag, task_id)
+        if status in TERMINAL:
+            # This instance usually runs the task: drop it from its lease set in the same trip.
+            calls.append((None, ["SREM", self.keys.owned(self.instance_id), member]))
+        out = await self._run.pipeline(calls)
+        if not out[0]:
+            return None
+        h = as_dict(out[0])
+        owner = h.get("o")
+        if status in TERMINAL and owner is not None and owner != self.instance_id:
+            await self._run.command("SREM", self.keys.owned(owner), member)
+        return decode(h, task_id)
+
+    async def list_tasks(
+        self, requestor: str, *, after: tuple[float, str] | None, limit: int
+    ) -> list[TaskRecord]:
+        if limit <= 0:
+            return []
+        tag = self.keys.tag(requestor)
+        after_lex = "" if after is None else lexkey(after[0], after[1])
+        rows = await self._run.eval(
+            LIST,
+            [self.keys.idx(tag), self.keys.active(tag)],
+            [self.keys.task(tag, ""), after_lex, limit],
+        )
+        out: list[TaskRecord] = []
+        for flat in rows:
+            h = as_dict(flat)
+            rec = decode(h, h["k"][LEX_PREFIX:])
+            if rec is not None:
+                out.append(rec)
+        return out
+
+    def _remove_args(
+        self, tag: str, task_id: str, lex: str, now: float | None, channel: str
+    ) -> list[Any]:
+        """``remove.lua``'s keys and args: delete (``now`` None) or expire a task."""
+        t, active, inp, cl, ans = self.keys.task_keys(tag, task_id)
+        keys = [t, self.keys.idx(tag), active, inp, cl, ans]
+        return [keys, [task_id, lex, "" if now is None else repr(float(now)), channel]]
+
+    async def delete(self, task_id: str) -> bool:
+        tag = await self._tag_of(task_id)
+        if tag is None:
+            return False
+        keys, args = self._remove_args(tag, task_id, "", None, self.keys.channel)
+        h = as_dict(await self._run.eval(REMOVE, keys, args))
+        rec = decode(h, task_id)
+        if rec is None:
+            return False
+        calls: list[Call] = [(None, ["DEL", self.keys.ptr(task_id)])]
+        if rec.expires_at is not None:
+            lex = lexkey(rec.created_at, task_id)
+            calls.append((None, ["ZREM", self.keys.expiry, f"{tag}:{lex}"]))
+        owner = h.get("o")
+        if owner is not None:
+            member = self.leases.member(tag, task_id)
+            calls.append((None, ["SREM", self.keys.owned(owner), member]))
+        await self._run.pipeline(calls)
+        self._tags.pop(task_id, None)
+        return True
+
+    async def pop_expired(self, now: float, limit: int) -> list[TaskRecord]:
+        out: list[TaskRecord] = []
+        while len(out) < limit:
+            want = limit - len(out)
+            due = ["ZRANGEBYSCORE", self.keys.expiry, "-inf", repr(float(now)), "LIMIT", 0, want]
+            members = [text(m) for m in await self._run.command(*due)]
+            if not members:
+                break
+            out += await self._pop_members(members, now)
+            if len(members) < want:
+                break
+        return out
+
+    async def _pop_members(self, members: list[str], now: float) -> list[TaskRecord]:
+        """Remove the expired tasks ``TAG:lexkey`` (two round trips)."""
+        tasks = [(tag, lex[LEX_PREFIX:], lex) for tag, lex in (m.split(":", 1) for m in members)]
+        removed = await self._run.pipeline(
+            [(REMOVE, self._remove_args(tag, tid, lex, now, "")) for tag, tid, lex in tasks]
+        )
+        # Our own lease set forgets them all (a task Redis expired first is unknown here).
+        mine = [self.leases.member(tag, tid) for tag, tid, _ in tasks]
+        cleanup: list[Call] = [
+            (None, ["ZREM", self.keys.expiry, *members]),
+            (None, ["SREM", self.keys.owned(self.instance_id), *mine]),
+        ]
+        out: list[TaskRecord] = []
+        for (tag, tid, _), flat in zip(tasks, removed, strict=True):
+            h = as_dict(flat)
+            rec = decode(h, tid)
+            if rec is None:
+                continue
+            out.append(rec)
+            self._tags.pop(tid, None)
+            cleanup.append((None, ["DEL", self.keys.ptr(tid)]))
+            owner = h.get("o")
+            if owner is not None and owner != self.instance_id and rec.status not in TERMINAL:
+                member = self.leases.member(tag, tid)
+                cleanup.append((None, ["SREM", self.keys.owned(owner), member]))
+        await self._run.pipeline(cleanup)
+        return out
+
+    async def count_active(self, requestor: str) -> int:
+        return int(await self._run.command("SCARD", self.keys.active(self.keys.tag(requestor))))
+
+    async def recover(self, now: float, message: str) -> list[TaskRecord]:
+        """Reap instances whose lease expired: their non-terminal tasks become ``failed``
+        with ``message`` and an internal error. Tasks of live instances are untouched.
+        The engine calls it at start and every sweep (the one owner of reaping)."""
+        return await self.leases.reap(now, message)
+
+    async def shared_secret(self) -> bytes:
+        """One random secret per namespace, the same on every instance (``secret.py``);
+        cheap to call per request: cached, re-read after an outage."""
+        return await self._secret.get()
+
+    # ------------------------------------------------------------------ cross-instance input
+
+    async def put_input(self, task_id: str, requestor: str, item: dict[str, Any]) -> bool:
+        """Queue an input request (``{"id", "method", "params"}``) for any result stream."""
+        return await self.inputs.put(task_id, requestor, item)
+
+    async def claim_inputs(
+        self, task_id: str, requestor: str, claimer: str, lease_s: float
+    ) -> list[dict[str, Any]]:
+        """Input requests nobody is delivering now, claimed for ``claimer`` for ``lease_s``."""
+        return await self.inputs.claim(task_id, requestor, claimer, lease_s)
+
+    async def release_input(
+        self, task_id: str, requestor: str, input_id: str, claimer: str
+    ) -> None:
+        await self.inputs.release(task_id, requestor, input_id, claimer)
+
+    async def answer_input(
+        self, task_id: str, requestor: str, input_id: str, answer: dict[str, Any]
+    ) -> bool:
+        """Store the answer (``{"result": ...}`` or ``{"error": ...}``) for the running work."""
+        return await self.inputs.answer(task_id, requestor, input_id, answer)
+
+    async def take_answer(
+        self, task_id: str, requestor: str, input_id: str
+    ) -> dict[str, Any] | None:
+        return await self.inputs.take(task_id, requestor, input_id)
+
+    async def withdraw_input(self, task_id: str, requestor: str, input_id: str) -> None:
+        await self.inputs.withdraw(task_id, requestor, input_id)
+
+    # ------------------------------------------------------------------ change events
+
+    def watch(self, task_id: str) -> TaskWatchHandle:
+        """Wake-ups for one task from any instance (a context manager; see ``TaskWatchHandle``).
+
+        Without ``start`` (no listener) ``wait`` simply times out: callers poll."""
+        return self.events.watch(task_id)
+
+    # ------------------------------------------------------------------ background work
+
+    async def _heartbeat(self) -> None:
+        while True:
+            try:
+                await self.leases.heartbeat()
+                await self._secret.refresh()
+            except StoreUnavailable:
+                pass  # logged once per outage
+            await anyio.sleep(self.lease_s / 3)
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """Run the change listener and this instance's heartbeat in ``tg``. Reaping the
+        leases of dead instances is the engine's: it calls ``recover`` every sweep."""
+        if self._started:
+            return
+        self._started = True
+        try:
+            await self.leases.heartbeat()
+        except StoreUnavailable:
+            pass  # logged; the heartbeat loop retries
+        tg.start_soon(self.events.listen)
+        tg.start_soon(self._heartbeat)
+
+    async def __aenter__(self) -> RedisTaskStore:
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        await self.start(tg)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop background work, drop this instance's lease (its unfinished tasks were
+        already failed by the engine), close the connection pool if the store made it.
+        """
+        tg, self._tg = self._tg, None
+        if tg is not None:
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
+        if self._started:
+            self._started = False
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                try:
+                    await self._run.pipeline(self.leases.forget_call())
+                except Exception:
+                    pass
+        if self._owns_client:
+            with anyio.CancelScope(shield=True):
+                await self.redis.aclose()
