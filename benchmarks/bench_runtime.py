@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from mcp_tasks.handlers import RequestContext
-from mcp_tasks.lifecycle import COMPLETED, WORKING
+from mcp_tasks.protocol import COMPLETED, INITIAL, TASKS_LIST, TASKS_RESULT, TOOLS_CALL
 from mcp_tasks.runtime import (
     EngineConfig,
     InMemoryTaskStore,
@@ -44,8 +44,8 @@ def records(n: int, requestor: str = "bench") -> list[TaskRecord]:
         TaskRecord(
             task_id=secrets.token_urlsafe(16),
             requestor=requestor,
-            method="tools/call",
-            status=WORKING,
+            method=TOOLS_CALL,
+            status=INITIAL,
             created_at=now + i * 1e-6,
             last_updated_at=now,
             ttl_ms=3_600_000,
@@ -140,11 +140,11 @@ async def wakeup_latency(samples: int) -> tuple[float, float]:
                 stamp.append(time.perf_counter())
                 return RESULT
 
-            tid = (await eng.create_task(ctx, "tools/call", work))["task"]["taskId"]
+            tid = (await eng.create_task(ctx, TOOLS_CALL, work))["task"]["taskId"]
             async with anyio.create_task_group() as tg:
 
                 async def waiter(tid: str = tid, stamp: list[float] = stamp) -> None:
-                    await eng.handle("tasks/result", {"taskId": tid}, ctx)
+                    await eng.handle(TASKS_RESULT, {"taskId": tid}, ctx)
                     lat.append(time.perf_counter() - stamp[0])
 
                 tg.start_soon(waiter)
@@ -166,14 +166,14 @@ async def list_page_times(sizes: tuple[int, ...], rounds: int, pages: int) -> li
         for r in records(size, "bench"):
             await store.create(r)
         eng = TaskEngine(store, EngineConfig(rate_limit_calls=10**9))
-        first = await eng.handle("tasks/list", {}, ctx)
+        first = await eng.handle(TASKS_LIST, {}, ctx)
         setups.append((eng, first["nextCursor"]))
     samples: list[list[float]] = [[] for _ in sizes]
     for _ in range(rounds):
         for k, (eng, cursor) in enumerate(setups):
             t = time.perf_counter()
             for _ in range(pages):
-                page = await eng.handle("tasks/list", {"cursor": cursor}, ctx)
+                page = await eng.handle(TASKS_LIST, {"cursor": cursor}, ctx)
                 assert len(page["tasks"]) == 50
             samples[k].append((time.perf_counter() - t) / pages * 1e6)
     return [statistics.median(x) for x in samples]
@@ -192,7 +192,7 @@ async def bytes_per_task(n: int) -> tuple[float, int]:
             async def work(tc: TaskContext, r: dict[str, Any] = results[i]) -> dict[str, Any]:
                 return r
 
-            await eng.create_task(ctx, "tools/call", work)
+            await eng.create_task(ctx, TOOLS_CALL, work)
         while eng.running:
             await anyio.sleep(0.001)
         gc.collect()

@@ -5,24 +5,45 @@
 
 """The abstract ``TaskStore``: what the runtime needs from a place that keeps tasks.
 
-Implementations: ``runtime.memory.InMemoryTaskStore``, ``runtime.sqlite.SqliteTaskStore``,
-``runtime.redis.RedisTaskStore`` (shared by many processes);
-users subclass ``TaskStore`` for their own backend and run the store-conformance
-suite against it.
+Implementations: ``runtime.memory.InMemoryTaskStore``, ``runtime.sqlite.SqliteTaskStore``
+(plain ``TaskStore``s) and ``runtime.redis.RedisTaskStore`` (a ``SharedTaskStore``: many
+processes use it at once). Users subclass one of them for their own backend and run the
+store-conformance suite ``mcp_tasks.testing.store_conformance`` against it.
+
+Hand-written and copied verbatim: the model classes come from the generated modules.
 """
 
 from __future__ import annotations
 
 import abc
+import json
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from .lifecycle import SOURCES
-from .models import Task, TaskStatus
+from .protocol import Task, TaskStatus
 
 _SECONDS: dict[int, str] = {}
+
+
+def encode_json(value: dict[str, Any] | None) -> str | None:
+    """The one JSON encoding of stored results and errors (every store uses it): compact,
+    UTF-8 kept as is, and NaN/Infinity refused (they are not JSON)."""
+    if value is None:
+        return None
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def allowed_sources(
+    status: TaskStatus, expected: Collection[TaskStatus] | None
+) -> Collection[TaskStatus]:
+    """The head of every ``transition``: the statuses a task may be in for the move to
+    ``status`` to happen (``expected``, else the lifecycle's sources, R-STATE-2)."""
+    return SOURCES[status] if expected is None else expected
 
 
 def rfc3339(ts: float) -> str:
@@ -85,7 +106,7 @@ class TaskRecord:
 
 
 class TaskWatch:
-    """A subscription to one task's change events (``TaskStore.watch``).
+    """A subscription to one task's change events (``SharedTaskStore.watch``).
 
     This default never fires: ``wait`` sleeps ``timeout`` and returns False, so the
     caller polls. Shared stores return one that wakes as soon as any instance
@@ -98,8 +119,6 @@ class TaskWatch:
         return None
 
     async def wait(self, timeout: float) -> bool:
-        import anyio
-
         await anyio.sleep(timeout)
         return False
 
@@ -107,7 +126,7 @@ class TaskWatch:
 class TaskStore(abc.ABC):
     """Where tasks live. Every method is safe to call concurrently from one event loop.
 
-    Contract (checked by the store-conformance suite, tests/store_conformance.py):
+    Contract (checked by the store-conformance suite, ``mcp_tasks.testing.store_conformance``):
 
     - ``create`` adds a record whose ``task_id`` is new; a duplicate id raises ``KeyError``.
     - ``get`` returns the record or None (unknown or deleted). A record past its
@@ -115,8 +134,8 @@ class TaskStore(abc.ABC):
       ``expires_at`` with their clock (the engine then answers "Task has expired").
       Records handed out must be treated as read-only.
     - ``transition`` is the one way statuses change: atomically, only when the
-      current status is one of ``expected`` (by default every status allowed to
-      move to ``status``, R-STATE-2), it writes the new status and
+      current status is one of ``allowed_sources(status, expected)`` (by default every
+      status allowed to move to ``status``, R-STATE-2), it writes the new status and
       ``status_message`` (None clears it), writes ``result``/``error`` when given
       (None keeps the stored one), bumps ``version``, sets ``last_updated_at`` to
       ``max(now, last_updated_at)``, and returns the new record; otherwise it
@@ -131,19 +150,16 @@ class TaskStore(abc.ABC):
       the number of tasks kept.
     - ``count_active`` counts one requestor's non-terminal records.
     - ``recover`` (durable stores) marks records left non-terminal by a dead
-      process ``failed`` with ``message`` as statusMessage and a stored
-      ``{"code": -32603, "message": message}`` error, and returns them.
+      process failed with ``message`` as statusMessage and a stored
+      ``errors.InternalError(message=message).to_error()``, and returns them.
 
-    Shared stores (``shared = True``, e.g. ``runtime.redis.RedisTaskStore``): several
-    engines in several processes use one store. They also provide change events
-    (``watch``), background work in the engine's task group (``start``), a
-    ``recover`` that only touches tasks of instances whose lease expired (the
-    engine calls it on every sweep), and the input hand-over methods below, so
-    an ``input_required`` request created on one instance is delivered by a
-    ``tasks/result`` held on another and the answer reaches the running work.
+    Failures: a store that cannot reach its backend raises ``errors.StoreUnavailable``
+    (a plain, client-safe message; details go to the log) or lets the backend's own
+    exception through: the engine answers either as "Task store unavailable". A store
+    never builds a JSON-RPC error payload itself.
     """
 
-    #: True when other processes change the same tasks (see above).
+    #: True for a ``SharedTaskStore`` (kept as a class attribute for old subclasses).
     shared: bool = False
 
     @abc.abstractmethod
@@ -180,7 +196,7 @@ class TaskStore(abc.ABC):
     async def count_active(self, requestor: str) -> int: ...
 
     async def recover(self, now: float, message: str) -> list[TaskRecord]:
-        """Mark tasks interrupted by a dead process ``failed``. Non-durable stores have none."""
+        """Mark tasks interrupted by a dead process failed. Non-durable stores have none."""
         return []
 
     async def close(self) -> None:
@@ -192,53 +208,67 @@ class TaskStore(abc.ABC):
         group ``tg``; it stops when the engine stops. The default starts nothing."""
         return None
 
+    @staticmethod
+    def sources(status: TaskStatus) -> frozenset[TaskStatus]:
+        """The statuses allowed to move to ``status`` (R-STATE-2)."""
+        return SOURCES[status]
+
+
+class SharedTaskStore(TaskStore):
+    """A store several engines in several processes use at once (e.g.
+    ``runtime.redis.RedisTaskStore``).
+
+    On top of ``TaskStore`` it provides change events (``watch``), a ``recover`` that only
+    touches tasks of instances whose lease expired (the engine calls it on every sweep),
+    a ``shared_secret`` that signs ``tasks/list`` cursors alike on every instance, and
+    the input hand-over below, so an input request made by work on one instance is
+    delivered by a ``tasks/result`` held on another and the answer reaches the work.
+    ``item`` is ``{"id", "method", "params"}``; an answer is ``{"result": {...}}`` or
+    ``{"error": {...}}``.
+    """
+
+    shared: bool = True
+
+    @abc.abstractmethod
     async def shared_secret(self) -> bytes | None:
         """A secret every engine using this store reads alike (it signs ``tasks/list``
-        cursors when ``EngineConfig.cursor_secret`` is not set). The default: None."""
-        return None
+        cursors when ``EngineConfig.cursor_secret`` is not set). The engine asks for it
+        every time it signs or verifies: cache it, and read it again after a reconnect."""
 
+    @abc.abstractmethod
     def watch(self, task_id: str) -> TaskWatch:
         """Change events for one task, as a context manager: enter it before reading the
-        task, then ``await w.wait(timeout)``. The default never fires (callers poll)."""
-        return TaskWatch()
+        task, then ``await w.wait(timeout)`` (True: the task changed on some instance)."""
 
-    # Input hand-over between instances (shared stores only). ``item`` is
-    # ``{"id", "method", "params"}``; an answer is ``{"result": {...}}`` or ``{"error": {...}}``.
-
+    @abc.abstractmethod
     async def put_input(self, task_id: str, requestor: str, item: dict[str, Any]) -> bool:
         """Queue an input request of a running task for any ``tasks/result``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def claim_inputs(
         self, task_id: str, requestor: str, claimer: str, lease_s: float
     ) -> list[dict[str, Any]]:
         """Input requests not being delivered (or already claimed by ``claimer``: that
         renews the claim), claimed for ``lease_s`` seconds."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def release_input(
         self, task_id: str, requestor: str, input_id: str, claimer: str
     ) -> None:
         """Give up a claim (the ``tasks/result`` call went away); another may deliver it."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def answer_input(
         self, task_id: str, requestor: str, input_id: str, answer: dict[str, Any]
     ) -> bool:
         """Store the answer for the work; False when the input is unknown or answered."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def take_answer(
         self, task_id: str, requestor: str, input_id: str
     ) -> dict[str, Any] | None:
         """The answer to an input request, once (None while unanswered)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def withdraw_input(self, task_id: str, requestor: str, input_id: str) -> None:
         """Forget an input request (its work stopped waiting)."""
-        raise NotImplementedError
-
-    @staticmethod
-    def sources(status: TaskStatus) -> frozenset[TaskStatus]:
-        """The statuses allowed to move to ``status`` (R-STATE-2)."""
-        return SOURCES[status]

@@ -21,9 +21,8 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
-from ..lifecycle import NON_TERMINAL, TERMINAL
-from ..models import TaskStatus
-from ..store import TaskRecord, TaskStore
+from ..protocol import NON_TERMINAL, TERMINAL, TaskStatus
+from ..store import TaskRecord, TaskStore, allowed_sources
 
 
 class _Index:
@@ -86,8 +85,7 @@ class InMemoryTaskStore(TaskStore):
         old = self._tasks.get(task_id)
         if old is None:
             return None
-        allowed = self.sources(status) if expected is None else expected
-        if old.status not in allowed:
+        if old.status not in allowed_sources(status, expected):
             return None
         new = replace(
             old,

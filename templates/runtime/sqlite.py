@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from ..lifecycle import FAILED, NON_TERMINAL
-from ..models import TaskStatus
-from ..store import TaskRecord, TaskStore
+from ..errors import InternalError
+from ..protocol import FAILED, NON_TERMINAL, TaskStatus
+from ..store import TaskRecord, TaskStore, allowed_sources, encode_json
 
 T = TypeVar("T")
 
@@ -69,10 +69,6 @@ def _row(row: tuple[Any, ...]) -> TaskRecord:
     )
 
 
-def _json(value: dict[str, Any] | None) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"), allow_nan=False)
-
-
 class SqliteTaskStore(TaskStore):
     """Tasks and results in an SQLite database file (``":memory:"`` works too, not durably)."""
 
@@ -87,9 +83,9 @@ class SqliteTaskStore(TaskStore):
             self._conn.executescript(_SCHEMA)
         self._closed = False
         # Reads run inline with a connection of their own: in WAL mode a reader never waits
-        # for the writer, and a hop to a worker thread costs ~90 µs of CPU, several times a
-        # keyed SELECT (benchmarks/peers). Writes stay on the worker thread. ":memory:" is
-        # one database per connection, so it reads through the writer.
+        # for the writer, and a hop to a worker thread costs several times a keyed SELECT.
+        # Writes stay on the worker thread. ":memory:" is one database per connection, so it
+        # reads through the writer.
         self._reader: sqlite3.Connection | None = None
         if self.path not in ("", ":memory:"):
             self._reader = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -125,8 +121,8 @@ class SqliteTaskStore(TaskStore):
             record.expires_at,
             record.poll_interval_ms,
             record.status_message,
-            _json(record.result),
-            _json(record.error),
+            encode_json(record.result),
+            encode_json(record.error),
             record.version,
         )
 
@@ -163,11 +159,11 @@ class SqliteTaskStore(TaskStore):
         result: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
     ) -> TaskRecord | None:
-        allowed = [s.value for s in (self.sources(status) if expected is None else expected)]
+        allowed = [s.value for s in allowed_sources(status, expected)]
         if not allowed:
             return None
         # Serialised before the lock: a result that is not JSON fails here, changing nothing.
-        result_json, error_json = _json(result), _json(error)
+        result_json, error_json = encode_json(result), encode_json(error)
         marks = ",".join("?" * len(allowed))
         sql = (
             "UPDATE tasks SET status = ?, last_updated_at = MAX(last_updated_at, ?), "
@@ -240,8 +236,8 @@ class SqliteTaskStore(TaskStore):
 
     async def recover(self, now: float, message: str) -> list[TaskRecord]:
         """Tasks left non-terminal by a dead process become ``failed`` with ``message``
-        as statusMessage and a stored ``-32603`` error (R-RESULT-1 answers it)."""
-        error = json.dumps({"code": -32603, "message": message})
+        as statusMessage and a stored internal error (R-RESULT-1 answers it)."""
+        error = encode_json(InternalError(message=message).to_error())
         marks = ",".join("?" * len(_ACTIVE))
 
         def op(c: sqlite3.Connection) -> list[TaskRecord]:

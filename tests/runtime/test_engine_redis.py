@@ -17,7 +17,7 @@ from redis_fixtures import (  # noqa: F401
     unique_namespace,
 )
 
-from mcp_tasks.errors import JsonRpcError, TaskError
+from mcp_tasks.errors import JsonRpcError, RequestCancelled, TaskError
 from mcp_tasks.handlers import RequestContext
 from mcp_tasks.runtime import EngineConfig, PendingInput, TaskContext, TaskEngine
 from mcp_tasks.runtime.redis import RedisTaskStore
@@ -92,7 +92,7 @@ async def test_cancel_on_b_stops_work_on_a(redis_url: str) -> None:  # noqa: F81
                 await anyio.sleep(0.01)
         got = await a.handle("tasks/get", {"taskId": tid}, ALICE)
         assert got["status"] == "cancelled"  # the late end of the work changed nothing
-        with pytest.raises(JsonRpcError) as ei:
+        with pytest.raises(RequestCancelled) as ei:
             await a.handle("tasks/result", {"taskId": tid}, ALICE)
         assert ei.value.code == -32800
 

@@ -1,15 +1,16 @@
-"""The store-conformance suite run against both built-in stores."""
+"""The shipped store-conformance suite (``mcp_tasks.testing``) on both plain stores."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from store_conformance import StoreConformance, record
 
-from mcp_tasks.lifecycle import COMPLETED, FAILED, INPUT_REQUIRED
+from mcp_tasks.errors import InternalError
+from mcp_tasks.protocol import COMPLETED, FAILED, INPUT_REQUIRED
 from mcp_tasks.runtime import InMemoryTaskStore, SqliteTaskStore
 from mcp_tasks.store import TaskStore
+from mcp_tasks.testing.store_conformance import StoreConformance, record
 
 
 class TestInMemoryTaskStore(StoreConformance):
@@ -40,7 +41,7 @@ async def test_sqlite_durable_and_recover(tmp_path: Path) -> None:
         for tid in ("asking", "running"):
             r = await s2.get(tid)
             assert r is not None and r.status == FAILED and r.status_message == "server restarted"
-            assert r.error == {"code": -32603, "message": "server restarted"}
+            assert r.error == InternalError(message="server restarted").to_error()
         done = await s2.get("done")
         assert done is not None and done.result == {"content": [], "v": "é"}
         assert await s2.recover(2e9 + 2, "again") == []

@@ -18,24 +18,28 @@ from redis_fixtures import (  # noqa: F401
     redis_url,
     unique_namespace,
 )
-from store_conformance import T0, StoreConformance, record
 
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING
 from mcp_tasks.runtime.cursor import CursorCodec
 from mcp_tasks.runtime.redis import RedisTaskStore
-from mcp_tasks.store import TaskStore
+from mcp_tasks.store import SharedTaskStore
+from mcp_tasks.testing.store_conformance import T0, SharedStoreConformance, record
 
 pytestmark = pytest.mark.anyio
 
 
-class TestRedisTaskStore(StoreConformance):
+class TestRedisTaskStore(SharedStoreConformance):
     @pytest.fixture(autouse=True)
     def _redis(self, redis_server: RedisServer) -> None:  # noqa: F811
         self.url = redis_server.url
 
-    async def make_store(self, tmp_path: Path) -> TaskStore:
-        return RedisTaskStore(self.url, namespace=unique_namespace())
+    async def make_store(self, tmp_path: Path) -> SharedTaskStore:
+        return RedisTaskStore(self.url, namespace=unique_namespace(), lease_s=0.3)
+
+    async def make_peer(self, store: SharedTaskStore) -> SharedTaskStore:
+        assert isinstance(store, RedisTaskStore)
+        return RedisTaskStore(self.url, namespace=store.ns, lease_s=0.3)
 
 
 async def _keys(store: RedisTaskStore) -> list[str]:

@@ -21,19 +21,19 @@ from mcp_tasks.runtime.mcp_server import McpTasks
 
 def test_tombstones_are_bounded_in_all_F6() -> None:
     cfg = EngineConfig(expired_tombstones_per_requestor=20, max_tombstones=50)
-    engine = TaskEngine(config=cfg)
+    stones = TaskEngine(config=cfg).tombstones
     ids: list[tuple[str, str]] = []
     for r in range(10):
         for _ in range(20):
             tid = secrets.token_urlsafe(16)
-            engine._tombstone(f"session:{r}", tid)
+            stones.add(f"session:{r}", tid)
             ids.append((f"session:{r}", tid))
-    total = sum(len(s) for s in engine._tombstones.values())
-    assert total == engine._tombstone_count == 50
+    total = sum(len(s) for s in stones._by_requestor.values())
+    assert total == stones.count == 50
     # the most recently expired are remembered, the oldest forgotten
-    assert all(engine._is_tombstoned(r, t) for r, t in ids[-50:])
-    assert not any(engine._is_tombstoned(r, t) for r, t in ids[:-50])
-    assert len(engine._tombstones) == 3  # emptied requestors are dropped
+    assert all((r, t) in stones for r, t in ids[-50:])
+    assert not any((r, t) in stones for r, t in ids[:-50])
+    assert len(stones) == 3  # emptied requestors are dropped
 
 
 def test_default_tombstone_cap_is_documented() -> None:

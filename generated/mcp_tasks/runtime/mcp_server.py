@@ -67,9 +67,7 @@ from ..protocol import (
     TASK_REQUEST_METHODS,
     TASK_SUPPORT_OPTIONAL,
     TASK_SUPPORT_VALUES,
-    TASKS_CANCEL,
     TASKS_RESULT,
-    TERMINAL,
     TOOLS_CALL,
     TaskSupportValue,
 )
@@ -302,26 +300,7 @@ class McpTasks:
 
     async def cancel_requestor_tasks(self, requestor: str) -> int:
         """Cancel every non-terminal task of ``requestor``; how many were cancelled."""
-        engine_cancel = getattr(self.engine, "cancel_requestor_tasks", None)
-        if engine_cancel is not None:
-            return int(await engine_cancel(requestor, "The task's session ended"))
-        task_ids: list[str] = []
-        after: tuple[float, str] | None = None
-        while True:  # every page: the store lists one requestor's tasks in creation order
-            recs = await self.engine.store.list_tasks(requestor, after=after, limit=100)
-            task_ids += [r.task_id for r in recs if r.status not in TERMINAL]
-            if len(recs) < 100:
-                break
-            after = (recs[-1].created_at, recs[-1].task_id)
-        rctx = RequestContext(requestor=requestor)
-        count = 0
-        for task_id in task_ids:
-            try:
-                await self.engine.handle(TASKS_CANCEL, {"taskId": task_id}, rctx)
-                count += 1
-            except TaskError as exc:  # ended meanwhile, or over the rate limit
-                log.debug("task %s not cancelled: %s", task_id, exc.message)
-        return count
+        return await self.engine.cancel_requestor_tasks(requestor, "The task's session ended")
 
     # ------------------------------------------------------------------ middleware
     async def _middleware(

@@ -33,7 +33,7 @@ from redis.backoff import ExponentialBackoff
 from ...errors import StoreUnavailable
 from ...models import TaskStatus
 from ...protocol import TERMINAL
-from ...store import TaskRecord, TaskStore
+from ...store import SharedTaskStore, TaskRecord
 from .codec import TERMINAL_VALUES, as_dict, decode, dumps, fields, text
 from .events import Events, TaskWatchHandle
 from .inputs import Inputs
@@ -57,7 +57,7 @@ def _client(url: str, socket_timeout_s: float) -> Any:
     )
 
 
-class RedisTaskStore(TaskStore):
+class RedisTaskStore(SharedTaskStore):
     """Tasks in Redis, shared by every engine that uses the same Redis and namespace."""
 
     #: Other processes may change tasks: the engine waits on ``watch`` instead of polling.

@@ -1,33 +1,48 @@
-"""The store-conformance suite: what every ``TaskStore`` must do.
+"""The store-conformance suite: what every ``TaskStore`` must do, checked against this
+package's own generated types (statuses, lifecycle, errors).
 
-Reuse it for a backend by subclassing ``StoreConformance`` in a test module and
-giving it ``make_store``::
+Run it on your store by subclassing in one of your test modules::
+
+    from mcp_tasks.testing.store_conformance import StoreConformance
 
     class TestMyStore(StoreConformance):
         async def make_store(self, tmp_path):
-            return MyStore(...)
+            return MyStore(tmp_path / "tasks.db")
+
+A ``SharedTaskStore`` (several processes share it) subclasses ``SharedStoreConformance``
+and also gives ``make_peer``: another instance on the same backend, as a second process
+would open it. Give both a short lease (well under a second) so the lease test is quick.
+Each test gets a fresh store and closes it (and its peers) afterwards.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from mcp_tasks.lifecycle import (
+from ..errors import InternalError
+from ..protocol import (
     CANCELLED,
     COMPLETED,
     FAILED,
+    INITIAL,
     INPUT_REQUIRED,
     NON_TERMINAL,
+    STATUSES,
     TERMINAL,
+    TOOLS_CALL,
     WORKING,
+    TaskStatus,
 )
-from mcp_tasks.store import TaskRecord, TaskStore
+from ..store import SharedTaskStore, TaskRecord, TaskStore
 
 T0 = 1_764_000_000.0
+
+__all__ = ["T0", "SharedStoreConformance", "StoreConformance", "record"]
 
 
 def record(
@@ -36,12 +51,13 @@ def record(
     *,
     created_at: float = T0,
     ttl_ms: int | None = 60_000,
-    status: Any = WORKING,
+    status: TaskStatus = INITIAL,
 ) -> TaskRecord:
+    """A new task record as the engine would create it."""
     return TaskRecord(
         task_id=task_id,
         requestor=requestor,
-        method="tools/call",
+        method=TOOLS_CALL,
         status=status,
         created_at=created_at,
         last_updated_at=created_at,
@@ -59,7 +75,7 @@ class StoreConformance:
         raise NotImplementedError
 
     @pytest.fixture
-    async def store(self, tmp_path: Path) -> Any:
+    async def store(self, tmp_path: Path) -> AsyncIterator[TaskStore]:
         s = await self.make_store(tmp_path)
         try:
             yield s
@@ -72,7 +88,7 @@ class StoreConformance:
         got = await store.get("t1")
         assert got is not None
         assert got.wire() == rec.wire()
-        assert (got.requestor, got.method, got.ttl_ms) == ("alice", "tools/call", 60_000)
+        assert (got.requestor, got.method, got.ttl_ms) == ("alice", TOOLS_CALL, 60_000)
         assert await store.get("nope") is None
 
     async def test_duplicate_id_raises_key_error_R_ID_1(self, store: TaskStore) -> None:
@@ -83,7 +99,7 @@ class StoreConformance:
         assert got is not None and got.requestor == "alice"
 
     async def test_transition_allowed_moves_R_STATE_2(self, store: TaskStore) -> None:
-        await store.create(record("t1"))
+        await store.create(record("t1", status=WORKING))
         r = await store.transition("t1", INPUT_REQUIRED, now=T0 + 1, status_message="need input")
         assert r is not None and r.status == INPUT_REQUIRED and r.version == 1
         assert r.status_message == "need input" and r.last_updated_at == T0 + 1
@@ -94,10 +110,12 @@ class StoreConformance:
         assert await store.transition("t1", WORKING, now=T0 + 3) is None
 
     @pytest.mark.parametrize("terminal", sorted(TERMINAL))
-    async def test_terminal_is_final_R_STATE_3(self, store: TaskStore, terminal: Any) -> None:
+    async def test_terminal_is_final_R_STATE_3(
+        self, store: TaskStore, terminal: TaskStatus
+    ) -> None:
         await store.create(record("t1"))
         assert await store.transition("t1", terminal, now=T0 + 1) is not None
-        for dst in (WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED):
+        for dst in STATUSES:
             assert await store.transition("t1", dst, now=T0 + 2) is None
             assert await store.transition("t1", dst, now=T0 + 2, expected=NON_TERMINAL) is None
         got = await store.get("t1")
@@ -113,7 +131,7 @@ class StoreConformance:
         await store.create(record("ok"))
         await store.create(record("err"))
         await store.transition("ok", COMPLETED, now=T0 + 1, result=result)
-        error = {"code": -32099, "message": "boom", "data": {"why": ["a", 1]}}
+        error = InternalError(message="boom", data={"why": ["a", 1]}).to_error()
         await store.transition("err", FAILED, now=T0 + 1, error=error, status_message="boom")
         ok, err = await store.get("ok"), await store.get("err")
         assert ok is not None and ok.result == result and ok.error is None
@@ -121,12 +139,13 @@ class StoreConformance:
 
     async def test_transition_keeps_result_when_none(self, store: TaskStore) -> None:
         await store.create(record("t1"))
-        await store.transition("t1", CANCELLED, now=T0 + 1, error={"code": 1, "message": "x"})
+        error = InternalError(message="x").to_error()
+        await store.transition("t1", CANCELLED, now=T0 + 1, error=error)
         got = await store.get("t1")
-        assert got is not None and got.error == {"code": 1, "message": "x"}
+        assert got is not None and got.error == error
 
     async def test_same_status_message_update(self, store: TaskStore) -> None:
-        await store.create(record("t1"))
+        await store.create(record("t1", status=WORKING))
         r = await store.transition(
             "t1", WORKING, now=T0 + 1, expected=(WORKING,), status_message="50%"
         )
@@ -139,15 +158,15 @@ class StoreConformance:
 
     async def test_concurrent_transitions_one_winner_R_CANCEL_3(self, store: TaskStore) -> None:
         await store.create(record("t1"))
-        wins: list[Any] = []
+        wins: list[TaskStatus] = []
 
-        async def go(status: Any) -> None:
+        async def go(status: TaskStatus) -> None:
             r = await store.transition("t1", status, now=T0 + 1, expected=NON_TERMINAL)
             if r is not None:
                 wins.append(status)
 
         async with anyio.create_task_group() as tg:
-            for s in (COMPLETED, CANCELLED, FAILED) * 5:
+            for s in sorted(TERMINAL) * 5:
                 tg.start_soon(go, s)
         assert len(wins) == 1
         got = await store.get("t1")
@@ -171,9 +190,8 @@ class StoreConformance:
         page2 = await store.list_tasks("alice", after=(last.created_at, last.task_id), limit=2)
         assert [r.task_id for r in page2] == want[2:4]
         assert await store.list_tasks("carol", after=None, limit=10) == []
-        assert all(
-            r.requestor == "bob" for r in await store.list_tasks("bob", after=None, limit=10)
-        )
+        bobs = await store.list_tasks("bob", after=None, limit=10)
+        assert bobs and all(r.requestor == "bob" for r in bobs)
 
     async def test_list_after_deleted_key_R_LIST_1(self, store: TaskStore) -> None:
         for i in range(6):
@@ -182,13 +200,8 @@ class StoreConformance:
         assert await store.delete("t2")
         rest = await store.list_tasks("alice", after=(page[-1].created_at, "t2"), limit=10)
         assert [r.task_id for r in rest] == ["t3", "t4", "t5"]
-        assert [r.task_id for r in await store.list_tasks("alice", after=None, limit=10)] == [
-            "t0",
-            "t1",
-            "t3",
-            "t4",
-            "t5",
-        ]
+        every = await store.list_tasks("alice", after=None, limit=10)
+        assert [r.task_id for r in every] == ["t0", "t1", "t3", "t4", "t5"]
 
     async def test_list_many_deletions(self, store: TaskStore) -> None:
         for i in range(200):
@@ -201,9 +214,8 @@ class StoreConformance:
             await store.delete(f"t{i:03d}")
         assert await store.list_tasks("alice", after=None, limit=500) == []
         await store.create(record("again"))
-        assert [r.task_id for r in await store.list_tasks("alice", after=None, limit=5)] == [
-            "again"
-        ]
+        again = await store.list_tasks("alice", after=None, limit=5)
+        assert [r.task_id for r in again] == ["again"]
 
     async def test_delete(self, store: TaskStore) -> None:
         await store.create(record("t1"))
@@ -238,7 +250,7 @@ class StoreConformance:
 
     async def test_count_active_R_SEC_4(self, store: TaskStore) -> None:
         for i in range(5):
-            await store.create(record(f"t{i}"))
+            await store.create(record(f"t{i}", status=WORKING))
         await store.create(record("b", "bob"))
         assert await store.count_active("alice") == 5
         await store.transition("t0", COMPLETED, now=T0 + 1)
@@ -250,3 +262,135 @@ class StoreConformance:
         assert await store.count_active("alice") == 2
         assert await store.count_active("bob") == 1
         assert await store.count_active("nobody") == 0
+
+
+class SharedStoreConformance(StoreConformance):
+    """For a ``SharedTaskStore``: the plain suite plus the shared protocol (change events,
+    input hand-over, leases, cursor secret) between two instances on one backend."""
+
+    #: longest wait for a change event or a lease to run out, in seconds
+    patience_s: float = 20.0
+
+    async def make_store(self, tmp_path: Path) -> SharedTaskStore:
+        raise NotImplementedError
+
+    async def make_peer(self, store: SharedTaskStore) -> SharedTaskStore:
+        """Another instance on ``store``'s backend (as another process would open it)."""
+        raise NotImplementedError
+
+    @pytest.fixture
+    async def pair(self, tmp_path: Path) -> AsyncIterator[tuple[SharedTaskStore, SharedTaskStore]]:
+        a = await self.make_store(tmp_path)
+        b = await self.make_peer(a)
+        try:
+            yield a, b
+        finally:
+            await a.close()
+            await b.close()
+
+    async def test_is_shared(self, store: TaskStore) -> None:
+        assert isinstance(store, SharedTaskStore) and store.shared is True
+
+    async def test_changes_are_visible_to_peer_R_CANCEL_3(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        a, b = pair
+        await a.create(record("t1"))
+        assert (await b.transition("t1", CANCELLED, now=T0 + 1)) is not None
+        assert await a.transition("t1", COMPLETED, now=T0 + 2, result={"late": True}) is None
+        got = await a.get("t1")
+        assert got is not None and got.status == CANCELLED and got.result is None
+
+    async def test_watch_wakes_on_change_from_peer(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        a, b = pair
+        async with anyio.create_task_group() as tg:
+            await a.start(tg)
+            await b.start(tg)
+            await b.create(record("t1"))
+            with a.watch("t1") as w:
+                await w.wait(0.05)  # drain any initial wake-up
+                await b.transition("t1", COMPLETED, now=T0 + 1, result={"ok": 1})
+                with anyio.fail_after(self.patience_s + 5):
+                    assert await w.wait(self.patience_s) is True
+            # without a change, wait returns False after its timeout (the fallback poll)
+            with a.watch("t1") as w:
+                await w.wait(0.05)
+                assert await w.wait(0.05) is False
+            tg.cancel_scope.cancel()
+
+    async def test_input_handover_between_peers_R_INPUT_3(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        a, b = pair
+        await a.create(record("t1"))
+        await a.transition("t1", INPUT_REQUIRED, now=T0 + 1)
+        item: dict[str, Any] = {"id": "i1", "method": "m", "params": {"message": "ok?"}}
+        assert await a.put_input("t1", "alice", item)
+        assert await b.claim_inputs("t1", "alice", "b-1", 30) == [item]
+        assert await b.claim_inputs("t1", "alice", "b-2", 30) == []  # claimed by b-1
+        assert await b.claim_inputs("t1", "alice", "b-1", 30) == [item]  # renewed
+        await b.release_input("t1", "alice", "i1", "b-1")  # that call went away
+        assert await b.claim_inputs("t1", "alice", "b-2", 30) == [item]
+        assert await b.answer_input("t1", "alice", "i1", {"result": {"action": "accept"}})
+        assert not await b.answer_input("t1", "alice", "i1", {"result": {}})  # once only
+        assert await a.take_answer("t1", "alice", "i1") == {"result": {"action": "accept"}}
+        assert await a.take_answer("t1", "alice", "i1") is None
+        # a withdrawn input is no longer offered
+        await a.put_input("t1", "alice", {"id": "i2", "method": "m", "params": {}})
+        await a.withdraw_input("t1", "alice", "i2")
+        assert await b.claim_inputs("t1", "alice", "b-3", 30) == []
+        # a terminal transition drops the task's inputs
+        await a.put_input("t1", "alice", {"id": "i3", "method": "m", "params": {}})
+        await a.transition("t1", CANCELLED, now=T0 + 2)
+        assert await b.claim_inputs("t1", "alice", "b-4", 30) == []
+
+    async def test_inputs_are_per_requestor_R_SEC_1(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        a, b = pair
+        await a.create(record("t1"))
+        await a.transition("t1", INPUT_REQUIRED, now=T0 + 1)
+        await a.put_input("t1", "alice", {"id": "i1", "method": "m", "params": {}})
+        assert await b.claim_inputs("t1", "mallory", "m-1", 30) == []
+        assert not await b.answer_input("t1", "mallory", "i1", {"result": {}})
+
+    async def test_lease_expiry_fails_stopped_instance_tasks(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        dead, live = pair
+        async with anyio.create_task_group() as tg:
+            await live.start(tg)
+            async with anyio.create_task_group() as dead_tg:
+                await dead.start(dead_tg)
+                await dead.create(record("d1"))
+                await dead.create(record("d2"))
+                await dead.transition("d2", INPUT_REQUIRED, now=T0 + 1)
+                await dead.create(record("done"))
+                await dead.transition("done", COMPLETED, now=T0 + 1, result={"x": 1})
+                await live.create(record("mine"))
+                dead_tg.cancel_scope.cancel()  # `dead` stops renewing its lease
+            reaped: list[TaskRecord] = []
+            with anyio.fail_after(self.patience_s + 10):
+                while len(reaped) < 2:
+                    reaped += await live.recover(T0 + 5, "lease expired")
+                    await anyio.sleep(0.1)
+            tg.cancel_scope.cancel()
+        assert sorted(r.task_id for r in reaped) == ["d1", "d2"]
+        for tid in ("d1", "d2"):
+            r = await live.get(tid)
+            assert r is not None and r.status == FAILED and r.status_message == "lease expired"
+            assert r.error == InternalError(message="lease expired").to_error()
+        done, mine = await live.get("done"), await live.get("mine")
+        assert done is not None and done.status == COMPLETED
+        assert mine is not None and mine.status == INITIAL  # a live instance's task is untouched
+        assert await live.recover(T0 + 6, "again") == []
+
+    async def test_shared_secret_is_shared(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        a, b = pair
+        secret = await a.shared_secret()
+        assert secret is None or (isinstance(secret, bytes) and len(secret) >= 16)
+        assert await b.shared_secret() == secret

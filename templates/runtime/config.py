@@ -1,0 +1,118 @@
+"""``EngineConfig``: the engine's limits and defaults, checked when it is built.
+
+Every limit has a safe default (R-SEC-3, R-SEC-4). A wrong type or an impossible value
+raises ``TypeError``/``ValueError`` here, naming the field, rather than failing later
+on every request.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..protocol import TTL_NULLABLE
+
+#: fields that must be integers >= 1 (or >= 0 for those in _MAY_BE_ZERO)
+_COUNTS = (
+    "max_ttl_ms",
+    "page_size",
+    "max_active_per_requestor",
+    "rate_limit_calls",
+    "expired_tombstones_per_requestor",
+    "tombstone_requestors",
+    "max_tombstones",
+)
+_MAY_BE_ZERO = frozenset({"max_ttl_ms", "expired_tombstones_per_requestor", "max_tombstones"})
+#: fields that must be positive, finite numbers of seconds
+_SECONDS = ("rate_limit_window_s", "sweep_interval_s", "watch_fallback_s", "input_claim_s")
+
+
+@dataclass
+class EngineConfig:
+    """Engine settings; every limit has a safe default (R-SEC-3, R-SEC-4)."""
+
+    #: ttl of a task whose requestor asks none (None: unlimited, needs allow_unlimited_ttl)
+    default_ttl_ms: int | None = 3_600_000
+    #: the longest ttl granted; a larger request is clamped and the actual ttl reported
+    max_ttl_ms: int = 86_400_000
+    #: honour ``ttl: null`` (unlimited); refused when the schema's ``Task.ttl`` is not nullable
+    allow_unlimited_ttl: bool = False
+    poll_interval_ms: int | None = 500
+    page_size: int = 50
+    max_active_per_requestor: int = 100
+    rate_limit_calls: int = 1000
+    rate_limit_window_s: float = 10.0
+    sweep_interval_s: float = 1.0
+    #: signs tasks/list cursors (bytes, or a str used as UTF-8); None: a random key, or a
+    #: shared store's own secret
+    cursor_secret: bytes | str | None = None
+    #: recently expired task IDs remembered per requestor to answer "Task has expired"
+    expired_tombstones_per_requestor: int = 1024
+    #: requestors whose tombstones are kept (least recently expired dropped first)
+    tombstone_requestors: int = 10_000
+    #: tombstones kept in all (about 140 bytes each; the oldest are dropped first): without
+    #: it, many sessions expiring ttl-0 tasks could pin 10,000 x 1024 IDs (~1.4 GiB)
+    max_tombstones: int = 100_000
+    #: shared stores: longest wait for a change event before re-reading the store anyway
+    #: (the bounded fallback poll when a message was missed)
+    watch_fallback_s: float = 1.0
+    #: shared stores: how long a tasks/result call holds an input request it delivers
+    #: before another instance may deliver it (renewed while the call waits)
+    input_claim_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in _COUNTS:
+            _check_int(name, getattr(self, name), 0 if name in _MAY_BE_ZERO else 1)
+        for name in ("default_ttl_ms", "poll_interval_ms"):
+            value = getattr(self, name)
+            if value is not None:
+                _check_int(name, value, 0)
+        for name in _SECONDS:
+            _check_seconds(name, getattr(self, name))
+        if not isinstance(self.allow_unlimited_ttl, bool):
+            raise TypeError("EngineConfig.allow_unlimited_ttl must be a bool")
+        self.cursor_secret = _check_secret(self.cursor_secret)
+        if self.allow_unlimited_ttl and not TTL_NULLABLE:
+            raise ValueError(
+                "EngineConfig.allow_unlimited_ttl=True: this package's schema does not allow "
+                "an unlimited ttl (Task.ttl is not nullable), so a task with ttl null would "
+                "break tasks/get and tasks/list; leave allow_unlimited_ttl off"
+            )
+        if self.default_ttl_ms is None and not self.allow_unlimited_ttl:
+            self.default_ttl_ms = self.max_ttl_ms
+        if self.default_ttl_ms is not None:
+            self.default_ttl_ms = min(self.default_ttl_ms, self.max_ttl_ms)
+
+    @property
+    def secret_bytes(self) -> bytes | None:
+        """``cursor_secret`` as bytes (a str is encoded as UTF-8 at construction)."""
+        secret = self.cursor_secret
+        return secret.encode() if isinstance(secret, str) else secret
+
+
+def _check_int(name: str, value: object, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"EngineConfig.{name} must be an int, not {type(value).__name__}")
+    if value < least:
+        raise ValueError(f"EngineConfig.{name} must be >= {least}, not {value}")
+
+
+def _check_seconds(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"EngineConfig.{name} must be a number, not {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"EngineConfig.{name} must be a positive number of seconds, not {value}")
+
+
+def _check_secret(value: object) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if not isinstance(value, (bytes, bytearray)):
+        raise TypeError(
+            f"EngineConfig.cursor_secret must be bytes or str, not {type(value).__name__}"
+        )
+    if not value:
+        raise ValueError("EngineConfig.cursor_secret must not be empty")
+    return bytes(value)

@@ -1,0 +1,337 @@
+"""Coordination: how an engine learns about changes it did not make, chosen once from
+the store's type.
+
+- ``LocalCoordination`` (a plain ``TaskStore``: this process alone changes its tasks, or
+  other processes only read them): runs signal in-process events; input requests stay
+  in memory; a task not running here is polled at its ``pollInterval``.
+- ``SharedCoordination`` (a ``SharedTaskStore``, e.g. Redis): change events come from
+  the store (with a bounded fallback poll); input requests and answers go through the
+  store, so any instance's ``tasks/result`` delivers them; tasks of an instance whose
+  lease expired are failed on every sweep; cursors are signed with the store's secret.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import secrets
+from typing import Any, cast
+
+import anyio
+import anyio.abc
+
+from ..errors import TaskError, error_from_payload
+from ..protocol import INPUT_REQUIRED, TERMINAL
+from ..store import SharedTaskStore, TaskRecord, TaskStore, TaskWatch
+from .config import EngineConfig
+from .cursor import CursorCodec
+from .guard import SharedStoreGuard, StoreGuard
+from .runs import PendingInput, Run
+
+log = logging.getLogger(__name__.rsplit(".", 2)[0] + ".runtime")
+
+#: statusMessage and error of tasks whose instance stopped renewing its lease (shared stores).
+LEASE_EXPIRED_MESSAGE = (
+    "Task failed: the server instance running it stopped responding (its lease expired)"
+)
+
+
+class Waiter(abc.ABC):
+    """One ``tasks/result`` call's view of its task: change signals and input requests."""
+
+    def __enter__(self) -> Waiter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def arm(self) -> None:
+        """Called before each read of the task: a change after it wakes ``wait``."""
+        return None
+
+    @abc.abstractmethod
+    async def pending(self, rec: TaskRecord) -> list[PendingInput]:
+        """Input requests this call should deliver now (claimed for it)."""
+
+    @abc.abstractmethod
+    async def wait(self, rec: TaskRecord) -> None:
+        """Until the task may have changed."""
+
+    @abc.abstractmethod
+    async def answer(
+        self, p: PendingInput, answer: dict[str, Any] | None, error: TaskError | None
+    ) -> bool:
+        """Hand an answer to the work; False when it could not be handed over."""
+
+    @abc.abstractmethod
+    async def release(self, p: PendingInput) -> None:
+        """Give up delivering ``p`` (another call may deliver it)."""
+
+
+class Coordination(abc.ABC):
+    """The strategy an engine uses for everything that differs between plain and shared
+    stores."""
+
+    guard: StoreGuard
+
+    def __init__(self, config: EngineConfig, runs: dict[str, Run]) -> None:
+        self.config = config
+        self.runs = runs
+
+    @abc.abstractmethod
+    async def cursor_codec(self) -> CursorCodec:
+        """The codec that signs and verifies ``tasks/list`` cursors now."""
+
+    @abc.abstractmethod
+    async def recover_at_start(self, now: float, message: str) -> list[TaskRecord]:
+        """Tasks a dead process left running, now failed."""
+
+    async def recover_on_sweep(self, now: float) -> list[TaskRecord]:
+        """Tasks failed on a sweep (instances whose lease expired). Plain stores: none."""
+        return []
+
+    def started(self, tg: anyio.abc.TaskGroup, task_id: str, run: Run) -> None:
+        """Work of ``task_id`` started here."""
+        return None
+
+    @abc.abstractmethod
+    def waiter(self, task_id: str, requestor: str) -> Waiter:
+        """A ``tasks/result`` call's view of its task."""
+
+    async def offer_input(self, run: Run, pending: PendingInput) -> None:
+        """Make an input request of running work deliverable."""
+        return None
+
+    @abc.abstractmethod
+    async def wait_answer(self, run: Run, pending: PendingInput) -> None:
+        """Until ``pending`` has its ``answer`` or ``error``."""
+
+    async def withdraw_input(self, run: Run, pending: PendingInput) -> None:
+        """The work stopped waiting for ``pending`` unanswered."""
+        return None
+
+
+def choose(store: TaskStore, config: EngineConfig, runs: dict[str, Run]) -> Coordination:
+    """The coordination a store needs: shared for a ``SharedTaskStore``, else local.
+
+    A store that only sets ``shared = True`` (written before ``SharedTaskStore`` existed,
+    with the same methods) is coordinated as shared too."""
+    if isinstance(store, SharedTaskStore):
+        return SharedCoordination(store, config, runs)
+    if store.shared:
+        return SharedCoordination(cast(SharedTaskStore, store), config, runs)
+    return LocalCoordination(store, config, runs)
+
+
+# ---------------------------------------------------------------------- local
+
+
+class LocalCoordination(Coordination):
+    def __init__(self, store: TaskStore, config: EngineConfig, runs: dict[str, Run]) -> None:
+        super().__init__(config, runs)
+        self.guard = StoreGuard(store)
+        self._codec = CursorCodec(config.secret_bytes)
+
+    async def cursor_codec(self) -> CursorCodec:
+        return self._codec
+
+    async def recover_at_start(self, now: float, message: str) -> list[TaskRecord]:
+        return await self.guard.recover(now, message)
+
+    def waiter(self, task_id: str, requestor: str) -> Waiter:
+        return _LocalWaiter(self.runs, task_id)
+
+    async def wait_answer(self, run: Run, pending: PendingInput) -> None:
+        await pending.answered.wait()
+
+
+class _LocalWaiter(Waiter):
+    __slots__ = ("_event", "_run", "runs", "task_id")
+
+    def __init__(self, runs: dict[str, Run], task_id: str) -> None:
+        self.runs = runs
+        self.task_id = task_id
+        self._run: Run | None = None
+        self._event: anyio.Event | None = None
+
+    def arm(self) -> None:
+        run = self._run = self.runs.get(self.task_id)
+        self._event = run.changed if run is not None else None
+
+    async def pending(self, rec: TaskRecord) -> list[PendingInput]:
+        run = self._run
+        if run is None:
+            return []
+        out = [p for p in run.pending.values() if not p.claimed]
+        for p in out:
+            p.claimed = True
+        return out
+
+    async def wait(self, rec: TaskRecord) -> None:
+        if self._event is None:
+            # Not running here (another process owns it): poll the store.
+            await anyio.sleep((rec.poll_interval_ms or 500) / 1000.0)
+        else:
+            await self._event.wait()
+
+    async def answer(
+        self, p: PendingInput, answer: dict[str, Any] | None, error: TaskError | None
+    ) -> bool:
+        p.answer, p.error = answer, error
+        p.answered.set()
+        return True
+
+    async def release(self, p: PendingInput) -> None:
+        p.claimed = False
+        run = self.runs.get(self.task_id)
+        if run is not None:
+            run.signal()
+
+
+# ---------------------------------------------------------------------- shared
+
+
+class SharedCoordination(Coordination):
+    guard: SharedStoreGuard
+
+    def __init__(self, store: SharedTaskStore, config: EngineConfig, runs: dict[str, Run]) -> None:
+        super().__init__(config, runs)
+        self.guard = SharedStoreGuard(store)
+        configured = config.secret_bytes
+        self._fixed = CursorCodec(configured) if configured is not None else None
+        self._fallback = CursorCodec()
+        self._secret: bytes | None = None
+        self._codec = self._fallback
+
+    async def cursor_codec(self) -> CursorCodec:
+        """Asked on every sign and verify: a cursor issued by one instance verifies on
+        every other one, and a secret that changed in the store is picked up."""
+        if self._fixed is not None:
+            return self._fixed
+        secret = await self.guard.shared_secret()
+        if secret is None:
+            return self._fallback
+        if secret != self._secret:
+            self._secret, self._codec = secret, CursorCodec(secret)
+        return self._codec
+
+    async def recover_at_start(self, now: float, message: str) -> list[TaskRecord]:
+        try:
+            return await self.guard.recover(now, message)
+        except TaskError:
+            # The store may be down now: serve anyway (task calls answer "Task store
+            # unavailable" until it is back); the sweeper reaps leases later.
+            log.warning("task store unavailable at start", exc_info=True)
+            return []
+
+    async def recover_on_sweep(self, now: float) -> list[TaskRecord]:
+        # Tasks of an instance whose lease expired (it died mid-task) become failed.
+        return await self.guard.recover(now, LEASE_EXPIRED_MESSAGE)
+
+    def started(self, tg: anyio.abc.TaskGroup, task_id: str, run: Run) -> None:
+        tg.start_soon(self._monitor, task_id, run)
+
+    async def _monitor(self, task_id: str, run: Run) -> None:
+        """Stop the work here when another instance ends the task (a cancel, an expiry,
+        a lease reap): R-CANCEL-2 across instances."""
+        runs = self.runs
+        with self.guard.watch(task_id) as watch:
+            while runs.get(task_id) is run:
+                await watch.wait(5 * self.config.watch_fallback_s)
+                if runs.get(task_id) is not run:
+                    return
+                try:
+                    rec = await self.guard.get(task_id)
+                except TaskError:
+                    continue  # store unavailable: keep working, look again later
+                if rec is None or rec.status in TERMINAL:
+                    run.stop()
+                    return
+                run.signal()
+
+    def waiter(self, task_id: str, requestor: str) -> Waiter:
+        return _SharedWaiter(self, task_id, requestor)
+
+    async def offer_input(self, run: Run, pending: PendingInput) -> None:
+        item = {"id": pending.id, "method": pending.method, "params": pending.params}
+        await self.guard.put_input(pending.task_id, run.requestor, item)
+
+    async def wait_answer(self, run: Run, pending: PendingInput) -> None:
+        guard, task_id = self.guard, pending.task_id
+        with guard.watch(task_id) as watch:
+            while True:
+                got = await guard.take_answer(task_id, run.requestor, pending.id)
+                if got is not None:
+                    break
+                await watch.wait(self.config.watch_fallback_s)
+        error = got.get("error")
+        if isinstance(error, dict):
+            pending.error = error_from_payload(error)
+        else:
+            result = got.get("result")
+            pending.answer = dict(result) if isinstance(result, dict) else {}
+
+    async def withdraw_input(self, run: Run, pending: PendingInput) -> None:
+        try:
+            await self.guard.withdraw_input(pending.task_id, run.requestor, pending.id)
+        except TaskError:
+            log.warning("task %s: could not withdraw input %s", pending.task_id, pending.id)
+
+
+class _SharedWaiter(Waiter):
+    def __init__(self, coord: SharedCoordination, task_id: str, requestor: str) -> None:
+        self.coord = coord
+        self.task_id = task_id
+        self.requestor = requestor
+        self.claimer = secrets.token_hex(8)
+        self._watch: TaskWatch | None = None
+
+    def __enter__(self) -> Waiter:
+        self._watch = self.coord.guard.watch(self.task_id).__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.__exit__(*exc)
+
+    async def pending(self, rec: TaskRecord) -> list[PendingInput]:
+        if rec.status != INPUT_REQUIRED:
+            return []
+        # Claiming again renews the claims this call is delivering.
+        items = await self.coord.guard.claim_inputs(
+            self.task_id, self.requestor, self.claimer, self.coord.config.input_claim_s
+        )
+        out = []
+        for item in items:
+            params = item.get("params")
+            out.append(
+                PendingInput(
+                    id=str(item.get("id")),
+                    task_id=self.task_id,
+                    method=str(item.get("method")),
+                    params=dict(params) if isinstance(params, dict) else {},
+                )
+            )
+        return out
+
+    async def wait(self, rec: TaskRecord) -> None:
+        assert self._watch is not None
+        await self._watch.wait(self.coord.config.watch_fallback_s)
+
+    async def answer(
+        self, p: PendingInput, answer: dict[str, Any] | None, error: TaskError | None
+    ) -> bool:
+        payload = {"error": error.to_error()} if error is not None else {"result": answer or {}}
+        try:
+            await self.coord.guard.answer_input(self.task_id, self.requestor, p.id, payload)
+        except TaskError:
+            log.exception("task %s: could not store the answer to %s", self.task_id, p.id)
+            return False
+        return True
+
+    async def release(self, p: PendingInput) -> None:
+        try:
+            await self.coord.guard.release_input(self.task_id, self.requestor, p.id, self.claimer)
+        except TaskError:
+            pass  # the claim lapses by itself

@@ -1,0 +1,98 @@
+"""The engine's limits (R-SEC-3, R-SEC-4): the rate limit, the count of active tasks per
+requestor (with reservations for creations in flight), and the ttl policy (R-TTL-2)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ConcurrencyLimitExceeded, InvalidParams, RateLimitExceeded
+from .audit import audit
+from .config import EngineConfig
+
+
+class RateLimiter:
+    """R-SEC-3: a fixed-window counter of ``tasks/*`` calls per requestor."""
+
+    __slots__ = ("_counts", "calls", "window_s")
+
+    def __init__(self, calls: int, window_s: float) -> None:
+        self.calls = calls
+        self.window_s = window_s
+        self._counts: dict[str, tuple[float, int]] = {}
+
+    def check(self, requestor: str) -> None:
+        """Count one call; raise ``RateLimitExceeded`` past the limit."""
+        now = time.monotonic()
+        start, count = self._counts.get(requestor, (now, 0))
+        if now - start >= self.window_s:
+            start, count = now, 0
+        count += 1
+        self._counts[requestor] = (start, count)
+        if count > self.calls:
+            audit("rate_limited", requestor, None)
+            raise RateLimitExceeded(self.calls, self.window_s)
+
+    def prune(self) -> None:
+        """Forget finished windows once many requestors were seen (called by the sweeper)."""
+        if len(self._counts) > 1024:
+            now = time.monotonic()
+            window = self.window_s
+            self._counts = {k: v for k, v in self._counts.items() if now - v[0] < window}
+
+
+class ActiveLimit:
+    """R-SEC-4: at most ``limit`` non-terminal tasks per requestor.
+
+    The store counts the active tasks; creations in flight hold a reservation (``acquire``
+    ... ``release`` in a ``finally``), so concurrent creations of one requestor cannot
+    overshoot the limit."""
+
+    __slots__ = ("_reserved", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._reserved: dict[str, int] = {}
+
+    def acquire(self, requestor: str) -> None:
+        """Hold one slot for a creation in flight."""
+        self._reserved[requestor] = self._reserved.get(requestor, 0) + 1
+
+    def check(self, requestor: str, active: int) -> None:
+        """``ConcurrencyLimitExceeded`` when ``active`` tasks plus the creations in flight
+        are over the limit."""
+        if active + self._reserved[requestor] > self.limit:
+            audit("create_rejected", requestor, None, reason="concurrency_limit")
+            raise ConcurrencyLimitExceeded(self.limit)
+
+    def release(self, requestor: str) -> None:
+        """The creation ended (created or refused)."""
+        left = self._reserved[requestor] - 1
+        if left:
+            self._reserved[requestor] = left
+        else:
+            del self._reserved[requestor]
+
+
+def resolve_ttl(config: EngineConfig, task: Mapping[str, Any] | None) -> int | None:
+    """The actual ttl (R-TTL-2): the default when absent, clamped to the maximum;
+    ``null`` is unlimited only with ``allow_unlimited_ttl`` (else the maximum)."""
+    if task is None:
+        return config.default_ttl_ms
+    if not isinstance(task, Mapping):
+        raise InvalidParams(detail="params.task: must be an object")
+    if "ttl" not in task:
+        return config.default_ttl_ms
+    ttl = task["ttl"]
+    if ttl is None:
+        return None if config.allow_unlimited_ttl else config.max_ttl_ms
+    if isinstance(ttl, float) and math.isfinite(ttl) and ttl.is_integer():
+        ttl = int(ttl)
+    if isinstance(ttl, bool) or not isinstance(ttl, int):
+        raise InvalidParams(detail="params.task.ttl: must be an integer number of milliseconds")
+    if ttl < 0:
+        raise InvalidParams(detail="params.task.ttl: must not be negative")
+    # Clamped before any arithmetic: 10**15 never reaches a timer or a date (R-SEC-4).
+    return min(ttl, config.max_ttl_ms)

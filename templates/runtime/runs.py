@@ -1,0 +1,350 @@
+"""Running work: what a task's work gets (``TaskContext``), its run in the engine's task
+group, input requests it makes (R-INPUT-*), and ``tasks/result`` waiting for the end.
+
+How runs learn about changes made elsewhere (another process, a shared store) is the
+coordination strategy's part (``coordination.py``); this module is the same for both.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from ..errors import InternalError, StoreUnavailable, TaskError
+from ..handlers import RequestContext
+from ..meta import with_related_task
+from ..protocol import (
+    COMPLETED,
+    FAILED,
+    INPUT_REQUIRED,
+    NON_TERMINAL,
+    TERMINAL,
+    WORKING,
+    TaskStatus,
+)
+from ..store import TaskRecord
+
+if TYPE_CHECKING:
+    from .coordination import Waiter
+    from .engine import TaskEngine
+
+Work = Callable[["TaskContext"], Awaitable[dict[str, Any]]]
+InputHandler = Callable[["PendingInput"], Awaitable[dict[str, Any]]]
+IsErrorResult = Callable[[dict[str, Any]], bool]
+#: (status, statusMessage, result, error) a run ends with
+Outcome = tuple[TaskStatus, str | None, dict[str, Any] | None, dict[str, Any] | None]
+
+#: statusMessage and error of tasks interrupted by a process that died or shut down.
+INTERRUPTED_MESSAGE = "Task failed: the server stopped before the task finished"
+
+
+@dataclass(eq=False)
+class PendingInput:
+    """A request the work sends to its requestor (R-INPUT-*), delivered on ``tasks/result``.
+
+    ``params`` carry the related-task ``_meta`` (R-INPUT-2)."""
+
+    id: str
+    task_id: str
+    method: str
+    params: dict[str, Any]
+    claimed: bool = field(default=False, repr=False)
+    answered: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    answer: dict[str, Any] | None = field(default=None, repr=False)
+    error: TaskError | None = field(default=None, repr=False)
+
+
+class Run:
+    """A task running in this engine: its cancel scope, pending inputs, change signal."""
+
+    __slots__ = ("_changed", "pending", "requestor", "scope")
+
+    def __init__(self, requestor: str) -> None:
+        self.requestor = requestor
+        self.scope = anyio.CancelScope()
+        self.pending: dict[str, PendingInput] = {}
+        # Made on first use: most tasks finish before anyone waits on them, and an
+        # anyio.Event costs a backend lookup (about 1% of a task's CPU).
+        self._changed: anyio.Event | None = None
+
+    @property
+    def changed(self) -> anyio.Event:
+        """The event the next ``signal()`` sets."""
+        ev = self._changed
+        if ev is None:
+            ev = self._changed = anyio.Event()
+        return ev
+
+    def signal(self) -> None:
+        """Wake every waiter (each waits on the event it saw; a fresh one replaces it)."""
+        ev, self._changed = self._changed, None
+        if ev is not None:
+            ev.set()
+
+    def stop(self) -> None:
+        """Cancel the work (its wait for input too) and wake its waiters."""
+        self.scope.cancel()
+        self.signal()
+
+
+class TaskContext:
+    """What a task's work gets: its identity, progress, status message and input requests."""
+
+    def __init__(
+        self, engine: TaskEngine, task_id: str, requestor: str, progress_token: str | int | None
+    ) -> None:
+        self._engine = engine
+        self.task_id = task_id
+        self.requestor = requestor
+        self.progress_token = progress_token
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Progress against the original request's token, after ``CreateTaskResult`` too (R-PROGRESS-1)."""
+        hook = self._engine.on_progress
+        if hook is None or self.progress_token is None:
+            return
+        try:
+            await hook(self.requestor, self.progress_token, progress, total, message, self.task_id)
+        except Exception:
+            self._engine.log.exception("progress hook failed for task %s", self.task_id)
+
+    async def set_status_message(self, message: str) -> None:
+        await self._engine.runner.set_message(self.task_id, message)
+
+    async def request_input(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Ask the requestor (``elicitation/create``, ``sampling/createMessage``, ...) and wait.
+
+        The task is ``input_required`` until every pending request is answered, then
+        ``working`` again (R-INPUT-1, R-INPUT-4). Cancelling the task ends the wait.
+        An error answer is raised here as a ``TaskError``."""
+        return await self._engine.runner.request_input(self.task_id, method, params)
+
+
+def error_text(result: Mapping[str, Any]) -> str:
+    """A statusMessage for a failed tool result (R-STATE-4): its first text, else a summary."""
+    content = result.get("content")
+    if isinstance(content, list):
+        for item in content:
+            if isinstance(item, Mapping) and isinstance(item.get("text"), str):
+                text: str = item["text"]
+                return "Tool error: " + (text if len(text) <= 500 else text[:497] + "...")
+    return "Tool error: the tool returned isError"
+
+
+async def outcome_of(
+    work: Work, tc: TaskContext, is_error_result: IsErrorResult | None, engine: TaskEngine
+) -> Outcome:
+    """Run the work and say how its task ends (R-STATE-4, R-RESULT-1)."""
+    try:
+        result = await work(tc)
+        if not isinstance(result, dict):
+            raise InternalError(detail="the task's work returned a non-object result")
+        if is_error_result is not None:
+            failed = is_error_result(result)
+        else:
+            failed = result.get("isError") is True
+        if failed:  # R-STATE-4: a tool result with isError
+            return (FAILED, error_text(result), result, None)
+        return (COMPLETED, None, result, None)
+    except TaskError as exc:  # R-RESULT-1: the same JSON-RPC error
+        return (FAILED, exc.message, None, exc.to_error())
+    except Exception as exc:
+        engine.log.exception("task %s: work raised", tc.task_id)
+        err = InternalError(detail=f"{type(exc).__name__}: {exc}")
+        return (FAILED, err.message, None, err.to_error())
+
+
+class Runner:
+    """The tasks whose work runs in this engine, by task ID."""
+
+    def __init__(self, engine: TaskEngine) -> None:
+        self.engine = engine
+        self.active: dict[str, Run] = {}
+
+    def __len__(self) -> int:
+        return len(self.active)
+
+    def get(self, task_id: str) -> Run | None:
+        return self.active.get(task_id)
+
+    def stop(self, task_id: str, *, forget: bool = False) -> None:
+        """Stop the work of a task ended elsewhere (cancel, expiry): R-CANCEL-2."""
+        run = self.active.pop(task_id, None) if forget else self.active.get(task_id)
+        if run is not None:
+            run.stop()
+
+    def start(
+        self,
+        tg: anyio.abc.TaskGroup,
+        rec: TaskRecord,
+        run: Run,
+        tc: TaskContext,
+        work: Work,
+        is_error_result: IsErrorResult | None,
+    ) -> None:
+        tg.start_soon(self._run, rec.task_id, run, tc, work, is_error_result)
+        self.engine.coordination.started(tg, rec.task_id, run)
+
+    async def _run(
+        self,
+        task_id: str,
+        run: Run,
+        tc: TaskContext,
+        work: Work,
+        is_error_result: IsErrorResult | None,
+    ) -> None:
+        outcome: Outcome | None = None
+        try:
+            with run.scope:
+                outcome = await outcome_of(work, tc, is_error_result, self.engine)
+        finally:
+            with anyio.CancelScope(shield=True):
+                if outcome is None and not run.scope.cancel_called:
+                    # The engine shut down under the work.
+                    err = InternalError(message=INTERRUPTED_MESSAGE)
+                    outcome = (FAILED, INTERRUPTED_MESSAGE, None, err.to_error())
+                if outcome is not None:
+                    await self._finish(task_id, outcome)
+                self._end(task_id, run)
+
+    async def _finish(self, task_id: str, outcome: Outcome) -> None:
+        status, message, result, error = outcome
+        engine = self.engine
+        try:
+            try:
+                # A late outcome after a cancel or expiry is a no-op (R-CANCEL-3).
+                rec = await engine.transition(
+                    task_id,
+                    status,
+                    expected=NON_TERMINAL,
+                    status_message=message,
+                    result=result,
+                    error=error,
+                )
+            except StoreUnavailable:
+                engine.log.exception("task %s: could not store its outcome", task_id)
+                err = InternalError(detail="the task's outcome could not be stored")
+                rec = await engine.transition(
+                    task_id,
+                    FAILED,
+                    expected=NON_TERMINAL,
+                    status_message=err.message,
+                    error=err.to_error(),
+                )
+        except Exception:
+            engine.log.exception("task %s: could not store its outcome", task_id)
+            rec = None
+        if rec is not None:
+            await engine.status_changed(rec)
+
+    def _end(self, task_id: str, run: Run) -> None:
+        if self.active.get(task_id) is run:
+            del self.active[task_id]
+        run.signal()
+
+    async def set_message(self, task_id: str, message: str) -> None:
+        engine = self.engine
+        rec = await engine.guard.get(task_id)
+        if rec is None or rec.status in TERMINAL:
+            return
+        await engine.transition(task_id, rec.status, expected=(rec.status,), status_message=message)
+        run = self.active.get(task_id)
+        if run is not None:
+            run.signal()
+
+    async def request_input(
+        self, task_id: str, method: str, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        run = self.active.get(task_id)
+        if run is None:
+            raise InternalError(detail="request_input outside a running task")
+        out = dict(params)
+        out["_meta"] = with_related_task(params.get("_meta"), task_id)  # R-INPUT-2
+        pending = PendingInput(id=secrets.token_hex(8), task_id=task_id, method=method, params=out)
+        run.pending[pending.id] = pending
+        engine = self.engine
+        coord = engine.coordination
+        answered = False
+        try:
+            await coord.offer_input(run, pending)
+            rec = await engine.transition(
+                task_id,
+                INPUT_REQUIRED,
+                expected=(WORKING,),
+                status_message=f"Waiting for the requestor to answer {method}",
+            )
+            if rec is not None:  # R-INPUT-1
+                await engine.status_changed(rec)
+            run.signal()
+            await coord.wait_answer(run, pending)
+            answered = True
+        finally:
+            run.pending.pop(pending.id, None)
+            with anyio.CancelScope(shield=True):
+                if not answered:
+                    await coord.withdraw_input(run, pending)
+                if not run.pending and not run.scope.cancel_called:
+                    rec = await engine.transition(task_id, WORKING, expected=(INPUT_REQUIRED,))
+                    if rec is not None:  # R-INPUT-4
+                        await engine.status_changed(rec)
+        if pending.error is not None:
+            raise pending.error
+        return pending.answer if pending.answer is not None else {}
+
+
+async def await_terminal(
+    engine: TaskEngine, task_id: str, ctx: RequestContext, on_input: InputHandler | None
+) -> TaskRecord:
+    """Block until the task is terminal (R-RESULT-2), delivering its input requests to
+    ``on_input`` meanwhile (R-INPUT-3), whichever instance runs the work."""
+    delivering: set[str] = set()
+    failure: TaskError | None = None
+    with engine.coordination.waiter(task_id, ctx.requestor) as waiter:
+        async with anyio.create_task_group() as tg:
+            try:
+                while True:
+                    waiter.arm()
+                    rec = await engine.lookup(task_id, ctx)
+                    if rec.status in TERMINAL:
+                        break
+                    if on_input is not None:
+                        for p in await waiter.pending(rec):
+                            if p.id not in delivering:
+                                delivering.add(p.id)
+                                tg.start_soon(_deliver, waiter, p, on_input, delivering)
+                    await waiter.wait(rec)
+            except TaskError as exc:
+                failure = exc
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return rec
+
+
+async def _deliver(
+    waiter: Waiter, p: PendingInput, on_input: InputHandler, delivering: set[str]
+) -> None:
+    """Ask the requestor one input request and hand the answer to the work."""
+    done = False
+    try:
+        error: TaskError | None = None
+        answer: dict[str, Any] | None = None
+        try:
+            answer = await on_input(p)
+        except TaskError as exc:
+            error = exc
+        except Exception as exc:
+            error = InternalError(detail=f"input request failed: {type(exc).__name__}")
+        done = await waiter.answer(p, answer, error)
+    finally:
+        delivering.discard(p.id)
+        if not done:  # this waiter went away: let another tasks/result deliver it
+            with anyio.CancelScope(shield=True):
+                await waiter.release(p)

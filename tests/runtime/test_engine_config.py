@@ -1,0 +1,263 @@
+"""EngineConfig is checked when built; the schema decides whether ttl may be unlimited;
+the audit trail is quiet unless asked for; a requestor's tasks can be cancelled at once."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+from mcp_tasks.errors import StoreUnavailable
+from mcp_tasks.handlers import RequestContext
+from mcp_tasks.protocol import (
+    CANCELLED,
+    COMPLETED,
+    TASKS_CANCEL,
+    TASKS_GET,
+    TASKS_LIST,
+    TASKS_RESULT,
+    TOOLS_CALL,
+    TTL_NULLABLE,
+)
+from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
+from mcptask_gen.cli import main as generate
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA_ORIGINAL = REPO.parent / "shared" / "mcp-schema" / "2025-11-25-original" / "schema.json"
+ALICE = RequestContext(requestor="alice")
+BOB = RequestContext(requestor="bob")
+
+
+async def forever(tc: TaskContext) -> dict[str, Any]:
+    await anyio.sleep_forever()
+    return {}
+
+
+async def instant(tc: TaskContext) -> dict[str, Any]:
+    return {"content": []}
+
+
+# ---------------------------------------------------------------- construction checks
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("page_size", 0, ValueError),
+        ("page_size", "50", TypeError),
+        ("max_active_per_requestor", -1, ValueError),
+        ("rate_limit_calls", True, TypeError),
+        ("rate_limit_window_s", 0, ValueError),
+        ("sweep_interval_s", float("nan"), ValueError),
+        ("max_ttl_ms", 1.5, TypeError),
+        ("default_ttl_ms", -5, ValueError),
+        ("poll_interval_ms", "500", TypeError),
+        ("input_claim_s", -1.0, ValueError),
+        ("allow_unlimited_ttl", 1, TypeError),
+        ("cursor_secret", 12345, TypeError),
+        ("cursor_secret", b"", ValueError),
+    ],
+)
+def test_bad_config_is_refused_at_construction_R_SEC_4(
+    field: str, value: Any, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match=f"EngineConfig.{field}"):
+        EngineConfig(**{field: value})
+
+
+@pytest.mark.anyio
+async def test_str_cursor_secret_is_accepted_R_LIST_2() -> None:
+    """A str secret is used as UTF-8: it signs exactly like the same bytes."""
+    cfg = EngineConfig(cursor_secret="a str secret", page_size=1)
+    assert cfg.cursor_secret == b"a str secret"
+    async with TaskEngine(config=cfg) as a, TaskEngine(
+        config=EngineConfig(cursor_secret=b"a str secret", page_size=1)
+    ) as b:
+        for _ in range(2):
+            await a.create_task(ALICE, TOOLS_CALL, instant)
+        first = await a.handle("tasks/list", {}, ALICE)
+        rest = await a.handle("tasks/list", {"cursor": first["nextCursor"]}, ALICE)
+        assert len(rest["tasks"]) == 1
+        # the same secret as bytes verifies the cursor too
+        assert (await b.handle("tasks/list", {"cursor": first["nextCursor"]}, ALICE))["tasks"] == []
+
+
+# ---------------------------------------------------------------- ttl against the schema
+
+
+@pytest.fixture(scope="module")
+def original_pkg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A package generated from the original 2025-11-25 schema (``Task.ttl`` not nullable)."""
+    if not SCHEMA_ORIGINAL.is_file():
+        pytest.skip(f"{SCHEMA_ORIGINAL} is not available")
+    root = tmp_path_factory.mktemp("gen")
+    old = os.environ.get("MCPTASK_GEN_CACHE_DIR")
+    os.environ["MCPTASK_GEN_CACHE_DIR"] = str(root / "cache")
+    try:
+        out = root / "mcp_tasks_original"
+        result = CliRunner().invoke(generate, [str(SCHEMA_ORIGINAL), "-o", str(out)])
+        assert result.exit_code == 0, result.output
+    finally:
+        if old is None:
+            os.environ.pop("MCPTASK_GEN_CACHE_DIR", None)
+        else:
+            os.environ["MCPTASK_GEN_CACHE_DIR"] = old
+    sys.path.insert(0, str(root))
+    try:
+        importlib.import_module("mcp_tasks_original.runtime")
+        yield importlib.import_module("mcp_tasks_original")
+    finally:
+        sys.path.remove(str(root))
+        for name in [m for m in sys.modules if m.split(".")[0] == "mcp_tasks_original"]:
+            del sys.modules[name]
+
+
+def test_pinned_schema_allows_unlimited_ttl_R_TTL_2() -> None:
+    assert TTL_NULLABLE is True
+    assert EngineConfig(allow_unlimited_ttl=True).allow_unlimited_ttl
+
+
+def test_unlimited_ttl_refused_when_schema_forbids_it_R_TTL_2(original_pkg: Any) -> None:
+    assert original_pkg.protocol.TTL_NULLABLE is False
+    config_cls = original_pkg.runtime.EngineConfig
+    with pytest.raises(ValueError, match="does not allow an unlimited ttl"):
+        config_cls(allow_unlimited_ttl=True)
+    # without it, a default of None means the maximum
+    assert config_cls(default_ttl_ms=None).default_ttl_ms == config_cls().max_ttl_ms
+
+
+@pytest.mark.anyio
+async def test_null_ttl_is_clamped_and_answers_stay_valid_R_TTL_2(original_pkg: Any) -> None:
+    rt = original_pkg.runtime
+    ctx = original_pkg.handlers.RequestContext(requestor="alice")
+    async with rt.TaskEngine(config=rt.EngineConfig(max_ttl_ms=60_000)) as engine:
+        created = await engine.create_task(
+            ctx, original_pkg.protocol.TOOLS_CALL, instant, task={"ttl": None}
+        )
+        assert created["task"]["ttl"] == 60_000
+        tid = created["task"]["taskId"]
+        got = await engine.handle("tasks/get", {"taskId": tid}, ctx)
+        assert got["ttl"] == 60_000
+        listed = await engine.handle("tasks/list", {}, ctx)
+        assert [t["taskId"] for t in listed["tasks"]] == [tid]
+
+
+# ---------------------------------------------------------------- audit trail
+
+
+@pytest.mark.anyio
+async def test_audit_is_quiet_unless_asked_for_R_SEC_5(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)  # e.g. a server that logs INFO at the root
+    async with TaskEngine() as engine:
+        tid = (await engine.create_task(ALICE, TOOLS_CALL, instant))["task"]["taskId"]
+        await engine.handle("tasks/get", {"taskId": tid}, ALICE)
+    assert not [r for r in caplog.records if r.name == "mcp_tasks.audit"]
+    logging.getLogger("mcp_tasks.audit").setLevel(logging.INFO)  # the documented switch
+    try:
+        async with TaskEngine() as engine:
+            tid = (await engine.create_task(ALICE, TOOLS_CALL, instant))["task"]["taskId"]
+            await engine.handle("tasks/get", {"taskId": tid}, ALICE)
+    finally:
+        logging.getLogger("mcp_tasks.audit").setLevel(logging.WARNING)
+    events = [getattr(r, "audit_event", None) for r in caplog.records if r.name == "mcp_tasks.audit"]
+    assert "created" in events and "retrieved" in events
+
+
+# ---------------------------------------------------------------- cancelling a requestor's tasks
+
+
+@pytest.mark.anyio
+async def test_cancel_requestor_tasks_R_CANCEL_2() -> None:
+    statuses: list[tuple[str, str]] = []
+
+    async def on_status(requestor: str, task: dict[str, Any]) -> None:
+        statuses.append((requestor, task["status"]))
+
+    async with TaskEngine(config=EngineConfig(page_size=2), on_status=on_status) as engine:
+        running = [
+            (await engine.create_task(ALICE, TOOLS_CALL, forever))["task"]["taskId"]
+            for _ in range(3)
+        ]
+        done = (await engine.create_task(ALICE, TOOLS_CALL, instant))["task"]["taskId"]
+        bobs = (await engine.create_task(BOB, TOOLS_CALL, forever))["task"]["taskId"]
+        await engine.handle("tasks/result", {"taskId": done}, ALICE)
+        assert await engine.cancel_requestor_tasks("alice", "The session ended") == 3
+        for tid in running:
+            got = await engine.handle("tasks/get", {"taskId": tid}, ALICE)
+            assert got["status"] == CANCELLED.value
+            assert got["statusMessage"] == "The session ended"
+        assert (await engine.handle("tasks/get", {"taskId": done}, ALICE))["status"] == (
+            COMPLETED.value
+        )
+        assert (await engine.handle("tasks/get", {"taskId": bobs}, BOB))["status"] != (
+            CANCELLED.value
+        )
+        with anyio.fail_after(5):  # the cancelled works wind down; only bob's still runs
+            while engine.running > 1:
+                await anyio.sleep(0.01)
+        assert statuses.count(("alice", CANCELLED.value)) == 3
+        assert await engine.cancel_requestor_tasks("alice", "again") == 0
+        assert await engine.cancel_requestor_tasks("nobody", "x") == 0
+
+
+# ---------------------------------------------------------------- one place for store failures
+
+
+class _Broken(InMemoryTaskStore):
+    """Every read or write after ``broken = True`` fails the way a backend would."""
+
+    broken = False
+
+    async def get(self, task_id: str) -> Any:
+        if self.broken:
+            raise OSError("disk")
+        return await super().get(task_id)
+
+    async def list_tasks(self, requestor: str, *, after: Any, limit: int) -> Any:
+        if self.broken:
+            raise OSError("disk")
+        return await super().list_tasks(requestor, after=after, limit=limit)
+
+    async def count_active(self, requestor: str) -> int:
+        if self.broken:
+            raise ConnectionError("gone")
+        return await super().count_active(requestor)
+
+    async def transition(self, task_id: str, status: Any, **kw: Any) -> Any:
+        if self.broken:
+            raise OSError("disk")
+        return await super().transition(task_id, status, **kw)
+
+
+@pytest.mark.anyio
+async def test_every_store_failure_answers_store_unavailable_R_ERR_1(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = _Broken()
+    async with TaskEngine(store) as engine:
+        tid = (await engine.create_task(ALICE, TOOLS_CALL, forever))["task"]["taskId"]
+        store.broken = True
+        calls = [
+            engine.handle(TASKS_GET, {"taskId": tid}, ALICE),
+            engine.handle(TASKS_RESULT, {"taskId": tid}, ALICE),
+            engine.handle(TASKS_CANCEL, {"taskId": tid}, ALICE),
+            engine.handle(TASKS_LIST, {}, ALICE),
+            engine.create_task(ALICE, TOOLS_CALL, instant),
+            engine.cancel_requestor_tasks("alice", "gone"),
+        ]
+        for coro in calls:
+            with pytest.raises(StoreUnavailable) as info:
+                await coro
+            # a plain, client-safe message; what failed is in the server log
+            assert info.value.to_error() == StoreUnavailable().to_error()
+        assert any("OSError: disk" in r.getMessage() for r in caplog.records)
+        store.broken = False
+        assert (await engine.handle(TASKS_GET, {"taskId": tid}, ALICE))["taskId"] == tid

@@ -1,0 +1,104 @@
+"""The shape of the code: small functions and modules, and a copied runtime that takes every
+protocol fact from the generated modules instead of spelling it."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcp_tasks import errors, protocol
+
+REPO = Path(__file__).resolve().parents[1]
+MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 600
+
+
+def hand_written_runtime() -> list[Path]:
+    """The hand-written modules the generator copies verbatim into every package."""
+    return sorted(
+        p
+        for p in (REPO / "templates").rglob("*.py")
+        if p != REPO / "templates" / "__init__.py"  # the generator's own package marker
+    )
+
+
+def hand_written() -> list[Path]:
+    return sorted((REPO / "generator").rglob("*.py")) + hand_written_runtime()
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
+@pytest.mark.parametrize("path", hand_written(), ids=rel)
+def test_module_size(path: Path) -> None:
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{rel(path)} has {lines} lines (at most {MAX_MODULE_LINES})"
+
+
+@pytest.mark.parametrize("path", hand_written(), ids=rel)
+def test_function_size(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    long = [
+        f"{node.name} ({node.end_lineno - node.lineno + 1} lines, line {node.lineno})"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert not long, f"{rel(path)}: functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def _facts() -> dict[str, str]:
+    """Every string the runtime must take from the generated modules, with what it is."""
+    facts = {str(s.value): "a status" for s in protocol.STATUSES}
+    for name in dir(protocol):
+        value = getattr(protocol, name)
+        if name.isupper() and isinstance(value, str) and "/" in value:
+            facts[value] = f"a method (protocol.{name})"
+    facts.update({m: "a method" for m in protocol.SERVER_REQUEST_METHODS if "/" in m})
+    facts[protocol.REVISION] = "the protocol revision (protocol.REVISION)"
+    return facts
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(
+            node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+        ) and ast.get_docstring(node, clean=False):
+            ids.add(id(node.body[0].value))  # type: ignore[attr-defined]
+    return ids
+
+
+def _literals(tree: ast.AST) -> Iterator[tuple[int, object]]:
+    skip = _docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and id(node) not in skip:
+            yield node.lineno, node.value
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            if isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int):
+                yield node.lineno, -node.operand.value
+
+
+def test_runtime_spells_no_protocol_fact() -> None:
+    """Statuses, method names, the revision, taskSupport values and JSON-RPC error codes come
+    from ``protocol`` and ``errors``: a schema that renames one changes the generated
+    modules, never the copied runtime."""
+    facts = _facts()
+    support = set(protocol.TASK_SUPPORT_VALUES)
+    codes = {cls.code for cls in errors.ERRORS.values()}
+    found = []
+    for path in hand_written_runtime():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for line, value in _literals(tree):
+            if isinstance(value, str) and value in facts:
+                found.append(f"{rel(path)}:{line}: {value!r} is {facts[value]}")
+            elif isinstance(value, str) and value in support:
+                found.append(f"{rel(path)}:{line}: {value!r} is a taskSupport value")
+            elif isinstance(value, int) and not isinstance(value, bool) and value in codes:
+                found.append(f"{rel(path)}:{line}: {value} is a JSON-RPC error code")
+    assert not found, "protocol facts spelled in the copied runtime:\n" + "\n".join(found)
