@@ -472,7 +472,7 @@ def main(argv: list[str] | None = None) -> None:
         err = _unwrap(exc)
         if http.status is not None:
             fix = "check --token" if args.token else "pass --token TOKEN"
-            name = "unauthorized" if http.status == 401 else "forbidden"
+            name = "unauthorized" if http.status == 401 else "access denied"
             print(f"mcptask: {name} (HTTP {http.status}): {fix}", file=sys.stderr)
             code = 1
         elif isinstance(err, _Usage):

@@ -295,7 +295,7 @@ class TaskEngine(TasksHandlerBase):
         )
         if new is None:
             return None
-        audit("cancelled", rec.requestor, rec.task_id)
+        audit("cancel_requested", rec.requestor, rec.task_id)
         self.runner.stop(rec.task_id)
         await self._emit(new)
         return new
