@@ -22,13 +22,12 @@ from typing import Any
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.load import LoadedSchema
 from mcptask_gen.overlay import Overlay
-from mcptask_gen.reshape import TASK_SHAPE, variants
+from mcptask_gen.reshape import TASK_SHAPE
 from mcptask_gen.select import (
     CapabilityTree,
     FoundMethod,
     Selection,
     _Finder,
-    _no_tasks_message,
     _ref_name,
     cut,
 )
@@ -52,6 +51,30 @@ def _consts(defs: dict[str, Any], node: Any) -> tuple[str, ...] | None:
     return None
 
 
+def _check_refs(f: _Finder) -> None:
+    """Every ``$ref`` names a definition (the steps below look through them)."""
+    pending: list[Any] = [f.defs[n] for n in sorted(f.defs)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith(f.prefix):
+                if ref[len(f.prefix) :] not in f.defs:
+                    raise GeneratorError(
+                        f"broken $ref {ref!r}: no definition {ref[len(f.prefix) :]!r}"
+                    )
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+
+
+def _no_task(f: _Finder) -> str:
+    return (
+        f"{f.loaded.path}: no task definition found (an object with taskId, status and "
+        "createdAt whose status refers to an enum of statuses)"
+    )
+
+
 def _task_base(f: _Finder) -> tuple[str, str, tuple[str, ...]]:
     """(task definition, status definition, statuses): the one task shape with the enum."""
     bases = []
@@ -62,7 +85,7 @@ def _task_base(f: _Finder) -> tuple[str, str, tuple[str, ...]]:
             if _ref_name(status) and _consts(f.defs, status):
                 bases.append((name, str(_ref_name(status))))
     if not bases:
-        raise GeneratorError(_no_tasks_message(f.loaded))
+        raise GeneratorError(_no_task(f))
     if len(bases) != 1:
         raise GeneratorError(
             "expected exactly one task definition ({taskId, status, createdAt} with a status "
@@ -80,7 +103,9 @@ def _create_result(f: _Finder, task: str, result_type: str) -> str:
         if not isinstance(parts, list) or not any(_ref_name(p) == task for p in parts):
             continue
         for part in parts:
-            rt = (part.get("properties") or {}).get("resultType") if isinstance(part, dict) else None
+            rt = (
+                (part.get("properties") or {}).get("resultType") if isinstance(part, dict) else None
+            )
             if isinstance(rt, dict) and "const" in rt:
                 if rt["const"] != result_type:
                     raise GeneratorError(
@@ -121,7 +146,7 @@ def _methods(f: _Finder) -> tuple[FoundMethod, ...]:
             )
         )
     if not out:
-        raise GeneratorError(_no_tasks_message(f.loaded))
+        raise GeneratorError(f"{f.loaded.path}: no task methods found (method consts under tasks/)")
     return tuple(out)
 
 
@@ -155,6 +180,7 @@ def select_extension(loaded: LoadedSchema, overlay: Overlay) -> Selection:
             f"{loaded.path} does not name the extension {ext.id!r} of its rules overlay "
             f"({overlay.face}) in its description (X-ID-1)"
         )
+    _check_refs(f)
     task, status, statuses = _task_base(f)
     create = _create_result(f, task, ext.result_type_task)
     methods = _methods(f)

@@ -16,7 +16,6 @@ from mcptask_gen.load import LoadedSchema
 from mcptask_gen.overlay import Overlay
 from mcptask_gen.select import Selection
 
-
 _NO_DEFAULT: Any = object()
 
 

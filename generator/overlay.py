@@ -153,7 +153,7 @@ class _Reader:
         value = self.table.get(key, False)
         if not isinstance(value, bool):
             self.fail(f"{self.where}.{key} must be true or false, not {value!r}")
-        return value
+        return bool(value)
 
     def tables(self, key: str) -> list[Any]:
         value: list[Any] = self._get(key, list, "an array of tables", [])
@@ -268,16 +268,13 @@ def _extension(source: str, table: Any) -> ExtensionRule | None:
     headers = r.texts("routing_headers")
     if len(headers) != 2:
         r.fail(f"[extension].routing_headers must name two headers, not {list(headers)!r}")
-    return ExtensionRule(
-        **{
-            k: r.texts(k)
-            if k in ("server_capability_path", "gate_methods", "removed_methods")
-            else r.text(k)
-            for k in _EXTENSION_KEYS
-            if k != "routing_headers"
-        },
-        routing_headers=(headers[0], headers[1]),
-    )
+    lists = ("server_capability_path", "gate_methods", "removed_methods")
+    values: dict[str, Any] = {
+        k: r.texts(k) if k in lists else r.text(k)
+        for k in _EXTENSION_KEYS
+        if k != "routing_headers"
+    }
+    return ExtensionRule(**values, routing_headers=(headers[0], headers[1]))
 
 
 def parse_overlay(source: str, text: str) -> Overlay:

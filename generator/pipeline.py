@@ -10,10 +10,10 @@ from mcptask_gen import __version__, background, cache
 from mcptask_gen import models as models_stage
 from mcptask_gen.background import Background
 from mcptask_gen.errors import GeneratorError
+from mcptask_gen.extselect import select_extension
 from mcptask_gen.fmt import format_sources
 from mcptask_gen.ir import IR, build_ir
 from mcptask_gen.load import load, load_overlay, overlay_revisions
-from mcptask_gen.extselect import select_extension
 from mcptask_gen.render import Renderer, header
 from mcptask_gen.reshape import reshape
 from mcptask_gen.select import Selection, select

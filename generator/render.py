@@ -8,11 +8,11 @@
 from __future__ import annotations
 
 import json
+import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-import tomllib
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mcptask_gen import shape

@@ -30,15 +30,20 @@ import re
 from typing import Any
 
 from mcptask_gen.errors import GeneratorError
+from mcptask_gen.wellformed import check_shapes
 
 #: Properties every task-shaped object has (its ``status`` is the enum or one ``const``).
 TASK_SHAPE = frozenset({"taskId", "status", "createdAt"})
 _STRUCTURAL = ("properties", "anyOf", "oneOf", "allOf", "enum")
 
 
+#: Annotations: copies that differ only in these are still copies.
+_ANNOTATIONS = frozenset({"$schema", "description", "title", "$comment", "examples"})
+
+
 def _canon(node: Any) -> Any:
     if isinstance(node, dict):
-        return {k: _canon(v) for k, v in sorted(node.items()) if k != "$schema"}
+        return {k: _canon(v) for k, v in sorted(node.items()) if k not in _ANNOTATIONS}
     if isinstance(node, list):
         return [_canon(v) for v in node]
     return node
@@ -66,12 +71,14 @@ def pascal(text: str) -> str:
 
 
 def rereference(defs: dict[str, Any]) -> dict[str, Any]:
-    """Step 1: inlined copies of named structural definitions become ``$ref``s."""
-    by_key: dict[str, str] = {}
+    """Step 1: inlined copies of named structural definitions become ``$ref``s (equal but
+    for annotations; a copy equal to several definitions is left alone: no arbitrary pick)."""
+    names: dict[str, list[str]] = {}
     for name in sorted(defs):
         node = defs[name]
         if isinstance(node, dict) and any(k in node for k in _STRUCTURAL):
-            by_key.setdefault(_key(node), name)
+            names.setdefault(_key(node), []).append(name)
+    by_key = {key: found[0] for key, found in names.items() if len(found) == 1}
 
     def walk(node: Any, owner: str, root: bool) -> Any:
         if isinstance(node, dict):
@@ -110,6 +117,7 @@ def hoist_params(defs: dict[str, Any]) -> dict[str, Any]:
                 continue
             if not isinstance(params.get("properties"), dict) or not params["properties"]:
                 continue
+            assert isinstance(props, dict)  # params came from it
             new = _free(out, f"{name}Params")
             hoisted = dict(params)
             if "MetaObject" in out and "_meta" not in hoisted["properties"]:
@@ -231,7 +239,10 @@ def open_objects(defs: dict[str, Any]) -> dict[str, Any]:
 
 
 def reshape(defs: dict[str, Any]) -> dict[str, Any]:
-    """The four steps over ``defs`` (not changed), ordered by name."""
+    """The four steps over ``defs`` (not changed), ordered by name. Every definition must be
+    well-formed first: the steps read them all."""
+    for name in sorted(defs):
+        check_shapes(defs[name], f"#/$defs/{name}")
     try:
         clean = {
             n: {k: v for k, v in d.items() if k != "$schema"} if isinstance(d, dict) else d
