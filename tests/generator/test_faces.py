@@ -277,3 +277,20 @@ def test_extension_handler_base_gates_before_params(ext_only: Path, import_packa
     assert answer["taskId"] == "t1" and answer["ttlMs"] is None
     with pytest.raises(errors.MethodNotFound):  # not overridden: -32601
         run(Mine().dispatch("tasks/cancel", {"taskId": "t1"}, opted))
+
+
+def test_pyproject_schema_may_be_a_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.mcptask-gen]\n"
+        f'schema = ["{SCHEMA_EXT.as_posix()}", "{SCHEMA.as_posix()}"]\n'
+        'output = "out/both_tasks"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    result = run_cli()
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out" / "both_tasks"
+    assert (out / "tasks_ext" / "protocol.py").is_file()
+    assert (out / "v2025_11_25" / "protocol.py").is_file()
+    (tmp_path / "pyproject.toml").write_text('[tool.mcptask-gen]\nschema = ["a.json", 3]\n')
+    bad = run_cli()
+    assert bad.exit_code == 2 and "a string or an array of strings" in bad.output
