@@ -122,6 +122,9 @@ class ExtensionIR:
     notification_channel: str = doc("the request whose stream carries task notifications")
     notification_filter: str = doc("its member listing the task ids (X-NOTIF-2)")
     notification_filter_model: str = doc("model class of that filter")
+    detailed_task_model: str | None = doc(
+        "the union of the task's status variants themselves (``DetailedTask``), if any"
+    )
 
 
 @dataclass(frozen=True)
@@ -466,4 +469,17 @@ def _extension(overlay: Overlay, sel: Selection) -> ExtensionIR | None:
         notification_channel=ext.notification_channel,
         notification_filter=ext.notification_filter,
         notification_filter_model=ext.notification_filter_def,
+        detailed_task_model=_detailed_task(sel),
     )
+
+
+def _detailed_task(sel: Selection) -> str | None:
+    """The status union whose variants are task shapes themselves, not results around one."""
+    from mcptask_gen.extselect import variant_unions
+    from mcptask_gen.reshape import TASK_SHAPE
+
+    for union, pairs in variant_unions(sel.defs):
+        bodies = [sel.defs.get(model, {}).get("properties") for _, model in pairs]
+        if all(isinstance(b, dict) and TASK_SHAPE <= set(b) for b in bodies):
+            return union
+    return None

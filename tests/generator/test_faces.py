@@ -203,7 +203,12 @@ def test_extension_face_facts(generated_pkg: Path, import_package: Any) -> None:
     assert facts.TOOL_ERROR_STATUS == "completed"  # X-ERR-4
     assert facts.TERMINAL == pkg.protocol.TERMINAL  # one state machine
     assert facts.GetTaskParams is pkg.tasks_ext.models.GetTaskRequestParams
+    assert facts.DetailedTask is pkg.tasks_ext.models.DetailedTask  # X-GET-1..3
+    assert facts.ExtensionCapability is pkg.tasks_ext.models.TasksExtensionCapability  # X-CAP-3
     # the subscriptions/listen filter (X-NOTIF-2)
+    assert facts.TaskSubscriptionFilter is pkg.tasks_ext.models.TaskSubscriptionNotifications
+    assert facts.NOTIFICATION_CHANNEL == "subscriptions/listen"
+    assert facts.NOTIFICATION_FILTER == "taskIds"
     listen = pkg.tasks_ext.models.TaskSubscriptionNotifications(taskIds=["t1"])
     assert listen.model_dump(by_alias=True, exclude_unset=True) == {"taskIds": ["t1"]}
     # the per-request capability envelope survives in params._meta (X-CAP-1)

@@ -108,6 +108,13 @@ TaskStatus = models.TaskStatus
 TaskStatusNotificationParams = models.TaskStatusNotificationParams
 UpdateTaskParams: TypeAlias = models.UpdateTaskRequestParams
 UpdateTaskResult = models.UpdateTaskResult
+#: A task with what its status carries (``inputRequests``, ``result``, ``error``): a union
+#: discriminated on ``status`` (X-GET-1..3).
+DetailedTask: TypeAlias = models.DetailedTask
+#: The extension's settings in either side's ``extensions`` (X-CAP-3: none).
+ExtensionCapability: TypeAlias = models.TasksExtensionCapability
+#: ``subscriptions/listen`` params ``notifications`` member for tasks (X-NOTIF-2).
+TaskSubscriptionFilter: TypeAlias = models.TaskSubscriptionNotifications
 
 __all__ = [
     "AUGMENTABLE",
@@ -117,7 +124,9 @@ __all__ = [
     "CancelTaskParams",
     "CancelTaskResult",
     "CreateTaskResult",
+    "DetailedTask",
     "EXTENSION_ID",
+    "ExtensionCapability",
     "FAILED",
     "GATE_METHODS",
     "GetTaskParams",
@@ -154,6 +163,7 @@ __all__ = [
     "Task",
     "TaskStatus",
     "TaskStatusNotificationParams",
+    "TaskSubscriptionFilter",
     "TaskSupportValue",
     "UpdateTaskParams",
     "UpdateTaskResult",
