@@ -43,6 +43,8 @@ async def test_capabilities_and_task_support(connect: Any) -> None:
             "failing_job": "required",
             "protocol_error_job": "required",
             "confirm_delete": "optional",
+            "multi_input": "optional",
+            "test_tool_with_task": "required",
         }
 
 
@@ -201,3 +203,23 @@ async def test_invalid_params_name_the_field(connect: Any) -> None:
             await s.tasks.get("no-such-task")
         assert missing.value.code == -32602
         assert "not found" in missing.value.message.lower()
+
+
+async def test_input_fixture_tools(connect: Any) -> None:
+    """The conformance suite's fixture tools on the 2025-11-25 face: ``confirm_delete`` takes
+    ``filename`` too; ``multi_input`` has two elicitations outstanding at once; the required
+    ``test_tool_with_task`` asks for the user's name inside its task (R-INPUT-1)."""
+    asked: list[str] = []
+
+    async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada", "confirm": True})
+
+    async with connect(elicitation_callback=on_elicit) as s:
+        result = await s.tasks.run_tool("confirm_delete", {"filename": "rt.txt"})
+        assert text_of(result) == "deleted rt.txt"
+        result = await s.tasks.run_tool("multi_input", {})
+        assert text_of(result) == "answers: Ada accept, Ada accept"
+        result = await s.tasks.run_tool("test_tool_with_task", {})
+        assert text_of(result) == "Hello, Ada!"
+        assert len(asked) == 4
