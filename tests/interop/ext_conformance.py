@@ -42,15 +42,26 @@ TASK_SCENARIOS = (
 SKIPPED_BY_SUITE = "tasks-status-notifications"
 
 
-def run_scenario(url: str, scenario: str, out_dir: Path, timeout: float = 240) -> list[dict[str, Any]]:
+def run_scenario(
+    url: str, scenario: str, out_dir: Path, timeout: float = 240
+) -> list[dict[str, Any]]:
     """Run one scenario against ``url``; every check it recorded, each with ``scenario``
     added. A run that wrote no ``checks.json`` yields one FAILURE check ``harness``
     carrying the suite's output."""
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         out = subprocess.run(
-            [str(node_path()), str(CLI), "server", "--url", url, "--scenario", scenario,
-             "--output-dir", str(out_dir)],
+            [
+                str(node_path()),
+                str(CLI),
+                "server",
+                "--url",
+                url,
+                "--scenario",
+                scenario,
+                "--output-dir",
+                str(out_dir),
+            ],
             cwd=out_dir,
             env=node_env(),
             capture_output=True,
