@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 from ext_wire import TASKS_EXTENSION, ExtClient
 from fastmcp_peer import CLIENT_SCRIPT, SERVER_SCRIPT, peer_python
-from interop import HttpServer, free_port
-from procs import stop_process, wait_listening
+from interop import HttpServer, PeerServer
 
 #: What ``fastmcp_client.py`` must get from a server with the example tool contract.
 EXPECTED_CALLS: dict[str, dict[str, Any]] = {
@@ -42,20 +41,16 @@ def fastmcp_python() -> Path:
 @pytest.fixture(scope="module")
 def fastmcp_url(fastmcp_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``fastmcp_server.py`` on a free 127.0.0.1 port (stopped by PID)."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("fastmcp") / f"fastmcp-{port}.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [str(fastmcp_python), str(SERVER_SCRIPT), str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+    server = PeerServer(
+        lambda port: [str(fastmcp_python), str(SERVER_SCRIPT), str(port)],
+        tmp_path_factory.mktemp("fastmcp"),
+        "fastmcp_server",
+        timeout=90,
+    )
     try:
-        wait_listening(proc, port, log_path, 90, "fastmcp_server")
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield server.start().url
     finally:
-        stop_process(proc)
+        server.stop()
 
 
 def drive(python: Path, url: str) -> dict[str, Any]:
