@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from procs import stop_process, wait_listening
+from procs import free_port, stop_process, wait_listening
 
 HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE / "node_modules"
@@ -30,25 +30,34 @@ STAMP = NODE_MODULES / ".mcptask-interop-lock.sha256"
 sys.path.insert(0, str(HERE.parent / "mcp"))
 
 from mcp_e2e import (  # noqa: E402
+    CONFIRM_OUTCOMES,
     SERVER_MODULE,
     HttpServer,
-    free_port,
+    assert_tasks_contract,
+    confirming_user,
     http_session,
+    stdio_command_session,
     stdio_session,
+    text_of,
 )
 
 __all__ = [
+    "CONFIRM_OUTCOMES",
     "HERE",
     "SERVER_MODULE",
     "HttpServer",
     "TsServer",
+    "assert_tasks_contract",
     "free_port",
+    "confirming_user",
     "http_session",
     "node_env",
     "node_path",
     "npm_ci",
     "run_node",
+    "stdio_command_session",
     "stdio_session",
+    "text_of",
 ]
 
 

@@ -13,6 +13,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
+from mcp_e2e import CONFIRM_OUTCOMES, assert_tasks_contract, confirming_user, text_of
 
 from mcp_tasks import models
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, raw_request
@@ -22,28 +23,10 @@ pytestmark = pytest.mark.anyio
 WAIT = 60  # seconds; generous for loaded machines, never a timing assertion
 
 
-def text_of(result: types.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
-
-
 async def test_capabilities_and_task_support(connect: Any) -> None:
     # R-CAP-1, R-CAP-2: tasks {list, cancel, requests.tools.call}; taskSupport per tool
     async with connect() as s:
-        init = s.initialize_result
-        assert init is not None and init.protocol_version == "2025-11-25"
-        caps = init.capabilities.model_dump(by_alias=True, exclude_none=True)
-        assert caps["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-        assert "tools" in caps
-        support = {t.name: await s.tasks.task_support(t.name) for t in (await s.list_tools()).tools}
-        assert support == {
-            "greet": "forbidden",
-            "slow_compute": "optional",
-            "failing_job": "required",
-            "protocol_error_job": "required",
-            "confirm_delete": "optional",
-        }
+        assert "tools" in await assert_tasks_contract(s)
 
 
 async def test_greet_plain_and_task_support_misuse(connect: Any) -> None:
@@ -151,17 +134,10 @@ async def test_cancelled(connect: Any) -> None:
         assert tid in {t.taskId for t in await s.tasks.list_all()}
 
 
-@pytest.mark.parametrize(("action", "expected"), [("accept", "deleted"), ("decline", "kept")])
+@pytest.mark.parametrize(("action", "expected"), CONFIRM_OUTCOMES)
 async def test_input_required(connect: Any, action: str, expected: str) -> None:
     asked: list[dict[str, Any]] = []
-
-    async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
-        asked.append(dict(ctx.meta or {}))
-        if action == "accept":
-            return types.ElicitResult(action="accept", content={"confirm": True})
-        return types.ElicitResult(action="decline")
-
-    async with connect(elicitation_callback=on_elicit) as s:
+    async with connect(elicitation_callback=confirming_user(action, asked)) as s:
         statuses: list[str] = []
         result = await s.tasks.run_tool(
             "confirm_delete", {"path": "/tmp/x"}, on_status=lambda t: statuses.append(t.status.value)
