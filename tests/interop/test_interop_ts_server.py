@@ -24,10 +24,10 @@ from interop import (
     HERE,
     TsServer,
     assert_tasks_contract,
-    confirming_user,
     http_session,
     node_env,
     node_path,
+    run_confirm_delete,
     stdio_command_session,
     text_of,
 )
@@ -153,21 +153,14 @@ async def test_failed_both_kinds(connect: Any) -> None:
 
 @pytest.mark.parametrize(("action", "expected"), CONFIRM_OUTCOMES)
 async def test_confirm_delete_elicitation(connect: Any, action: str, expected: str) -> None:
-    asked: list[dict[str, Any]] = []
-    async with connect(elicitation_callback=confirming_user(action, asked)) as s:
-        statuses: list[str] = []
-        result = await s.tasks.run_tool(
-            "confirm_delete",
-            {"path": "/tmp/x"},
-            on_status=lambda t: statuses.append(t.status.value),
-        )
-        assert text_of(result) == f"{expected} /tmp/x"
-        # R-INPUT-1, R-INPUT-3: the helper saw input_required and fetched tasks/result, where
-        # the elicitation arrived carrying the task's related-task _meta (R-INPUT-2)
-        assert "input_required" in statuses and statuses[-1] == "completed"
-        assert len(asked) == 1
-        assert result.meta is not None
-        assert asked[0][RELATED] == result.meta[RELATED]
+    run = await run_confirm_delete(connect, action)
+    assert text_of(run.result) == f"{expected} /tmp/x"
+    # R-INPUT-1, R-INPUT-3: the helper saw input_required and fetched tasks/result, where
+    # the elicitation arrived carrying the task's related-task _meta (R-INPUT-2)
+    assert "input_required" in run.statuses and run.statuses[-1] == "completed"
+    assert len(run.asked) == 1
+    assert run.result.meta is not None
+    assert run.asked[0][RELATED] == run.result.meta[RELATED]
 
 
 def mcptask(*args: str) -> subprocess.CompletedProcess[str]:

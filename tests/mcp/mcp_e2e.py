@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +140,7 @@ def connect(request: pytest.FixtureRequest) -> Any:
 # ---------------------------------------------------------------- the example tool contract
 # ``tests/interop/ts_server.mjs`` serves the same tools, so its tests share these.
 
-#: the example server's tools and their ``execution.taskSupport`` (R-TOOL-1)
+#: the example server's tools and their ``execution.taskSupport``
 TOOL_TASK_SUPPORT = {
     "greet": "forbidden",
     "slow_compute": "optional",
@@ -169,14 +170,30 @@ def text_of(result: types.CallToolResult) -> str:
     return block.text
 
 
-def confirming_user(action: str, asked: list[dict[str, Any]]) -> Callable[..., Any]:
-    """An elicitation callback answering ``action`` (``accept`` confirms); it records the
-    ``_meta`` of every request it is asked in ``asked``."""
+@dataclass
+class ConfirmRun:
+    """What one ``confirm_delete`` run as a task showed its requestor."""
+
+    result: types.CallToolResult
+    statuses: list[str]  # each task status the requestor helper saw, in order
+    asked: list[dict[str, Any]]  # the ``_meta`` of each elicitation the user was asked
+
+
+async def run_confirm_delete(connect: Any, action: str) -> ConfirmRun:
+    """``confirm_delete`` of ``/tmp/x`` run as a task by ``run_tool`` over ``connect()``,
+    the user answering its elicitation with ``action`` (``accept`` confirms)."""
+    run = ConfirmRun(types.CallToolResult(content=[]), [], [])
 
     async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
-        asked.append(dict(ctx.meta or {}))
+        run.asked.append(dict(ctx.meta or {}))
         if action == "accept":
             return types.ElicitResult(action="accept", content={"confirm": True})
         return types.ElicitResult(action="decline")
 
-    return on_elicit
+    async with connect(elicitation_callback=on_elicit) as s:
+        run.result = await s.tasks.run_tool(
+            "confirm_delete",
+            {"path": "/tmp/x"},
+            on_status=lambda t: run.statuses.append(t.status.value),
+        )
+    return run

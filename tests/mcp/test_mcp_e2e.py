@@ -13,7 +13,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp_e2e import CONFIRM_OUTCOMES, assert_tasks_contract, confirming_user, text_of
+from mcp_e2e import CONFIRM_OUTCOMES, assert_tasks_contract, run_confirm_delete, text_of
 
 from mcp_tasks import models
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, raw_request
@@ -136,22 +136,17 @@ async def test_cancelled(connect: Any) -> None:
 
 @pytest.mark.parametrize(("action", "expected"), CONFIRM_OUTCOMES)
 async def test_input_required(connect: Any, action: str, expected: str) -> None:
-    asked: list[dict[str, Any]] = []
-    async with connect(elicitation_callback=confirming_user(action, asked)) as s:
-        statuses: list[str] = []
-        result = await s.tasks.run_tool(
-            "confirm_delete", {"path": "/tmp/x"}, on_status=lambda t: statuses.append(t.status.value)
-        )
-        assert text_of(result) == f"{expected} /tmp/x"
-        # R-INPUT-1: the task was input_required while waiting; R-INPUT-3: the helper
-        # switched to tasks/result and the request arrived there
-        assert "input_required" in statuses
-        assert statuses[-1] == "completed"  # R-INPUT-4: back to working, then done
-        # R-INPUT-2: the elicitation carried the task's related-task _meta
-        assert len(asked) == 1
-        tid = asked[0]["io.modelcontextprotocol/related-task"]["taskId"]
-        assert result.meta is not None
-        assert result.meta["io.modelcontextprotocol/related-task"]["taskId"] == tid
+    run = await run_confirm_delete(connect, action)
+    assert text_of(run.result) == f"{expected} /tmp/x"
+    # R-INPUT-1: the task was input_required while waiting; R-INPUT-3: the helper
+    # switched to tasks/result and the request arrived there
+    assert "input_required" in run.statuses
+    assert run.statuses[-1] == "completed"  # R-INPUT-4: back to working, then done
+    # R-INPUT-2: the elicitation carried the task's related-task _meta
+    assert len(run.asked) == 1
+    tid = run.asked[0]["io.modelcontextprotocol/related-task"]["taskId"]
+    assert run.result.meta is not None
+    assert run.result.meta["io.modelcontextprotocol/related-task"]["taskId"] == tid
 
 
 async def test_invalid_params_name_the_field(connect: Any) -> None:

@@ -207,7 +207,7 @@ def random_mutation(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
             if op == "delete":
                 drop_at(doc["$defs"][target], path)
             else:
-                value = draw(
+                value: Any = draw(
                     st.sampled_from([None, 0, -1, "x", [], {}, True, {"$ref": "#/$defs/Nope"}])
                 )
                 set_at(doc["$defs"][target], path, value)

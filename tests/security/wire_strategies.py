@@ -127,9 +127,9 @@ def valid_messages(draw: st.DrawFn, known_ids: list[str]) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": 0, "method": "tools/call", "params": params}
     model = draw(st.sampled_from(REQUEST_MODELS))
     msg = draw(model_messages(model))
-    params = msg.get("params")
-    if known_ids and isinstance(params, dict) and "taskId" in params and draw(st.booleans()):
-        params["taskId"] = draw(st.sampled_from(known_ids))  # a real (finished) task
+    sent = msg.get("params")
+    if known_ids and isinstance(sent, dict) and "taskId" in sent and draw(st.booleans()):
+        sent["taskId"] = draw(st.sampled_from(known_ids))  # a real (finished) task
     model.model_validate(msg)  # the strategy really is valid against our model
     return msg
 
