@@ -32,6 +32,7 @@ from interop import (
     text_of,
 )
 from mcp.shared.exceptions import MCPError
+from procs import running
 
 from mcp_tasks import models
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, TasksClientSession, raw_request
@@ -44,11 +45,8 @@ WAIT = 60  # seconds; generous, never a timing assertion
 
 @pytest.fixture(scope="module")
 def ts_http(tmp_path_factory: pytest.TempPathFactory, node_modules: None) -> Iterator[TsServer]:
-    server = TsServer(Path(tmp_path_factory.mktemp("ts-server")))
-    try:
-        yield server.start()
-    finally:
-        server.stop()
+    with running(TsServer(Path(tmp_path_factory.mktemp("ts-server")))) as server:
+        yield server
 
 
 def ts_stdio(**kwargs: Any) -> AbstractAsyncContextManager[TasksClientSession]:
