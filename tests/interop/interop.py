@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from procs import stop_process, wait_listening
+from procs import free_port, stop_process, wait_listening
 
 HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE / "node_modules"
@@ -30,26 +30,35 @@ STAMP = NODE_MODULES / ".mcptask-interop-lock.sha256"
 sys.path.insert(0, str(HERE.parent / "mcp"))
 
 from mcp_e2e import (  # noqa: E402
+    CONFIRM_OUTCOMES,
     SERVER_MODULE,
     HttpServer,
-    free_port,
+    assert_tasks_contract,
     http_session,
+    run_confirm_delete,
+    stdio_command_session,
     stdio_session,
+    text_of,
 )
 
 __all__ = [
+    "CONFIRM_OUTCOMES",
     "HERE",
     "SERVER_MODULE",
     "HttpServer",
     "PeerServer",
     "TsServer",
+    "assert_tasks_contract",
     "free_port",
     "http_session",
     "node_env",
     "node_path",
     "npm_ci",
+    "run_confirm_delete",
     "run_node",
+    "stdio_command_session",
     "stdio_session",
+    "text_of",
 ]
 
 
@@ -145,13 +154,8 @@ class PeerServer:
         env: dict[str, str] | None = None,
         timeout: float = 60,
     ) -> None:
-        self.argv, self.log_dir, self.what, self.env, self.timeout = (
-            argv,
-            log_dir,
-            what,
-            env,
-            timeout,
-        )
+        self.argv, self.what, self.env, self.timeout = argv, what, env, timeout
+        self.log_dir = log_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.proc: subprocess.Popen[bytes] | None = None
