@@ -611,7 +611,7 @@ async def test_audit_events_with_requestor_R_SEC_5(
         ("result_retrieved", "alice", tid),
         ("retrieved", "alice", tid),
         ("lookup_rejected", "bob", tid),
-        ("cancelled", "alice", tid2),
+        ("cancel_requested", "alice", tid2),
     ):
         assert expected in events, (expected, events)
 
