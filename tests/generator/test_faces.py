@@ -7,16 +7,13 @@ import dataclasses
 import importlib
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import PINNED, REPO, SCHEMA, SCHEMA_EXT, run_cli, tree
-
-VENV_BIN = Path(sys.executable).parent
+from .conftest import PINNED, SCHEMA, SCHEMA_EXT, run_cli, tree
+from .test_output import _mypy_and_ruff
 
 
 def test_both_pinned_schemas_are_recognised() -> None:
@@ -27,23 +24,10 @@ def test_both_pinned_schemas_are_recognised() -> None:
     assert (core.revision, core.overlay) == ("2025-11-25", "2025-11-25")
     assert (ext.revision, ext.overlay) == ("2026-07-28", "2026-07-28-tasks")
     # by its markers too, when the file's bytes differ from the pinned one
-    doc = json.loads(SCHEMA_EXT.read_text())
-    again = load_doc(doc)
-    assert (again.revision, again.overlay) == ("2026-07-28", "2026-07-28-tasks")
-
-
-def load_doc(doc: dict[str, Any]) -> Any:
     from mcptask_gen.load import recognise
 
-    found = recognise(doc, doc["$defs"], "not-the-pinned-sha")
-    assert found is not None
-
-    @dataclasses.dataclass
-    class Found:
-        revision: str
-        overlay: str
-
-    return Found(*found)
+    doc = json.loads(SCHEMA_EXT.read_text())
+    assert recognise(doc, doc["$defs"], "not-the-pinned-sha") == ("2026-07-28", "2026-07-28-tasks")
 
 
 @pytest.fixture(scope="module")
@@ -107,24 +91,6 @@ def test_extension_only_package_has_no_runtime_and_imports(
     assert "models.py" not in files and "store.py" not in files
     pkg = import_package(ext_only)
     assert pkg.protocol.FACES == {"2026-07-28+io.modelcontextprotocol/tasks": "tasks_ext"}
-
-
-def _mypy_and_ruff(pkg: Path) -> None:
-    mypy = subprocess.run(
-        [str(VENV_BIN / "mypy"), "--strict", "--no-incremental", "--cache-dir", "/dev/null"]
-        + [pkg.name],
-        cwd=pkg.parent,
-        capture_output=True,
-        text=True,
-    )
-    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
-    ruff = subprocess.run(
-        [str(VENV_BIN / "ruff"), "check", "--no-cache", "--config", str(REPO / "pyproject.toml")]
-        + [str(pkg)],
-        capture_output=True,
-        text=True,
-    )
-    assert ruff.returncode == 0, ruff.stdout + ruff.stderr
 
 
 def test_extension_only_output_passes_mypy_strict_and_ruff(ext_only: Path) -> None:
@@ -260,7 +226,7 @@ def test_extension_handler_base_gates_before_params(ext_only: Path, import_packa
                 ttlMs=None,
             )
 
-    declared = {
+    declared: dict[str, Any] = {
         "io.modelcontextprotocol/clientCapabilities": {
             "extensions": {"io.modelcontextprotocol/tasks": {}}
         }
