@@ -90,7 +90,8 @@ def test_extension_only_package_has_no_runtime_and_imports(
     assert not any(f.startswith(("runtime/", "v2025_11_25/")) for f in files)
     assert "models.py" not in files and "store.py" not in files
     pkg = import_package(ext_only)
-    assert pkg.protocol.FACES == {"2026-07-28+io.modelcontextprotocol/tasks": "tasks_ext"}
+    assert pkg.protocol.FACES == {"2026-07-28": "tasks_ext"}
+    assert pkg.protocol.EXTENSIONS == {"tasks_ext": "io.modelcontextprotocol/tasks"}
 
 
 def test_extension_only_output_passes_mypy_strict_and_ruff(ext_only: Path) -> None:
@@ -202,7 +203,7 @@ def test_compat_names_are_the_core_face(generated_pkg: Path, import_package: Any
     assert pkg.protocol.TASKS_RESULT == "tasks/result"
     assert pkg.protocol.Task is pkg.v2025_11_25.models.Task
     assert pkg.handlers.TasksHandlerBase is pkg.v2025_11_25.handlers.TasksHandlerBase
-    assert set(pkg.protocol.FACES.values()) == {"v2025_11_25", "tasks_ext"}
+    assert pkg.protocol.FACES == {"2025-11-25": "v2025_11_25", "2026-07-28": "tasks_ext"}
 
 
 def test_extension_handler_base_gates_before_params(ext_only: Path, import_package: Any) -> None:
