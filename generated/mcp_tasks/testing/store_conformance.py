@@ -92,7 +92,7 @@ class StoreConformance:
         await store.create(rec)
         got = await store.get("t1")
         assert got is not None
-        assert got.wire() == rec.wire()
+        assert got == rec
         assert (got.requestor, got.method, got.ttl_ms) == ("alice", TOOLS_CALL, 60_000)
         assert await store.get("nope") is None
 

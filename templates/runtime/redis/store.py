@@ -355,6 +355,10 @@ class RedisTaskStore(SharedTaskStore):
         """Queue an input request (``{"id", "method", "params"}``) for any result stream."""
         return await self.inputs.put(task_id, requestor, item)
 
+    async def pending_inputs(self, task_id: str, requestor: str) -> list[dict[str, Any]]:
+        """Every outstanding input request, oldest first (one ``HVALS``)."""
+        return await self.inputs.pending(task_id, requestor)
+
     async def claim_inputs(
         self, task_id: str, requestor: str, claimer: str, lease_s: float
     ) -> list[dict[str, Any]]:
@@ -369,7 +373,8 @@ class RedisTaskStore(SharedTaskStore):
     async def answer_input(
         self, task_id: str, requestor: str, input_id: str, answer: dict[str, Any]
     ) -> bool:
-        """Store the answer (``{"result": ...}`` or ``{"error": ...}``) for the running work."""
+        """Store the answer (``{"result": ...}`` or ``{"error": ...}``) for the running work
+        and drop the input from the outstanding ones, in one script (``answer_input.lua``)."""
         return await self.inputs.answer(task_id, requestor, input_id, answer)
 
     async def take_answer(
