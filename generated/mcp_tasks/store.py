@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import anyio
 
@@ -36,6 +36,17 @@ def encode_json(value: dict[str, Any] | None) -> str | None:
     if value is None:
         return None
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+class Change(TypedDict, total=False):
+    """What ``TaskStore.transition`` takes besides the status, as keyword arguments (see
+    the ``TaskStore`` contract): ``expected`` statuses (None: the lifecycle's sources),
+    the new ``status_message`` (None clears it), ``result``/``error`` (None keeps them)."""
+
+    expected: Collection[TaskStatus] | None
+    status_message: str | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
 
 
 def allowed_sources(
@@ -155,15 +166,7 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     async def transition(
-        self,
-        task_id: str,
-        status: TaskStatus,
-        *,
-        now: float,
-        expected: Collection[TaskStatus] | None = None,
-        status_message: str | None = None,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
+        self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None: ...
 
     @abc.abstractmethod

@@ -46,7 +46,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -62,7 +62,6 @@ from ..errors import (
     TaskExpired,
     TaskNotFound,
 )
-from ..handlers import RequestContext
 from ..store import TaskRecord, TaskStore
 from .audit import audit
 from .config import EngineConfig
@@ -151,8 +150,14 @@ class TaskEngine:
         )
         self._tg: anyio.abc.TaskGroup | None = None
         self.faces: dict[str, Face] = {}
-        #: The 2025-11-25 face (``handle``, ``dispatch``, ``create_task`` go through it).
-        self.v2025 = self.add_face(Face2025(self))
+        #: The 2025-11-25 face; the engine serves its entry points itself.
+        v2025 = self.v2025 = self.add_face(Face2025(self))
+        #: ``Face2025.create_task``: a task-augmented request; ``CreateTaskResult`` JSON.
+        self.create_task = v2025.create_task
+        #: ``Face2025.handle``: a ``tasks/*`` request as raw JSON; the wire result.
+        self.handle = v2025.handle
+        #: ``Face2025.dispatch``: validate and answer one ``tasks/*`` request.
+        self.dispatch = v2025.dispatch
 
     def add_face(self, face: F) -> F:
         """Register a face: the records it creates notify through it. Returns it."""
@@ -324,7 +329,9 @@ class TaskEngine:
         taken, left = await coord.answer_inputs(task_id, requestor, answers)
         audit("input_answered", requestor, task_id, keys=len(taken))
         if taken and not left:
-            new = await self.transition(task_id, protocol.WORKING, expected=(protocol.INPUT_REQUIRED,))
+            new = await self.transition(
+                task_id, protocol.WORKING, expected=(protocol.INPUT_REQUIRED,)
+            )
             if new is not None:  # R-INPUT-4
                 if await coord.inputs(task_id, requestor):
                     # The work asked again meanwhile: it still waits for input.
@@ -460,42 +467,3 @@ class TaskEngine:
             if len(page) < 500:
                 return n
             after = (page[-1].created_at, page[-1].task_id)
-
-    # ------------------------------------------------------------------ the 2025-11-25 face
-
-    async def create_task(
-        self,
-        ctx: RequestContext,
-        method: str,
-        work: Work,
-        *,
-        task: Mapping[str, Any] | None = None,
-        immediate_response: str | None = None,
-        is_error_result: IsErrorResult | None = None,
-    ) -> dict[str, Any]:
-        """``Face2025.create_task``: a task-augmented request; ``CreateTaskResult`` JSON."""
-        return await self.v2025.create_task(
-            ctx,
-            method,
-            work,
-            task=task,
-            immediate_response=immediate_response,
-            is_error_result=is_error_result,
-        )
-
-    async def handle(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        ctx: RequestContext,
-        *,
-        on_input: InputHandler | None = None,
-    ) -> dict[str, Any]:
-        """``Face2025.handle``: a ``tasks/*`` request as raw JSON; the wire result."""
-        return await self.v2025.handle(method, params, ctx, on_input=on_input)
-
-    async def dispatch(
-        self, method: str, params: Mapping[str, Any] | None, ctx: RequestContext
-    ) -> dict[str, Any]:
-        """``Face2025.dispatch``: validate and answer one ``tasks/*`` request."""
-        return await self.v2025.dispatch(method, params, ctx)

@@ -55,7 +55,9 @@ class StoreGuard:
     async def get(self, task_id: str) -> TaskRecord | None:
         return await guarded(self.store.get(task_id))
 
-    async def transition(self, task_id: str, status: TaskStatus, **change: Any) -> TaskRecord | None:
+    async def transition(
+        self, task_id: str, status: TaskStatus, **change: Any
+    ) -> TaskRecord | None:
         """``TaskStore.transition`` (keyword arguments passed on as they are)."""
         return await guarded(self.store.transition(task_id, status, **change))
 

@@ -18,15 +18,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 import anyio.to_thread
 
 from ..errors import InternalError
 from ..protocol import FAILED, NON_TERMINAL, REVISION, TaskStatus
-from ..store import TaskRecord, TaskStore, allowed_sources, encode_json
+from ..store import Change, TaskRecord, TaskStore, allowed_sources, encode_json
 
 T = TypeVar("T")
 
@@ -167,28 +167,31 @@ class SqliteTaskStore(TaskStore):
         return await self._read(op)
 
     async def transition(
-        self,
-        task_id: str,
-        status: TaskStatus,
-        *,
-        now: float,
-        expected: Collection[TaskStatus] | None = None,
-        status_message: str | None = None,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
+        self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        allowed = [s.value for s in allowed_sources(status, expected)]
+        allowed = [s.value for s in allowed_sources(status, change.get("expected"))]
         if not allowed:
             return None
         # Serialised before the lock: a result that is not JSON fails here, changing nothing.
-        result_json, error_json = encode_json(result), encode_json(error)
+        result_json, error_json = (
+            encode_json(change.get("result")),
+            encode_json(change.get("error")),
+        )
         marks = ",".join("?" * len(allowed))
         sql = (
             "UPDATE tasks SET status = ?, last_updated_at = MAX(last_updated_at, ?), "
             "status_message = ?, result = COALESCE(?, result), error = COALESCE(?, error), "
             f"version = version + 1 WHERE task_id = ? AND status IN ({marks}) RETURNING {_COLUMNS}"
         )
-        args = (status.value, now, status_message, result_json, error_json, task_id, *allowed)
+        args = (
+            status.value,
+            now,
+            change.get("status_message"),
+            result_json,
+            error_json,
+            task_id,
+            *allowed,
+        )
 
         def op(c: sqlite3.Connection) -> TaskRecord | None:
             row = c.execute(sql, args).fetchone()
