@@ -1,4 +1,5 @@
-"""Subprocess servers in tests: wait until one listens on 127.0.0.1, stop one by its PID."""
+"""Subprocess servers in tests: a free port, wait until one listens on 127.0.0.1, stop one by
+its PID, and run servers for the length of a ``with`` block."""
 
 from __future__ import annotations
 
@@ -7,7 +8,22 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def python_env() -> dict[str, str]:
+    """This process's environment for a Python child, with unbuffered output (for its log)."""
+    return dict(os.environ, PYTHONUNBUFFERED="1")
 
 
 def wait_listening(
@@ -28,13 +44,46 @@ def wait_listening(
     raise RuntimeError(f"{what} did not start:\n{log_path.read_text(errors='replace')}")
 
 
-def stop_process(proc: subprocess.Popen[bytes] | None) -> None:
-    """SIGTERM by PID, then SIGKILL if it has not exited within 15 s."""
+def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 15) -> None:
+    """SIGTERM by PID, then SIGKILL if it has not exited within ``grace`` seconds."""
     if proc is None or proc.poll() is not None:
         return
     os.kill(proc.pid, signal.SIGTERM)
     try:
-        proc.wait(timeout=15)
+        proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=15)
+        proc.wait(timeout=grace)
+
+
+class Server(Protocol):
+    """A test server process: ``start`` it, ``stop`` it (by PID; a no-op when not running)."""
+
+    def start(self) -> Any: ...
+
+    def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=Server)
+
+
+@contextmanager
+def running(server: S) -> Iterator[S]:
+    """``server``, started; stopped on exit whatever happens (also when it failed to start)."""
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@contextmanager
+def started_servers(new: Callable[..., S]) -> Iterator[Callable[..., S]]:
+    """``make(*args, **kwargs)``: ``new(*args, **kwargs)``, started; every server it made is
+    stopped on exit."""
+    with ExitStack() as stack:
+
+        def make(*args: Any, **kwargs: Any) -> S:
+            return stack.enter_context(running(new(*args, **kwargs)))
+
+        yield make

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -24,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from procs import free_port, running, stop_process
 
 STARTUP_TIMEOUT_S = 20.0
 
@@ -40,12 +40,6 @@ def redis_server_binary() -> str:
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)
     return path
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _ping(port: int) -> bool:
@@ -109,36 +103,21 @@ class RedisServer:
     def stop(self) -> None:
         """Stop by PID (SIGTERM, then SIGKILL after 10 s)."""
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        stop_process(proc, grace=10)
 
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """A Redis shared by the whole session: isolate tests by key namespace (``redis_url``)."""
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    server.start()
-    try:
+    with running(RedisServer(tmp_path_factory.mktemp("redis"))) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def fresh_redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     """A Redis of this test's own, free to stop and restart."""
-    server = RedisServer(tmp_path / "redis")
-    server.start()
-    try:
+    with running(RedisServer(tmp_path / "redis")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -11,17 +11,28 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
-from interop import HERE, TsServer, http_session, node_env, node_path
-from mcp import StdioServerParameters, stdio_client
+from interop import (
+    CONFIRM_OUTCOMES,
+    HERE,
+    TsServer,
+    assert_tasks_contract,
+    http_session,
+    node_env,
+    node_path,
+    run_confirm_delete,
+    stdio_command_session,
+    text_of,
+)
 from mcp.shared.exceptions import MCPError
+from procs import running
 
 from mcp_tasks import models
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, TasksClientSession, raw_request
@@ -34,22 +45,13 @@ WAIT = 60  # seconds; generous, never a timing assertion
 
 @pytest.fixture(scope="module")
 def ts_http(tmp_path_factory: pytest.TempPathFactory, node_modules: None) -> Iterator[TsServer]:
-    server = TsServer(Path(tmp_path_factory.mktemp("ts-server")))
-    try:
-        yield server.start()
-    finally:
-        server.stop()
+    with running(TsServer(Path(tmp_path_factory.mktemp("ts-server")))) as server:
+        yield server
 
 
-@asynccontextmanager
-async def ts_stdio(**kwargs: Any) -> AsyncIterator[TasksClientSession]:
-    params = StdioServerParameters(
-        command=str(node_path()), args=[str(HERE / "ts_server.mjs"), "--stdio"], env=node_env()
-    )
-    async with stdio_client(params) as (read, write):
-        async with TasksClientSession(read, write, **kwargs) as session:
-            await session.initialize()
-            yield session
+def ts_stdio(**kwargs: Any) -> AbstractAsyncContextManager[TasksClientSession]:
+    script = [str(HERE / "ts_server.mjs"), "--stdio"]
+    return stdio_command_session(str(node_path()), script, node_env(), **kwargs)
 
 
 @pytest.fixture(params=["http", "stdio"])
@@ -60,26 +62,9 @@ def connect(request: pytest.FixtureRequest) -> Any:
     return lambda **kw: ts_stdio(**kw)
 
 
-def text_of(result: types.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
-
-
 async def test_capabilities_and_task_support(connect: Any) -> None:
     async with connect() as s:
-        init = s.initialize_result
-        assert init is not None and init.protocol_version == "2025-11-25"
-        caps = init.capabilities.model_dump(by_alias=True, exclude_none=True)
-        assert caps["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-        support = {t.name: await s.tasks.task_support(t.name) for t in (await s.list_tools()).tools}
-        assert support == {
-            "greet": "forbidden",
-            "slow_compute": "optional",
-            "failing_job": "required",
-            "protocol_error_job": "required",
-            "confirm_delete": "optional",
-        }
+        await assert_tasks_contract(s)  # R-CAP-1, R-CAP-2
         assert text_of(await s.call_tool("greet", {"name": "Ada"})) == "Hello, Ada!"
         # R-TOOL-2 on our side: the helper refuses to task-augment a forbidden tool
         with pytest.raises(TaskNotSupported):
@@ -164,30 +149,16 @@ async def test_failed_both_kinds(connect: Any) -> None:
         assert err.value.code == -32603 and "protocol_error_job" in err.value.message
 
 
-@pytest.mark.parametrize(("action", "expected"), [("accept", "deleted"), ("decline", "kept")])
+@pytest.mark.parametrize(("action", "expected"), CONFIRM_OUTCOMES)
 async def test_confirm_delete_elicitation(connect: Any, action: str, expected: str) -> None:
-    asked: list[dict[str, Any]] = []
-
-    async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
-        asked.append(dict(ctx.meta or {}))
-        if action == "accept":
-            return types.ElicitResult(action="accept", content={"confirm": True})
-        return types.ElicitResult(action="decline")
-
-    async with connect(elicitation_callback=on_elicit) as s:
-        statuses: list[str] = []
-        result = await s.tasks.run_tool(
-            "confirm_delete",
-            {"path": "/tmp/x"},
-            on_status=lambda t: statuses.append(t.status.value),
-        )
-        assert text_of(result) == f"{expected} /tmp/x"
-        # R-INPUT-1, R-INPUT-3: the helper saw input_required and fetched tasks/result, where
-        # the elicitation arrived carrying the task's related-task _meta (R-INPUT-2)
-        assert "input_required" in statuses and statuses[-1] == "completed"
-        assert len(asked) == 1
-        assert result.meta is not None
-        assert asked[0][RELATED] == result.meta[RELATED]
+    run = await run_confirm_delete(connect, action)
+    assert text_of(run.result) == f"{expected} /tmp/x"
+    # R-INPUT-1, R-INPUT-3: the helper saw input_required and fetched tasks/result, where
+    # the elicitation arrived carrying the task's related-task _meta (R-INPUT-2)
+    assert "input_required" in run.statuses and run.statuses[-1] == "completed"
+    assert len(run.asked) == 1
+    assert run.result.meta is not None
+    assert run.asked[0][RELATED] == run.result.meta[RELATED]
 
 
 def mcptask(*args: str) -> subprocess.CompletedProcess[str]:

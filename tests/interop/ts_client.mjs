@@ -70,6 +70,26 @@ async function poll(taskId) {
   }
 }
 
+// The error a call ends with ({code, message}), or null when it succeeds.
+async function errorFrom(call) {
+  try {
+    await call();
+    return null;
+  } catch (e) {
+    return errorOf(e);
+  }
+}
+
+// List the tools (the SDK learns each one's taskSupport), create a task and poll it;
+// records the polls in out.polls and returns what was created and the task polled last.
+async function createAndPoll(name, args, progress) {
+  await client.listTools();
+  const created = await create(name, args, progress);
+  const { task, polls } = await poll(created.task.taskId);
+  out.polls = polls;
+  return { created, task };
+}
+
 // The SDK's own flow: callToolStream polls and fetches the result by itself.
 async function stream(name, args) {
   const messages = [];
@@ -88,28 +108,16 @@ const scenarios = {
     const listed = await client.listTools();
     out.tools = Object.fromEntries(listed.tools.map((t) => [t.name, t.execution?.taskSupport ?? null]));
     out.greet = await client.callTool({ name: 'greet', arguments: { name: 'Ada' } });
-    try {
-      // bypass the SDK's own guard (callTool refuses required tools): R-TOOL-4 on the server
-      await client.request({ method: 'tools/call', params: { name: 'failing_job', arguments: {} } }, CallToolResultSchema);
-      out.requiredWithoutTask = { error: null };
-    } catch (e) {
-      out.requiredWithoutTask = { error: errorOf(e) };
-    }
-    try {
-      await client.callTool({ name: 'failing_job', arguments: {} });
-      out.sdkGuard = null;
-    } catch (e) {
-      out.sdkGuard = errorOf(e);
-    }
+    // bypass the SDK's own guard (callTool refuses required tools): R-TOOL-4 on the server
+    const requiredCall = { method: 'tools/call', params: { name: 'failing_job', arguments: {} } };
+    out.requiredWithoutTask = { error: await errorFrom(() => client.request(requiredCall, CallToolResultSchema)) };
+    out.sdkGuard = await errorFrom(() => client.callTool({ name: 'failing_job', arguments: {} }));
   },
 
   async slow_compute() {
-    await client.listTools();
     const progress = [];
-    const created = await create('slow_compute', { seconds: 1, label: 'ts' }, progress);
+    const { created, task } = await createAndPoll('slow_compute', { seconds: 1, label: 'ts' }, progress);
     out.created = created;
-    const { task, polls } = await poll(created.task.taskId);
-    out.polls = polls;
     out.final = task;
     out.result = await tasks.getTaskResult(task.taskId, CallToolResultSchema);
     out.listed = (await tasks.listTasks()).tasks.map((t) => ({ taskId: t.taskId, status: t.status }));
@@ -124,50 +132,28 @@ const scenarios = {
     out.taskId = id;
     out.cancelled = await tasks.cancelTask(id);
     out.after = await tasks.getTask(id);
-    try {
-      await tasks.cancelTask(id);
-      out.cancelAgain = { error: null };
-    } catch (e) {
-      out.cancelAgain = { error: errorOf(e) };
-    }
+    out.cancelAgain = { error: await errorFrom(() => tasks.cancelTask(id)) };
     out.listed = (await tasks.listTasks()).tasks.filter((t) => t.taskId === id).map((t) => t.status);
-    try {
-      await tasks.getTask('no-such-task');
-      out.unknown = { error: null };
-    } catch (e) {
-      out.unknown = { error: errorOf(e) };
-    }
+    out.unknown = { error: await errorFrom(() => tasks.getTask('no-such-task')) };
   },
 
   async failing_job() {
-    await client.listTools();
-    const created = await create('failing_job', {});
-    const { task, polls } = await poll(created.task.taskId);
-    out.polls = polls;
+    const { task } = await createAndPoll('failing_job', {});
     out.final = task;
     out.result = await tasks.getTaskResult(task.taskId, CallToolResultSchema);
     out.stream = await stream('failing_job', {});
   },
 
   async protocol_error_job() {
-    await client.listTools();
-    const created = await create('protocol_error_job', {});
-    const { task, polls } = await poll(created.task.taskId);
-    out.polls = polls;
+    const { task } = await createAndPoll('protocol_error_job', {});
     out.final = task;
-    try {
+    out.resultError = await errorFrom(async () => {
       out.result = await tasks.getTaskResult(task.taskId, CallToolResultSchema);
-      out.resultError = null;
-    } catch (e) {
-      out.resultError = errorOf(e);
-    }
+    });
   },
 
   async confirm() {
-    await client.listTools();
-    const created = await create('confirm_delete', { path: '/tmp/x' });
-    const { task, polls } = await poll(created.task.taskId);
-    out.polls = polls;
+    const { task } = await createAndPoll('confirm_delete', { path: '/tmp/x' });
     // R-INPUT-3: on input_required, call tasks/result early; the elicitation arrives meanwhile
     out.result = await tasks.getTaskResult(task.taskId, CallToolResultSchema);
     out.final = await tasks.getTask(task.taskId);

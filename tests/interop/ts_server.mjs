@@ -46,6 +46,8 @@ async function finish(taskStore, taskId, status, result) {
   await taskStore.storeTaskResult(taskId, status, result);
 }
 
+// A task for this tools/call, with the requested ttl (R-TTL-2) and our poll interval.
+const newTask = (extra) => extra.taskStore.createTask({ ttl: extra.taskRequestedTtl, pollInterval: POLL_MS });
 const getTask = async (_args, { taskId, taskStore }) => taskStore.getTask(taskId);
 const getTaskResult = async (_args, { taskId, taskStore }) => taskStore.getTaskResult(taskId);
 
@@ -74,7 +76,7 @@ function buildServer() {
     },
     {
       async createTask({ seconds, label }, extra) {
-        const task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl, pollInterval: POLL_MS });
+        const task = await newTask(extra);
         const token = extra._meta?.progressToken;
         (async () => {
           const steps = Math.max(1, Math.min(20, Math.floor(seconds * 10)));
@@ -98,34 +100,28 @@ function buildServer() {
     },
   );
 
-  mcp.experimental.tasks.registerToolTask(
-    'failing_job',
-    { description: 'Always ends with an isError result (task status failed).', execution: { taskSupport: 'required' } },
-    {
-      async createTask(extra) {
-        const task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl, pollInterval: POLL_MS });
-        setTimeout(() => finish(extra.taskStore, task.taskId, 'failed', text('job failed', true)).catch(() => {}), 10);
-        return { task };
+  // A tool run only as a task (taskSupport required) whose work ends 10 ms later with end().
+  const registerJob = (name, description, end) =>
+    mcp.experimental.tasks.registerToolTask(
+      name,
+      { description, execution: { taskSupport: 'required' } },
+      {
+        async createTask(extra) {
+          const task = await newTask(extra);
+          setTimeout(() => end(task, extra).catch((e) => console.error(name, e)), 10);
+          return { task };
+        },
+        getTask,
+        getTaskResult,
       },
-      getTask,
-      getTaskResult,
-    },
+    );
+
+  registerJob('failing_job', 'Always ends with an isError result (task status failed).', (task, extra) =>
+    finish(extra.taskStore, task.taskId, 'failed', text('job failed', true)),
   );
 
-  mcp.experimental.tasks.registerToolTask(
-    'protocol_error_job',
-    { description: 'Always raises: the task fails with a JSON-RPC error.', execution: { taskSupport: 'required' } },
-    {
-      async createTask(extra) {
-        const task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl, pollInterval: POLL_MS });
-        setTimeout(async () => {
-          await store.failWithError(task.taskId, ErrorCode.InternalError, 'Internal error: protocol_error_job crashed', extra.sessionId);
-        }, 10);
-        return { task };
-      },
-      getTask,
-      getTaskResult,
-    },
+  registerJob('protocol_error_job', 'Always raises: the task fails with a JSON-RPC error.', (task, extra) =>
+    store.failWithError(task.taskId, ErrorCode.InternalError, 'Internal error: protocol_error_job crashed', extra.sessionId),
   );
 
   mcp.experimental.tasks.registerToolTask(
@@ -137,7 +133,7 @@ function buildServer() {
     },
     {
       async createTask({ path }, extra) {
-        const task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl, pollInterval: POLL_MS });
+        const task = await newTask(extra);
         (async () => {
           // sendRequest with relatedTask: the SDK sets input_required and queues the request
           // for delivery on the tasks/result stream (R-INPUT-1..3).

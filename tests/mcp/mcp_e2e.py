@@ -8,21 +8,22 @@ asserts on timing.
 
 from __future__ import annotations
 
+import functools
 import json
-import os
-import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import mcp_types as types
 import pytest
 from mcp import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from procs import stop_process, wait_listening
+from procs import free_port, python_env, running, started_servers, stop_process, wait_listening
 
 from mcp_tasks.runtime.mcp_client import TasksClientSession
 
@@ -34,18 +35,6 @@ TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
 
 
 class HttpServer:
@@ -66,7 +55,7 @@ class HttpServer:
             [sys.executable, "-m", SERVER_MODULE, "--http", f"127.0.0.1:{self.port}", *self.extra],
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=_env(),
+            env=python_env(),
         )
         log.close()
         wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT, "server")
@@ -78,36 +67,35 @@ class HttpServer:
 
 
 @pytest.fixture
-def http_server_factory(tmp_path: Path) -> Iterator[Any]:
-    started: list[HttpServer] = []
-
-    def make(*extra: str) -> HttpServer:
-        server = HttpServer(*extra, log_dir=tmp_path)
-        started.append(server)
-        return server.start()
-
-    try:
+def http_server_factory(tmp_path: Path) -> Iterator[Callable[..., HttpServer]]:
+    """``make(*extra_args)``: a started example server; stopped by PID afterwards."""
+    with started_servers(functools.partial(HttpServer, log_dir=tmp_path)) as make:
         yield make
-    finally:
-        for server in started:
-            server.stop()
 
 
 @pytest.fixture(scope="module")
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     """A shared plain HTTP example server (stateful sessions, memory store)."""
-    server = HttpServer(log_dir=tmp_path_factory.mktemp("http"))
-    try:
-        yield server.start()
-    finally:
-        server.stop()
+    with running(HttpServer(log_dir=tmp_path_factory.mktemp("http"))) as server:
+        yield server
+
+
+def write_tokens(path: Path, tokens: dict[str, str]) -> Path:
+    """The example server's ``--tokens`` file: bearer token -> requestor subject."""
+    path.write_text(json.dumps(tokens))
+    return path
 
 
 @pytest.fixture
 def tokens_file(tmp_path: Path) -> Path:
-    path = tmp_path / "tokens.json"
-    path.write_text(json.dumps(TOKENS))
-    return path
+    return write_tokens(tmp_path / "tokens.json", TOKENS)
+
+
+@asynccontextmanager
+async def _initialized(read: Any, write: Any, **kwargs: Any) -> AsyncIterator[TasksClientSession]:
+    async with TasksClientSession(read, write, **kwargs) as session:
+        await session.initialize()
+        yield session
 
 
 @asynccontextmanager
@@ -117,20 +105,26 @@ async def http_session(
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=300)) as http:
         async with streamable_http_client(url, http_client=http) as (read, write):
-            async with TasksClientSession(read, write, **kwargs) as session:
-                await session.initialize()
+            async with _initialized(read, write, **kwargs) as session:
                 yield session
 
 
 @asynccontextmanager
-async def stdio_session(
-    *args: str, module: str = SERVER_MODULE, **kwargs: Any
+async def stdio_command_session(
+    command: str, args: list[str], env: dict[str, str], **kwargs: Any
 ) -> AsyncIterator[TasksClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", module, *args], env=_env())
+    """An initialized session to the server ``command args...`` started over stdio."""
+    params = StdioServerParameters(command=command, args=args, env=env)
     async with stdio_client(params) as (read, write):
-        async with TasksClientSession(read, write, **kwargs) as session:
-            await session.initialize()
+        async with _initialized(read, write, **kwargs) as session:
             yield session
+
+
+def stdio_session(
+    *args: str, module: str = SERVER_MODULE, **kwargs: Any
+) -> AbstractAsyncContextManager[TasksClientSession]:
+    """An initialized session to ``python -m module args...`` (the example server) over stdio."""
+    return stdio_command_session(sys.executable, ["-m", module, *args], python_env(), **kwargs)
 
 
 @pytest.fixture(params=["http", "stdio"])
@@ -141,3 +135,71 @@ def connect(request: pytest.FixtureRequest) -> Any:
         server: HttpServer = request.getfixturevalue("http_server")
         return lambda **kw: http_session(server.url, **kw)
     return lambda **kw: stdio_session("--stdio", **kw)
+
+
+# ---------------------------------------------------------------- the example tool contract
+# ``tests/interop/ts_server.mjs`` serves the same tools, so its tests share these.
+
+#: the example server's tools and their ``execution.taskSupport``
+TOOL_TASK_SUPPORT = {
+    "greet": "forbidden",
+    "slow_compute": "optional",
+    "failing_job": "required",
+    "protocol_error_job": "required",
+    "confirm_delete": "optional",
+}
+#: the official conformance suite's fixture tools: the example server has them, the TS peer not
+FIXTURE_TOOL_TASK_SUPPORT = {"multi_input": "optional", "test_tool_with_task": "required"}
+#: ``confirm_delete``'s answer to the user's elicitation action -> the word its result starts with
+CONFIRM_OUTCOMES = [("accept", "deleted"), ("decline", "kept")]
+
+
+async def assert_tasks_contract(
+    session: TasksClientSession, fixtures: bool = False
+) -> dict[str, Any]:
+    """R-CAP-1, R-CAP-2: revision 2025-11-25, the tasks capability {list, cancel,
+    requests.tools.call} and each example tool's taskSupport (``fixtures``: the conformance
+    fixture tools too). Returns the capabilities."""
+    wanted = {**TOOL_TASK_SUPPORT, **(FIXTURE_TOOL_TASK_SUPPORT if fixtures else {})}
+    init = session.initialize_result
+    assert init is not None and init.protocol_version == "2025-11-25"
+    caps: dict[str, Any] = init.capabilities.model_dump(by_alias=True, exclude_none=True)
+    assert caps["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    tools = (await session.list_tools()).tools
+    assert {t.name: await session.tasks.task_support(t.name) for t in tools} == wanted
+    return caps
+
+
+def text_of(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+@dataclass
+class ConfirmRun:
+    """What one ``confirm_delete`` run as a task showed its requestor."""
+
+    result: types.CallToolResult
+    statuses: list[str]  # each task status the requestor helper saw, in order
+    asked: list[dict[str, Any]]  # the ``_meta`` of each elicitation the user was asked
+
+
+async def run_confirm_delete(connect: Any, action: str) -> ConfirmRun:
+    """``confirm_delete`` of ``/tmp/x`` run as a task by ``run_tool`` over ``connect()``,
+    the user answering its elicitation with ``action`` (``accept`` confirms)."""
+    run = ConfirmRun(types.CallToolResult(content=[]), [], [])
+
+    async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
+        run.asked.append(dict(ctx.meta or {}))
+        if action == "accept":
+            return types.ElicitResult(action="accept", content={"confirm": True})
+        return types.ElicitResult(action="decline")
+
+    async with connect(elicitation_callback=on_elicit) as s:
+        run.result = await s.tasks.run_tool(
+            "confirm_delete",
+            {"path": "/tmp/x"},
+            on_status=lambda t: run.statuses.append(t.status.value),
+        )
+    return run

@@ -13,6 +13,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
+from mcp_e2e import CONFIRM_OUTCOMES, assert_tasks_contract, run_confirm_delete, text_of
 
 from mcp_tasks import models
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, raw_request
@@ -22,28 +23,10 @@ pytestmark = pytest.mark.anyio
 WAIT = 60  # seconds; generous for loaded machines, never a timing assertion
 
 
-def text_of(result: types.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
-
-
 async def test_capabilities_and_task_support(connect: Any) -> None:
     # R-CAP-1, R-CAP-2: tasks {list, cancel, requests.tools.call}; taskSupport per tool
     async with connect() as s:
-        init = s.initialize_result
-        assert init is not None and init.protocol_version == "2025-11-25"
-        caps = init.capabilities.model_dump(by_alias=True, exclude_none=True)
-        assert caps["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-        assert "tools" in caps
-        support = {t.name: await s.tasks.task_support(t.name) for t in (await s.list_tools()).tools}
-        assert support == {
-            "greet": "forbidden",
-            "slow_compute": "optional",
-            "failing_job": "required",
-            "protocol_error_job": "required",
-            "confirm_delete": "optional",
-        }
+        assert "tools" in await assert_tasks_contract(s, fixtures=True)
 
 
 async def test_greet_plain_and_task_support_misuse(connect: Any) -> None:
@@ -151,31 +134,19 @@ async def test_cancelled(connect: Any) -> None:
         assert tid in {t.taskId for t in await s.tasks.list_all()}
 
 
-@pytest.mark.parametrize(("action", "expected"), [("accept", "deleted"), ("decline", "kept")])
+@pytest.mark.parametrize(("action", "expected"), CONFIRM_OUTCOMES)
 async def test_input_required(connect: Any, action: str, expected: str) -> None:
-    asked: list[dict[str, Any]] = []
-
-    async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
-        asked.append(dict(ctx.meta or {}))
-        if action == "accept":
-            return types.ElicitResult(action="accept", content={"confirm": True})
-        return types.ElicitResult(action="decline")
-
-    async with connect(elicitation_callback=on_elicit) as s:
-        statuses: list[str] = []
-        result = await s.tasks.run_tool(
-            "confirm_delete", {"path": "/tmp/x"}, on_status=lambda t: statuses.append(t.status.value)
-        )
-        assert text_of(result) == f"{expected} /tmp/x"
-        # R-INPUT-1: the task was input_required while waiting; R-INPUT-3: the helper
-        # switched to tasks/result and the request arrived there
-        assert "input_required" in statuses
-        assert statuses[-1] == "completed"  # R-INPUT-4: back to working, then done
-        # R-INPUT-2: the elicitation carried the task's related-task _meta
-        assert len(asked) == 1
-        tid = asked[0]["io.modelcontextprotocol/related-task"]["taskId"]
-        assert result.meta is not None
-        assert result.meta["io.modelcontextprotocol/related-task"]["taskId"] == tid
+    run = await run_confirm_delete(connect, action)
+    assert text_of(run.result) == f"{expected} /tmp/x"
+    # R-INPUT-1: the task was input_required while waiting; R-INPUT-3: the helper
+    # switched to tasks/result and the request arrived there
+    assert "input_required" in run.statuses
+    assert run.statuses[-1] == "completed"  # R-INPUT-4: back to working, then done
+    # R-INPUT-2: the elicitation carried the task's related-task _meta
+    assert len(run.asked) == 1
+    tid = run.asked[0]["io.modelcontextprotocol/related-task"]["taskId"]
+    assert run.result.meta is not None
+    assert run.result.meta["io.modelcontextprotocol/related-task"]["taskId"] == tid
 
 
 async def test_invalid_params_name_the_field(connect: Any) -> None:
@@ -201,3 +172,23 @@ async def test_invalid_params_name_the_field(connect: Any) -> None:
             await s.tasks.get("no-such-task")
         assert missing.value.code == -32602
         assert "not found" in missing.value.message.lower()
+
+
+async def test_input_fixture_tools(connect: Any) -> None:
+    """The conformance suite's fixture tools on the 2025-11-25 face: ``confirm_delete`` takes
+    ``filename`` too; ``multi_input`` has two elicitations outstanding at once; the required
+    ``test_tool_with_task`` asks for the user's name inside its task (R-INPUT-1)."""
+    asked: list[str] = []
+
+    async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada", "confirm": True})
+
+    async with connect(elicitation_callback=on_elicit) as s:
+        result = await s.tasks.run_tool("confirm_delete", {"filename": "rt.txt"})
+        assert text_of(result) == "deleted rt.txt"
+        result = await s.tasks.run_tool("multi_input", {})
+        assert text_of(result) == "answers: Ada accept, Ada accept"
+        result = await s.tasks.run_tool("test_tool_with_task", {})
+        assert text_of(result) == "Hello, Ada!"
+        assert len(asked) == 4

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp_e2e import http_session
+from mcp_e2e import HttpServer, http_session
 from redis_fixtures import (  # noqa: F401
     RedisServer,
     fresh_redis_server,
@@ -40,21 +41,37 @@ def _store_arg(url: str, ns: str) -> str:
     return f"{url}?namespace={ns}&lease={LEASE_S}"
 
 
+TwoServers = Callable[..., tuple[HttpServer, HttpServer]]
+
+
+@pytest.fixture
+def two_servers(
+    http_server_factory: Callable[..., HttpServer],
+    tokens_file: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> TwoServers:
+    """``two_servers(*extra_args)``: example servers A and B on one Redis namespace of their
+    own and one token file, so one bearer token is one requestor on both."""
+
+    def make(*extra: str) -> tuple[HttpServer, HttpServer]:
+        store = _store_arg(redis_server.url, unique_namespace())
+        args = (*extra, "--tokens", str(tokens_file), "--store", store)
+        return http_server_factory(*args), http_server_factory(*args)
+
+    return make
+
+
 async def _until(task_status: Any, want: set[str], timeout: float = 90) -> models.Task:
     with anyio.fail_after(timeout):
         while True:
-            t = await task_status()
+            t: models.Task = await task_status()
             if t.status.value in want:
                 return t
             await anyio.sleep(0.1)
 
 
-async def test_create_on_a_result_on_b_cancel_on_a(
-    http_server_factory: Any, tokens_file: Path, redis_server: RedisServer  # noqa: F811
-) -> None:
-    store = _store_arg(redis_server.url, unique_namespace())
-    args = ("--stateless", "--tokens", str(tokens_file), "--store", store)
-    a, b = http_server_factory(*args), http_server_factory(*args)
+async def test_create_on_a_result_on_b_cancel_on_a(two_servers: TwoServers) -> None:
+    a, b = two_servers("--stateless")
     async with (
         http_session(a.url, token="tok-alice") as sa,
         http_session(b.url, token="tok-alice") as sb,
@@ -100,14 +117,10 @@ async def test_create_on_a_result_on_b_cancel_on_a(
         assert ids_a == ids_b == {tid, long}
 
 
-async def test_input_required_created_on_a_answered_through_b(
-    http_server_factory: Any, tokens_file: Path, redis_server: RedisServer  # noqa: F811
-) -> None:
+async def test_input_required_created_on_a_answered_through_b(two_servers: TwoServers) -> None:
     # Stateful HTTP here: the SDK's stateless mode has no back-channel for the server's
     # elicitation request. Tasks are still bound to the token's subject on both instances.
-    store = _store_arg(redis_server.url, unique_namespace())
-    args = ("--tokens", str(tokens_file), "--store", store)
-    a, b = http_server_factory(*args), http_server_factory(*args)
+    a, b = two_servers()
     asked: list[Any] = []
 
     async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
@@ -128,11 +141,9 @@ async def test_input_required_created_on_a_answered_through_b(
 
 
 async def test_sigkill_mid_task_fails_after_lease_others_unaffected(
-    http_server_factory: Any, tokens_file: Path, redis_server: RedisServer  # noqa: F811
+    two_servers: TwoServers,
 ) -> None:
-    store = _store_arg(redis_server.url, unique_namespace())
-    args = ("--stateless", "--tokens", str(tokens_file), "--store", store)
-    a, b = http_server_factory(*args), http_server_factory(*args)
+    a, b = two_servers("--stateless")
     async with (
         http_session(a.url, token="tok-alice") as sa,
         http_session(b.url, token="tok-alice") as sb,

@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from procs import started_servers
 from sec_harness import FUZZ_COUNTS, SOAK_REPORT, TOKENS, HttpServer
 
 
 @pytest.fixture
 def server_factory(tmp_path: Path) -> Iterator[Callable[..., HttpServer]]:
     """``make(*args, engine_config=None)``: a started example server; stopped by PID afterwards."""
-    started: list[HttpServer] = []
-
-    def make(*args: str, engine_config: dict[str, Any] | None = None) -> HttpServer:
-        server = HttpServer(*args, log_dir=tmp_path, engine_config=engine_config)
-        started.append(server)
-        return server.start()
-
-    try:
+    with started_servers(functools.partial(HttpServer, log_dir=tmp_path)) as make:
         yield make
-    finally:
-        for server in started:
-            server.stop()
 
 
 @pytest.fixture

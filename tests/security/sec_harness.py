@@ -15,7 +15,6 @@ import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from procs import stop_process, wait_listening
+from procs import free_port, python_env, stop_process, wait_listening
 
 HERE = Path(__file__).resolve().parent
 SERVER_MODULE = "mcp_tasks.examples.server"
@@ -39,18 +38,6 @@ ACCEPT = "application/json, text/event-stream"
 FUZZ_COUNTS: dict[str, int] = {}
 #: figures reported by the soak test (printed in pytest's terminal summary)
 SOAK_REPORT: list[str] = []
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def env() -> dict[str, str]:
-    out = dict(os.environ)
-    out["PYTHONUNBUFFERED"] = "1"
-    return out
 
 
 #: EngineConfig field -> the example server's limit flag
@@ -115,7 +102,9 @@ class HttpServer:
             "--http", f"127.0.0.1:{self.port}", *self.args, engine_config=self.engine_config
         )
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env())
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=python_env()
+            )
         wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT, "server")
         return self
 
@@ -188,7 +177,33 @@ def init_request(request_id: Any = 0, capabilities: dict[str, Any] | None = None
     }
 
 
-class RawHttp:
+class RawPeer:
+    """What both raw wires share: numbered JSON-RPC requests, ``ok`` for a result.
+
+    A wire implements ``_exchange``: send one request, return its response or raise."""
+
+    _next = 1000
+
+    def _exchange(self, method: str, msg: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One request; returns its JSON-RPC response (``result`` or ``error``)."""
+        self._next += 1
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next, "method": method}
+        if params is not None:
+            msg["params"] = params
+        return self._exchange(method, msg)
+
+    def ok(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        resp = self.call(method, params)
+        if "result" not in resp:
+            raise AssertionError(f"{method} failed: {resp}")
+        result: dict[str, Any] = resp["result"]
+        return result
+
+
+class RawHttp(RawPeer):
     """A raw Streamable HTTP client: one MCP session (unless ``stateless``), optional bearer token."""
 
     def __init__(
@@ -206,7 +221,6 @@ class RawHttp:
         self.http = httpx.Client(timeout=httpx.Timeout(timeout))
         self.session_id: str | None = None
         self.capabilities = capabilities
-        self._next = 1000
 
     def __enter__(self) -> RawHttp:
         return self.initialize()
@@ -245,24 +259,12 @@ class RawHttp:
         text = r.text
         return Reply(r.status_code, parse_body(r.headers.get("content-type", ""), text), text)
 
-    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """One request; returns its JSON-RPC response (``result`` or ``error``)."""
-        self._next += 1
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next, "method": method}
-        if params is not None:
-            msg["params"] = params
+    def _exchange(self, method: str, msg: dict[str, Any]) -> dict[str, Any]:
         reply = self.post_raw(json.dumps(msg))
-        resp = reply.response(self._next)
+        resp = reply.response(msg["id"])
         if resp is None:
             raise AssertionError(f"no response to {method}: HTTP {reply.status} {reply.body[:300]}")
         return resp
-
-    def ok(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        resp = self.call(method, params)
-        if "result" not in resp:
-            raise AssertionError(f"{method} failed: {resp}")
-        result: dict[str, Any] = resp["result"]
-        return result
 
     def create(self, tool: str, arguments: dict[str, Any], ttl: int | None = None) -> str:
         task: dict[str, Any] = {} if ttl is None else {"ttl": ttl}
@@ -290,7 +292,7 @@ class RawHttp:
                 return out
 
 
-class RawStdio:
+class RawStdio(RawPeer):
     """The example server over stdio, one JSON-RPC message per line."""
 
     def __init__(self, *args: str, engine_config: dict[str, Any] | None = None) -> None:
@@ -299,13 +301,12 @@ class RawStdio:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=env(),
+            env=python_env(),
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stderr = bytearray()
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._read_err, daemon=True).start()
-        self._next = 1000
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -375,23 +376,12 @@ class RawStdio:
             if "method" not in msg and msg.get("id") == request_id:
                 return dict(msg)
 
-    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        self._next += 1
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next, "method": method}
-        if params is not None:
-            msg["params"] = params
+    def _exchange(self, method: str, msg: dict[str, Any]) -> dict[str, Any]:
         self.send(json.dumps(msg))
-        resp = self.recv_response(self._next)
+        resp = self.recv_response(msg["id"])
         if resp is None:
             raise AssertionError(f"no response to {method} over stdio")
         return resp
-
-    def ok(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        resp = self.call(method, params)
-        if "result" not in resp:
-            raise AssertionError(f"{method} failed: {resp}")
-        result: dict[str, Any] = resp["result"]
-        return result
 
 
 LEAK_MARKERS = ("Traceback", 'File "', "/site-packages/", '.py", line')

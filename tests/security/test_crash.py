@@ -29,7 +29,8 @@ from typing import Any
 
 import httpx
 import pytest
-from sec_harness import HttpServer, RawHttp, free_port
+from procs import free_port
+from sec_harness import HttpServer, RawHttp
 
 TERMINAL = {"completed", "failed", "cancelled"}
 THREADS = 4

@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from json_tree import drop_at, json_paths, set_at
 
 from mcptask_gen.cli import main
 
@@ -94,6 +95,15 @@ def _rename(doc: dict[str, Any], old: str, new: str) -> dict[str, Any]:
     return doc
 
 
+def _put(path: tuple[str, ...], value: Any) -> Callable[[dict[str, Any]], Any]:
+    """A mutation that puts ``value`` at ``$defs`` -> ``path``."""
+
+    def mutate(d: dict[str, Any]) -> Any:
+        return set_at(d, ("$defs", *path), copy.deepcopy(value))
+
+    return mutate
+
+
 def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
     def drop_defs(d: dict[str, Any]) -> Any:
         del d["$defs"]
@@ -103,17 +113,9 @@ def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
         del d["$defs"]["Task"]
         return d
 
-    def broken_ref(d: dict[str, Any]) -> Any:
-        d["$defs"]["Task"]["properties"]["status"] = {"$ref": "#/$defs/DoesNotExist"}
-        return d
-
-    def external_ref(d: dict[str, Any]) -> Any:
-        d["$defs"]["Task"]["properties"]["status"] = {"$ref": "http://127.0.0.1:9/x.json#/a"}
-        return d
-
-    def file_ref(d: dict[str, Any]) -> Any:
-        d["$defs"]["TaskMetadata"]["properties"]["ttl"] = {"$ref": "/etc/passwd#/x"}
-        return d
+    broken_ref = _put(("Task", "properties", "status"), {"$ref": "#/$defs/DoesNotExist"})
+    external_ref = _put(("Task", "properties", "status"), {"$ref": "http://127.0.0.1:9/x.json#/a"})
+    file_ref = _put(("TaskMetadata", "properties", "ttl"), {"$ref": "/etc/passwd#/x"})
 
     def ref_cycle(d: dict[str, Any]) -> Any:
         d["$defs"]["LoopA"] = {"$ref": "#/$defs/LoopB"}
@@ -121,9 +123,7 @@ def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
         d["$defs"]["Task"]["properties"]["loop"] = {"$ref": "#/$defs/LoopA"}
         return d
 
-    def self_cycle(d: dict[str, Any]) -> Any:
-        d["$defs"]["Task"]["properties"]["parent"] = {"$ref": "#/$defs/Task"}
-        return d
+    self_cycle = _put(("Task", "properties", "parent"), {"$ref": "#/$defs/Task"})
 
     def renamed_task(d: dict[str, Any]) -> Any:
         return _rename(d, "Task", "Job")
@@ -133,33 +133,17 @@ def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
             _rename(d, name, name.replace("Task", "Job"))
         return d
 
-    def properties_list(d: dict[str, Any]) -> Any:
-        d["$defs"]["Task"]["properties"] = []
-        return d
-
-    def required_string(d: dict[str, Any]) -> Any:
-        d["$defs"]["Task"]["required"] = "taskId"
-        return d
-
-    def type_number(d: dict[str, Any]) -> Any:
-        d["$defs"]["Task"]["type"] = 5
-        return d
-
-    def enum_wrong(d: dict[str, Any]) -> Any:
-        d["$defs"]["TaskStatus"]["enum"] = [1, None, {"a": 1}]
-        return d
-
-    def enum_empty(d: dict[str, Any]) -> Any:
-        d["$defs"]["TaskStatus"]["enum"] = []
-        return d
+    properties_list = _put(("Task", "properties"), [])
+    required_string = _put(("Task", "required"), "taskId")
+    type_number = _put(("Task", "type"), 5)
+    enum_wrong = _put(("TaskStatus", "enum"), [1, None, {"a": 1}])
+    enum_empty = _put(("TaskStatus", "enum"), [])
 
     def defs_list(d: dict[str, Any]) -> Any:
         d["$defs"] = list(d["$defs"].values())
         return d
 
-    def def_not_object(d: dict[str, Any]) -> Any:
-        d["$defs"]["TaskMetadata"] = "ttl"
-        return d
+    def_not_object = _put(("TaskMetadata",), "ttl")
 
     def docstring_injection(d: dict[str, Any]) -> Any:
         evil = 'x""" + __import__("os").system("touch /tmp/pwned") + """\\\\ \'\'\' \u202e'
@@ -210,36 +194,23 @@ def test_mutated_schema(
     assert not Path("/tmp/pwned").exists()
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
 @st.composite
 def random_mutation(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     doc = copy.deepcopy(BASE)
     target = draw(st.sampled_from(TASK_DEFS))
-    paths = [p for p in _paths(doc["$defs"][target]) if p]
+    paths = [p for p in json_paths(doc["$defs"][target]) if p]
     ops = []
     for _ in range(draw(st.integers(1, 3))):
         path = draw(st.sampled_from(paths))
         op = draw(st.sampled_from(["delete", "replace"]))
         try:
-            parent: Any = doc["$defs"][target]
-            for p in path[:-1]:
-                parent = parent[p]
             if op == "delete":
-                del parent[path[-1]]
+                drop_at(doc["$defs"][target], path)
             else:
-                parent[path[-1]] = draw(
+                value: Any = draw(
                     st.sampled_from([None, 0, -1, "x", [], {}, True, {"$ref": "#/$defs/Nope"}])
                 )
+                set_at(doc["$defs"][target], path, value)
         except (KeyError, IndexError, TypeError):
             continue
         ops.append(f"{op} {target}{list(path)}")

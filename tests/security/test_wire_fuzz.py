@@ -310,12 +310,12 @@ def test_slow_compute_survives_huge_or_non_finite_seconds_F1(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="F-5 (security-findings.md): the mcp SDK (2.3) reads a request whose id is not a "
+    reason="the mcp SDK (2.3) reads a request whose id is not a "
     "string or number (true, 1.5, null, an object) as a notification and answers nothing, over "
     "both transports; JSON-RPC 2.0 wants -32600 with id null. The id is dropped by the SDK's "
     "own parser before any hook of ours sees the message: not fixable in the adapter.",
 )
-def test_invalid_id_type_is_answered_F5(stdio_target: RawStdio) -> None:
+def test_invalid_id_type_is_answered(stdio_target: RawStdio) -> None:
     client = stdio_target
     for _ in client.messages(timeout=0.5):
         pass

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
+from json_tree import drop_at, json_paths, set_at
 from pydantic import BaseModel
 
 from mcp_tasks import models
@@ -126,9 +127,9 @@ def valid_messages(draw: st.DrawFn, known_ids: list[str]) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": 0, "method": "tools/call", "params": params}
     model = draw(st.sampled_from(REQUEST_MODELS))
     msg = draw(model_messages(model))
-    params = msg.get("params")
-    if known_ids and isinstance(params, dict) and "taskId" in params and draw(st.booleans()):
-        params["taskId"] = draw(st.sampled_from(known_ids))  # a real (finished) task
+    sent = msg.get("params")
+    if known_ids and isinstance(sent, dict) and "taskId" in sent and draw(st.booleans()):
+        sent["taskId"] = draw(st.sampled_from(known_ids))  # a real (finished) task
     model.model_validate(msg)  # the strategy really is valid against our model
     return msg
 
@@ -151,33 +152,6 @@ class Case:
         return f"Case({self.kind!r}, {body!r}, id={self.request_id!r})"
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
-def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
-    if not path:
-        return value
-    current = doc.get(path[0]) if isinstance(doc, dict) else doc[path[0]]
-    doc[path[0]] = _set(current, path[1:], value)
-    return doc
-
-
-def _drop(doc: Any, path: tuple[Any, ...]) -> Any:
-    parent = doc
-    for p in path[:-1]:
-        parent = parent[p]
-    del parent[path[-1]]
-    return doc
-
-
 DEEP = "__deep_placeholder__"
 
 
@@ -189,7 +163,7 @@ def _deep_text(depth: int) -> str:
 
 
 def _params_paths(msg: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return [p for p in _paths(msg) if p and p[0] == "params"]
+    return [p for p in json_paths(msg) if p and p[0] == "params"]
 
 
 MUTATIONS = [
@@ -219,10 +193,10 @@ def cases(draw: st.DrawFn, known_ids: list[str], request_id: int) -> Case:
         paths = _params_paths(msg) or [("params",)]
         path = draw(st.sampled_from(paths))
         msg.setdefault("params", {})
-        msg = _set(msg, path, draw(st.sampled_from([None, 0, -1, 1.5, True, "x", [], [1], {}])))
+        msg = set_at(msg, path, draw(st.sampled_from([None, 0, -1, 1.5, True, "x", [], [1], {}])))
     elif kind == "missing_field":
         path = draw(st.sampled_from([("method",), ("jsonrpc",), *_params_paths(msg)]))
-        msg = _drop(msg, path)
+        msg = drop_at(msg, path)
         if path in (("method",), ("jsonrpc",)):
             # no longer a request: an error with id null (or this id) is the answer
             body = json.dumps(msg).encode()
@@ -247,11 +221,11 @@ def cases(draw: st.DrawFn, known_ids: list[str], request_id: int) -> Case:
         paths = [p for p in _params_paths(msg) if len(p) > 1]
         path = draw(st.sampled_from(paths)) if paths else ("params", "taskId")
         msg.setdefault("params", {})
-        msg = _set(msg, path, big) if paths else {**msg, "params": {"taskId": big}}
+        msg = set_at(msg, path, big) if paths else {**msg, "params": {"taskId": big}}
     elif kind == "unicode":
         text = draw(st.text(min_size=1, max_size=50))
         paths = [p for p in _params_paths(msg) if len(p) > 1] or [("params",)]
-        msg = _set(msg, draw(st.sampled_from(paths)), text)
+        msg = set_at(msg, draw(st.sampled_from(paths)), text)
     elif kind == "deep_nesting":
         depth = draw(st.sampled_from([50, 500, 5000, 50000]))
         params = msg.setdefault("params", {})
