@@ -18,6 +18,7 @@ Each test gets a fresh store and closes it (and its peers) afterwards.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from ..protocol import (
     INITIAL,
     INPUT_REQUIRED,
     NON_TERMINAL,
+    REVISION,
     STATUSES,
     TERMINAL,
     TOOLS_CALL,
@@ -52,18 +54,23 @@ def record(
     created_at: float = T0,
     ttl_ms: int | None = 60_000,
     status: TaskStatus = INITIAL,
+    face: str = REVISION,
 ) -> TaskRecord:
-    """A new task record as the engine would create it."""
+    """A new task record as the engine would create it (through ``face``)."""
     return TaskRecord(
-        task_id=task_id,
-        requestor=requestor,
-        method=TOOLS_CALL,
-        status=status,
-        created_at=created_at,
-        last_updated_at=created_at,
-        ttl_ms=ttl_ms,
-        poll_interval_ms=500,
+        task_id, requestor, TOOLS_CALL, status, created_at, created_at, ttl_ms, 500, face=face
     )
+
+
+@asynccontextmanager
+async def running(*stores: TaskStore) -> AsyncIterator[None]:
+    """The stores' background work (change listener, heartbeat) runs inside; it stops on
+    leaving, as if the process had stopped."""
+    async with anyio.create_task_group() as tg:
+        for store in stores:
+            await store.start(tg)
+        yield
+        tg.cancel_scope.cancel()
 
 
 class StoreConformance:
@@ -87,9 +94,20 @@ class StoreConformance:
         await store.create(rec)
         got = await store.get("t1")
         assert got is not None
-        assert got.wire() == rec.wire()
+        assert got == rec
         assert (got.requestor, got.method, got.ttl_ms) == ("alice", TOOLS_CALL, 60_000)
         assert await store.get("nope") is None
+
+    async def test_face_is_kept(self, store: TaskStore) -> None:
+        """A task remembers the face that created it (a face serves only its own tasks)."""
+        await store.create(record("t1"))
+        await store.create(record("t2", face="another-face"))
+        await store.transition("t2", WORKING, now=T0 + 1, status_message="on it")
+        one, two = await store.get("t1"), await store.get("t2")
+        assert one is not None and one.face == REVISION
+        assert two is not None and two.face == "another-face"
+        listed = await store.list_tasks("alice", after=None, limit=10)
+        assert [r.face for r in listed] == [REVISION, "another-face"]
 
     async def test_duplicate_id_raises_key_error_R_ID_1(self, store: TaskStore) -> None:
         await store.create(record("t1"))
@@ -288,6 +306,15 @@ class SharedStoreConformance(StoreConformance):
             await a.close()
             await b.close()
 
+    @pytest.fixture
+    async def asking(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> tuple[SharedTaskStore, SharedTaskStore]:
+        """``pair`` with alice's task ``t1`` waiting for input."""
+        await pair[0].create(record("t1"))
+        await pair[0].transition("t1", INPUT_REQUIRED, now=T0 + 1)
+        return pair
+
     async def test_is_shared(self, store: TaskStore) -> None:
         assert isinstance(store, SharedTaskStore) and store.shared is True
 
@@ -305,9 +332,7 @@ class SharedStoreConformance(StoreConformance):
         self, pair: tuple[SharedTaskStore, SharedTaskStore]
     ) -> None:
         a, b = pair
-        async with anyio.create_task_group() as tg:
-            await a.start(tg)
-            await b.start(tg)
+        async with running(a, b):
             await b.create(record("t1"))
             with a.watch("t1") as w:
                 await w.wait(0.05)  # drain any initial wake-up
@@ -318,14 +343,11 @@ class SharedStoreConformance(StoreConformance):
             with a.watch("t1") as w:
                 await w.wait(0.05)
                 assert await w.wait(0.05) is False
-            tg.cancel_scope.cancel()
 
     async def test_input_handover_between_peers_R_INPUT_3(
-        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+        self, asking: tuple[SharedTaskStore, SharedTaskStore]
     ) -> None:
-        a, b = pair
-        await a.create(record("t1"))
-        await a.transition("t1", INPUT_REQUIRED, now=T0 + 1)
+        a, b = asking
         item: dict[str, Any] = {"id": "i1", "method": "m", "params": {"message": "ok?"}}
         assert await a.put_input("t1", "alice", item)
         assert await b.claim_inputs("t1", "alice", "b-1", 30) == [item]
@@ -346,12 +368,34 @@ class SharedStoreConformance(StoreConformance):
         await a.transition("t1", CANCELLED, now=T0 + 2)
         assert await b.claim_inputs("t1", "alice", "b-4", 30) == []
 
-    async def test_inputs_are_per_requestor_R_SEC_1(
-        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    async def test_pending_inputs_and_answer_visible_at_once(
+        self, asking: tuple[SharedTaskStore, SharedTaskStore]
     ) -> None:
-        a, b = pair
-        await a.create(record("t1"))
-        await a.transition("t1", INPUT_REQUIRED, now=T0 + 1)
+        """``pending_inputs`` lists every outstanding input oldest first (claimed ones too);
+        an answer on one instance removes its input from the very next read on any
+        instance; an unknown or answered key is refused (X-UPD-7, A-10)."""
+        a, b = asking
+        second: dict[str, Any] = {"id": "k2", "method": "m", "params": {"n": 2}, "seq": 2}
+        first: dict[str, Any] = {"id": "k1", "method": "m", "params": {"n": 1}, "seq": 1}
+        assert await a.put_input("t1", "alice", second)
+        assert await a.put_input("t1", "alice", first)
+        assert await b.pending_inputs("t1", "alice") == [first, second]
+        await b.claim_inputs("t1", "alice", "b-1", 30)
+        assert await a.pending_inputs("t1", "alice") == [first, second]  # claimed: still there
+        assert await b.answer_input("t1", "alice", "k1", {"result": {"ok": 1}})
+        assert await a.pending_inputs("t1", "alice") == [second]
+        assert await b.pending_inputs("t1", "alice") == [second]
+        assert not await a.answer_input("t1", "alice", "k1", {"result": {}})
+        assert not await a.answer_input("t1", "alice", "unknown", {"result": {}})
+        assert await b.pending_inputs("t1", "mallory") == []
+        assert await a.take_answer("t1", "alice", "k1") == {"result": {"ok": 1}}
+        await a.transition("t1", CANCELLED, now=T0 + 2)
+        assert await b.pending_inputs("t1", "alice") == []
+
+    async def test_inputs_are_per_requestor_R_SEC_1(
+        self, asking: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        a, b = asking
         await a.put_input("t1", "alice", {"id": "i1", "method": "m", "params": {}})
         assert await b.claim_inputs("t1", "mallory", "m-1", 30) == []
         assert not await b.answer_input("t1", "mallory", "i1", {"result": {}})
@@ -360,23 +404,19 @@ class SharedStoreConformance(StoreConformance):
         self, pair: tuple[SharedTaskStore, SharedTaskStore]
     ) -> None:
         dead, live = pair
-        async with anyio.create_task_group() as tg:
-            await live.start(tg)
-            async with anyio.create_task_group() as dead_tg:
-                await dead.start(dead_tg)
+        async with running(live):
+            async with running(dead):  # leaving it, `dead` stops renewing its lease
                 await dead.create(record("d1"))
                 await dead.create(record("d2"))
                 await dead.transition("d2", INPUT_REQUIRED, now=T0 + 1)
                 await dead.create(record("done"))
                 await dead.transition("done", COMPLETED, now=T0 + 1, result={"x": 1})
                 await live.create(record("mine"))
-                dead_tg.cancel_scope.cancel()  # `dead` stops renewing its lease
             reaped: list[TaskRecord] = []
             with anyio.fail_after(self.patience_s + 10):
                 while len(reaped) < 2:
                     reaped += await live.recover(T0 + 5, "lease expired")
                     await anyio.sleep(0.1)
-            tg.cancel_scope.cancel()
         assert sorted(r.task_id for r in reaped) == ["d1", "d2"]
         for tid in ("d1", "d2"):
             r = await live.get(tid)

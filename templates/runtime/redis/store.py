@@ -16,8 +16,7 @@ import os
 import secrets
 import socket
 import urllib.parse
-from collections.abc import Collection
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 import anyio.abc
@@ -28,7 +27,7 @@ from redis.backoff import ExponentialBackoff
 from ...errors import StoreUnavailable
 from ...models import TaskStatus
 from ...protocol import TERMINAL
-from ...store import SharedTaskStore, TaskRecord
+from ...store import Change, SharedTaskStore, TaskRecord, source_values
 from .codec import TERMINAL_VALUES, as_dict, decode, dumps, fields, text
 from .events import Events, TaskWatchHandle
 from .inputs import Inputs
@@ -85,6 +84,10 @@ class RedisTaskStore(SharedTaskStore):
             f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         )
         self._run = Runner(client, where)
+        self.ns, self.channel = self.keys.ns, self.keys.channel
+        #: The Redis address (for logs only).
+        self.where = where
+        self.lease_s = lease_s
         self.events = Events(client, self.keys.channel)
         self.leases = Leases(self._run, self.keys, self.instance_id, lease_s)
         self.inputs = Inputs(self._run, self.keys)
@@ -111,23 +114,6 @@ class RedisTaskStore(SharedTaskStore):
                 rest.append((key, value))
         clean = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(rest)))
         return cls(clean, **kwargs)
-
-    @property
-    def ns(self) -> str:
-        return self.keys.ns
-
-    @property
-    def channel(self) -> str:
-        return self.keys.channel
-
-    @property
-    def where(self) -> str:
-        """The Redis address (for logs only)."""
-        return self._run.where
-
-    @property
-    def lease_s(self) -> float:
-        return self.leases.lease_s
 
     @property
     def round_trips(self) -> int:
@@ -208,28 +194,24 @@ class RedisTaskStore(SharedTaskStore):
         return rec
 
     async def transition(
-        self,
-        task_id: str,
-        status: TaskStatus,
-        *,
-        now: float,
-        expected: Collection[TaskStatus] | None = None,
-        status_message: str | None = None,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
+        self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        allowed = [s.value for s in (self.sources(status) if expected is None else expected)]
-        if not allowed:
+        if not (allowed := source_values(status, change.get("expected"))):
             return None
         # Serialised first: a result that is not JSON fails here, changing nothing.
+        result, error, message = (
+            change.get("result"),
+            change.get("error"),
+            change.get("status_message"),
+        )
         res = "" if result is None else dumps(result)
         err = "" if error is None else dumps(error)
         tag = await self._tag_of(task_id)
         if tag is None:
             return None
         args = [
-            task_id, status.value, repr(float(now)), int(status_message is not None),
-            status_message or "", res, err, self.keys.channel, TERMINAL_VALUES, *allowed,
+            task_id, status.value, repr(float(now)), int(message is not None),
+            message or "", res, err, self.keys.channel, TERMINAL_VALUES, *allowed,
         ]  # fmt: skip
         calls: list[Call] = [(TRANSITION, [self.keys.task_keys(tag, task_id), args])]
         member = self.leases.member(tag, task_id)
@@ -355,6 +337,10 @@ class RedisTaskStore(SharedTaskStore):
         """Queue an input request (``{"id", "method", "params"}``) for any result stream."""
         return await self.inputs.put(task_id, requestor, item)
 
+    async def pending_inputs(self, task_id: str, requestor: str) -> list[dict[str, Any]]:
+        """Every outstanding input request, oldest first (one ``HVALS``)."""
+        return await self.inputs.pending(task_id, requestor)
+
     async def claim_inputs(
         self, task_id: str, requestor: str, claimer: str, lease_s: float
     ) -> list[dict[str, Any]]:
@@ -369,7 +355,8 @@ class RedisTaskStore(SharedTaskStore):
     async def answer_input(
         self, task_id: str, requestor: str, input_id: str, answer: dict[str, Any]
     ) -> bool:
-        """Store the answer (``{"result": ...}`` or ``{"error": ...}``) for the running work."""
+        """Store the answer (``{"result": ...}`` or ``{"error": ...}``) for the running work
+        and drop the input from the outstanding ones, in one script (``answer_input.lua``)."""
         return await self.inputs.answer(task_id, requestor, input_id, answer)
 
     async def take_answer(
