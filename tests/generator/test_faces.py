@@ -168,6 +168,8 @@ def test_extension_face_facts(generated_pkg: Path, import_package: Any) -> None:
     assert facts.AUGMENTABLE["server"] == {"tools/call"} and not facts.AUGMENTABLE["client"]
     assert (facts.ROUTING_NAME_HEADER, facts.ROUTING_NAME_PARAM) == ("Mcp-Name", "taskId")
     assert facts.TOOL_ERROR_STATUS == "completed"  # X-ERR-4
+    assert facts.PROTOCOL_VERSION_KEY == "io.modelcontextprotocol/protocolVersion"  # X-HTTP-5
+    assert facts.SUBSCRIPTION_ID_KEY == "io.modelcontextprotocol/subscriptionId"  # X-NOTIF-8
     assert facts.TERMINAL == pkg.protocol.TERMINAL  # one state machine
     assert facts.GetTaskParams is pkg.tasks_ext.models.GetTaskRequestParams
     assert facts.DetailedTask is pkg.tasks_ext.models.DetailedTask  # X-GET-1..3
