@@ -214,3 +214,45 @@ async def test_list_cursor_from_a_accepted_by_b_without_configured_secret(
     finally:
         await sa.close()
         await sb.close()
+
+
+async def test_cursors_agree_again_after_redis_lost_its_data_R_LIST_2(
+    fresh_redis_server: RedisServer,
+) -> None:
+    """No cursor_secret configured. Redis restarts without persistence and one instance
+    restarts: each instance's tasks/list cursors are accepted by the other, with no
+    restart of the instance that stayed up (it adopts the secret Redis now holds)."""
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        return {"content": []}
+
+    ns = unique_namespace()
+    url = fresh_redis_server.url
+    cfg = EngineConfig(page_size=1, sweep_interval_s=0.2)
+    sa = RedisTaskStore(url, namespace=ns, lease_s=0.3)
+    stores = [sa]
+    try:
+        async with TaskEngine(sa, cfg) as a:
+            fresh_redis_server.stop()
+            with pytest.raises(TaskError):  # A notices the outage
+                await a.handle("tasks/list", {}, ALICE)
+            fresh_redis_server.start()
+            sb = RedisTaskStore(url, namespace=ns, lease_s=0.3)  # instance B (re)starts
+            stores.append(sb)
+            async with TaskEngine(sb, cfg) as b:
+                for _ in "xy":
+                    await b.create_task(ALICE, "tools/call", work)
+                with anyio.fail_after(30):
+                    for first, second in ((b, a), (a, b)):
+                        while True:
+                            page = await first.handle("tasks/list", {}, ALICE)
+                            try:
+                                await second.handle(
+                                    "tasks/list", {"cursor": page["nextCursor"]}, ALICE
+                                )
+                                break
+                            except TaskError:  # not adopted yet: the heartbeat re-reads it
+                                await anyio.sleep(0.1)
+    finally:
+        for s in stores:
+            await s.close()
