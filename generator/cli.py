@@ -27,12 +27,13 @@ def _list_template_context(ctx: click.Context, _param: click.Parameter, value: b
     context_settings={"help_option_names": ["-h", "--help"]},
     help=(
         "Generate a typed Python package for MCP Tasks from the MCP JSON SCHEMA "
-        "(a path or an http(s) URL).\n\n"
+        "(a path or an http(s) URL); several schemas (such as 2025-11-25 and the tasks "
+        "extension) become one package with one face subpackage each.\n\n"
         "Options may also be set in [tool.mcptask-gen] of ./pyproject.toml "
         "(keys: schema, output, package-name, revision, templates); flags win."
     ),
 )
-@click.argument("schema", required=False)
+@click.argument("schemas", nargs=-1)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Output package directory.")
 @click.option(
     "--package-name", help="Import name of the package (default: the output directory's name)."
@@ -74,7 +75,7 @@ def _list_template_context(ctx: click.Context, _param: click.Parameter, value: b
 )
 @click.version_option(__version__, "--version", prog_name="mcptask-gen")
 def main(
-    schema: str | None,
+    schemas: tuple[str, ...],
     output: Path | None,
     package_name: str | None,
     revision: str | None,
@@ -88,17 +89,21 @@ def main(
     try:
         config = read_config(config_path or Path("pyproject.toml"))
         revision = revision or config.get("revision")
-        source = schema or config.get("schema")
-        if source is None and revision is None:
+        given = config.get("schema")
+        sources: list[str | Path] = list(schemas) or (
+            list(given) if isinstance(given, list) else [given] if given is not None else []
+        )
+        if not sources and revision is None:
             resolve(None, None)  # says what is missing
         output = output or config.get("output")
         if output is None:
             raise GeneratorError(
                 "missing -o/--output: give the output package directory (or output in [tool.mcptask-gen])"
             )
-        schema_path = resolve(source, revision)
+        paths = [resolve(s, revision) for s in sources] or [resolve(None, revision)]
         options = Options(
-            schema=schema_path,
+            schema=paths[0],
+            more=tuple(paths[1:]),
             output=output,
             package_name=package_name or config.get("package-name"),
             revision=revision,

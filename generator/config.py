@@ -29,8 +29,15 @@ def read_config(pyproject: Path) -> dict[str, Any]:
         )
     out: dict[str, Any] = {}
     for key, value in section.items():
-        if not isinstance(value, str):
-            raise GeneratorError(f"[tool.mcptask-gen] {key} in {pyproject} must be a string")
-        is_url = value.startswith(("http://", "https://"))
-        out[key] = (pyproject.parent / value) if key in PATH_KEYS and not is_url else value
+        values = value if key == "schema" and isinstance(value, list) and value else [value]
+        if not all(isinstance(v, str) for v in values):
+            what = "a string or an array of strings" if key == "schema" else "a string"
+            raise GeneratorError(f"[tool.mcptask-gen] {key} in {pyproject} must be {what}")
+        paths = [
+            (pyproject.parent / v)
+            if key in PATH_KEYS and not v.startswith(("http://", "https://"))
+            else v
+            for v in values
+        ]
+        out[key] = paths if isinstance(value, list) else paths[0]
     return out

@@ -12,9 +12,15 @@ from mcptask_gen import ir, shape
 
 #: Names besides ``ir`` that every template sees, and their meaning.
 GLOBALS = {
-    "ir": "the IR (below)",
+    "ir": (
+        "the IR (below): in a face's template (faces/<kind>/, written into <face>/) that face's; "
+        "in a top-level template the package's (the newest core face, else the first, with "
+        "the errors of every face)"
+    ),
+    "faces": "every face's IR, ordered by revision (one per schema)",
+    "core": "the newest core face's IR, or None (a package of an extension's schema alone)",
     "header": "the '@generated / DO NOT EDIT' comment block every module starts with",
-    "models_code": "models.py.jinja only: datamodel-code-generator's module (docstring, imports, models)",
+    "models_code": "faces/<kind>/models.py.jinja only: datamodel-code-generator's module (docstring, imports, models)",
 }
 FILTERS = {
     "pyrepr": "a Python literal of a value (strings in double quotes, as black writes them)",
@@ -29,7 +35,15 @@ FUNCTIONS: dict[str, Callable[..., str]] = {
 
 def ir_classes() -> list[type]:
     """The IR dataclasses, ``IR`` first, then the types its fields hold."""
-    return [ir.IR, ir.MethodIR, ir.AugmentableIR, ir.ErrorIR, ir.MetaKeyIR, ir.ToolTaskSupportIR]
+    return [
+        ir.IR,
+        ir.MethodIR,
+        ir.AugmentableIR,
+        ir.ErrorIR,
+        ir.MetaKeyIR,
+        ir.ToolTaskSupportIR,
+        ir.ExtensionIR,
+    ]
 
 
 def _type_name(hint: object) -> str:

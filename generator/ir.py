@@ -16,10 +16,12 @@ from mcptask_gen.load import LoadedSchema
 from mcptask_gen.overlay import Overlay
 from mcptask_gen.select import Selection
 
+_NO_DEFAULT: Any = object()
 
-def doc(text: str, default: Any = None) -> Any:
+
+def doc(text: str, default: Any = _NO_DEFAULT) -> Any:
     """A dataclass field documented with ``text`` (shown by ``--list-template-context``)."""
-    if default is None:
+    if default is _NO_DEFAULT:
         return field(metadata={"doc": text})
     return field(default=default, metadata={"doc": text})
 
@@ -67,6 +69,7 @@ class ErrorIR:
     message: str = doc("message template, with ``{field}`` placeholders")
     fields: tuple[str, ...] = doc("the placeholders of ``message``, in order")
     rule: str = doc("the spec rule it answers (``R-ERR-2``)")
+    data: dict[str, Any] | None = doc("its ``data`` when the raiser gives none", None)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,28 @@ class ToolTaskSupportIR:
     must: tuple[str, ...] = doc("values under which a call must be task-augmented (R-TOOL-4)")
     forbidden_error: str = doc("error class of an augmented call the tool forbids")
     required_error: str = doc("error class of a plain call the tool requires augmented")
+
+
+@dataclass(frozen=True)
+class ExtensionIR:
+    """What an extension face knows beyond the schema (overlay ``[extension]``, X-* rules)."""
+
+    id: str = doc("the extension identifier (X-ID-1)")
+    result_type_task: str = doc("``resultType`` of a create answer (X-RT-1)")
+    result_type_complete: str = doc("``resultType`` of every other answer (X-RT-2)")
+    client_meta_key: str = doc("the ``params._meta`` key of the client's capabilities (X-CAP-1)")
+    server_capability_path: tuple[str, ...] = doc("where server/discover lists it (X-CAP-2)")
+    capability_model: str = doc("model class of the extension's settings (X-CAP-3)")
+    gate_methods: tuple[str, ...] = doc("methods answering -32021 without the capability")
+    removed_methods: tuple[str, ...] = doc("methods answering -32601 on this face (X-COMPAT-4)")
+    routing_name_param: str = doc("the params member the ``Mcp-Name`` header carries (X-HTTP-1)")
+    routing_headers: tuple[str, str] = doc("(method header, name header) (X-HTTP-1, X-HTTP-2)")
+    missing_capability_error: str = doc("error class of a task-required call without it")
+    header_mismatch_error: str = doc("error class of a routing header mismatch (X-HTTP-4)")
+    tool_error: str = doc("status of a task whose tool result has ``isError`` (X-ERR-4)")
+    notification_channel: str = doc("the request whose stream carries task notifications")
+    notification_filter: str = doc("its member listing the task ids (X-NOTIF-2)")
+    notification_filter_model: str = doc("model class of that filter")
 
 
 @dataclass(frozen=True)
@@ -144,6 +169,12 @@ class IR:
     )
     ttl_nullable: bool = doc("the task's ``ttl`` admits ``null`` (unlimited retention)")
     task_support_default: str = doc("``taskSupport`` when a tool declares none (R-TOOL-2)")
+    face: str = doc("the subpackage of this schema's bindings (``v2025_11_25``)", "")
+    kind: str = doc('"core" (tasks in the protocol) or "extension"', "core")
+    extension: ExtensionIR | None = doc("the extension's facts (None for a core face)", None)
+    variants: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = doc(
+        "(union model, ((status, variant model), ...)) of each status-discriminated union", ()
+    )
 
 
 def python_name(method: str) -> str:
@@ -174,7 +205,7 @@ def _union_methods(loaded: LoadedSchema, union: str) -> tuple[str, ...]:
 
 def _ttl_nullable(sel: Selection) -> bool:
     props = sel.defs.get(sel.task_def, {}).get("properties", {})
-    ttl = props.get("ttl") if isinstance(props, dict) else None
+    ttl = (props.get("ttl") or props.get("ttlMs")) if isinstance(props, dict) else None
     if not isinstance(ttl, dict):
         return False
     types = ttl.get("type")
@@ -194,6 +225,7 @@ def _model_roles(
         "TaskMetadata": sel.task_metadata_def,
         "CreateTaskResult": sel.create_result_def,
     }
+    roles = {role: model for role, model in roles.items() if model}
     for role in overlay.roles:
         m = by_method.get(role.method)
         if m is None:
@@ -284,6 +316,7 @@ def _errors(overlay: Overlay) -> tuple[ErrorIR, ...]:
             message=e.message,
             fields=tuple(dict.fromkeys(re.findall(r"{(\w+)}", e.message))),
             rule=e.rule,
+            data=e.data,
         )
         for e in overlay.errors
     )
@@ -343,6 +376,7 @@ def _constants(
 def build_ir(
     loaded: LoadedSchema, sel: Selection, overlay: Overlay, package: str, version: str
 ) -> IR:
+    from mcptask_gen.extselect import variant_unions
     from mcptask_gen.select import TASK_PROPERTY
 
     methods, augmentable = _methods(sel)
@@ -383,4 +417,44 @@ def build_ir(
         server_request_methods=_union_methods(loaded, "ServerRequest"),
         ttl_nullable=_ttl_nullable(sel),
         task_support_default=support.default,
+        face=overlay.face,
+        kind=overlay.kind,
+        extension=_extension(overlay, sel),
+        variants=variant_unions(sel.defs),
+    )
+
+
+def _extension(overlay: Overlay, sel: Selection) -> ExtensionIR | None:
+    ext = overlay.extension
+    if ext is None:
+        return None
+    names = {e.name for e in overlay.errors}
+    for error in (ext.missing_capability_error, ext.header_mismatch_error):
+        if error not in names:
+            raise GeneratorError(
+                f"rules overlay for {overlay.face}: [extension] names error {error!r}, "
+                "which [[errors]] lacks"
+            )
+    if ext.tool_error not in sel.statuses:
+        raise GeneratorError(
+            f"rules overlay for {overlay.face}: [extension].tool_error {ext.tool_error!r} "
+            "is not a status of the schema"
+        )
+    return ExtensionIR(
+        id=ext.id,
+        result_type_task=ext.result_type_task,
+        result_type_complete=ext.result_type_complete,
+        client_meta_key=ext.client_meta_key,
+        server_capability_path=ext.server_capability_path,
+        capability_model=ext.capability_def,
+        gate_methods=ext.gate_methods,
+        removed_methods=ext.removed_methods,
+        routing_name_param=ext.routing_name_param,
+        routing_headers=ext.routing_headers,
+        missing_capability_error=ext.missing_capability_error,
+        header_mismatch_error=ext.header_mismatch_error,
+        tool_error=ext.tool_error,
+        notification_channel=ext.notification_channel,
+        notification_filter=ext.notification_filter,
+        notification_filter_model=ext.notification_filter_def,
     )

@@ -28,6 +28,9 @@ class LoadedSchema:
     defs: dict[str, Any]
     defs_key: str  # "$defs" or "definitions"
     revision: str
+    #: the rules overlay's name (``2025-11-25``, ``2026-07-28-tasks``): one revision may have
+    #: several schemas (the core protocol's and an extension's)
+    overlay: str = ""
 
 
 def rules_dir() -> Any:
@@ -118,7 +121,7 @@ def parse_json(path: Path, raw: bytes) -> Any:
         raise GeneratorError(f"invalid JSON in {path}: nested too deeply") from None
 
 
-def infer_revision(document: dict[str, Any], defs: dict[str, Any], sha: str) -> str | None:
+def _spec_links(document: dict[str, Any]) -> Counter[str]:
     links: Counter[str] = Counter()
 
     def walk(node: Any, depth: int = 0) -> None:
@@ -135,18 +138,38 @@ def infer_revision(document: dict[str, Any], defs: dict[str, Any], sha: str) -> 
                 walk(value, depth + 1)
 
     walk(document)
-    dated = [(n, rev) for rev, n in links.items() if rev != "draft"]
-    if dated:
-        return max(dated)[1]
-    revisions = known_revisions()
-    for rev in revisions:
-        if sha in rev.get("sha256", []):
-            return str(rev["id"])
-    for rev in revisions:
-        markers = rev.get("markers", [])
-        if markers and all(m in defs for m in markers):
-            return str(rev["id"])
-    return None
+    return links
+
+
+def _entry_key(entry: dict[str, Any]) -> tuple[str, str]:
+    """(revision, overlay name) of a ``revisions.toml`` entry."""
+    rev = str(entry["id"])
+    return rev, str(entry.get("overlay", rev))
+
+
+def _matches(entry: dict[str, Any], defs: dict[str, Any], sha: str) -> bool:
+    markers = entry.get("markers", [])
+    return sha in entry.get("sha256", []) or bool(markers and all(m in defs for m in markers))
+
+
+def recognise(
+    document: dict[str, Any], defs: dict[str, Any], sha: str, revision: str | None = None
+) -> tuple[str, str] | None:
+    """(revision, overlay name) of a schema: ``revision`` (a revision or an overlay name) when
+    given, else the revision its documentation links name, else the sha256 or markers of a
+    known file. Of several schemas of one revision, the one whose sha256 or markers match."""
+    entries = known_revisions()
+    if revision is None:
+        dated = [(n, rev) for rev, n in _spec_links(document).items() if rev != "draft"]
+        revision = max(dated)[1] if dated else None
+    if revision is None:
+        hit = next((e for e in entries if sha in e.get("sha256", [])), None)
+        hit = hit or next((e for e in entries if _matches(e, defs, "")), None)
+        return _entry_key(hit) if hit else None
+    same = [e for e in entries if revision in _entry_key(e)]
+    best = next((e for e in same if _matches(e, defs, sha)), None)
+    best = best or next((e for e in same if "overlay" not in e), None)
+    return _entry_key(best) if best else (revision, revision)
 
 
 def load(path: Path, revision: str | None) -> LoadedSchema:
@@ -170,12 +193,13 @@ def load(path: Path, revision: str | None) -> LoadedSchema:
     bad = sorted(k for k, v in defs.items() if not isinstance(v, (dict, bool)))
     if bad:
         raise GeneratorError(f"not a JSON Schema: definition {bad[0]!r} in {path} is not an object")
-    rev = revision or infer_revision(document, defs, sha)
+    found = recognise(document, defs, sha, revision)
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     canonical_sha = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-    if rev is None:
+    if found is None:
         raise GeneratorError(
             f"cannot infer the protocol revision of {path}; pass --revision "
             f"(one of: {', '.join(overlay_revisions())})"
         )
-    return LoadedSchema(path, canonical_sha, sha, document, defs, defs_key, rev)
+    rev, overlay = found
+    return LoadedSchema(path, canonical_sha, sha, document, defs, defs_key, rev, overlay)

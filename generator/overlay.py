@@ -36,6 +36,8 @@ class ErrorRule:
     code: int
     message: str
     rule: str
+    #: the ``data`` the error carries when the raiser gives none (a JSON object), or None
+    data: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,28 @@ class RoleRule:
 
 
 @dataclass(frozen=True)
+class ExtensionRule:
+    """What an extension's schema cannot say (``[extension]``), each entry citing its rule."""
+
+    id: str  # X-ID-1
+    result_type_task: str  # X-RT-1: the ``resultType`` of a create answer
+    result_type_complete: str  # X-RT-2: of every other answer
+    client_meta_key: str  # X-CAP-1: params._meta[key].extensions[id]
+    server_capability_path: tuple[str, ...]  # X-CAP-2: in the server/discover result
+    capability_def: str  # X-CAP-3: the schema's type of the extension's settings
+    gate_methods: tuple[str, ...]  # X-CAP-10, A-11: -32021 before the taskId lookup
+    removed_methods: tuple[str, ...]  # X-COMPAT-4: -32601 on this face
+    routing_name_param: str  # X-HTTP-1: the params member Mcp-Name carries
+    routing_headers: tuple[str, str]  # X-HTTP-1, X-HTTP-2: (method header, name header)
+    missing_capability_error: str  # X-CAP-8: error of a task-required call without it
+    header_mismatch_error: str  # X-HTTP-4
+    tool_error: str  # X-ERR-4, X-GET-9: the status of a tool result with isError
+    notification_channel: str  # X-NOTIF-1: the request whose stream carries notifications
+    notification_filter: str  # X-NOTIF-2: its params member listing task ids
+    notification_filter_def: str  # the schema's type of that filter
+
+
+@dataclass(frozen=True)
 class Overlay:
     revision: str
     lifecycle: Lifecycle
@@ -74,6 +98,13 @@ class Overlay:
     meta: tuple[MetaRule, ...]
     tool_task_support: ToolTaskSupportRule
     roles: tuple[RoleRule, ...]
+    #: the subpackage this overlay's schema is generated into (``v2025_11_25``, ``tasks_ext``)
+    face: str = ""
+    #: ``core`` (tasks in the protocol) or ``extension`` (tasks as an extension)
+    kind: str = "core"
+    #: run the reshape pre-pass (``mcptask_gen.reshape``) before selecting
+    reshape: bool = False
+    extension: ExtensionRule | None = None
 
 
 class _Reader:
@@ -118,6 +149,12 @@ class _Reader:
             self.fail(f"{self.where}.{key} must be an array of strings, not {value!r}")
         return tuple(value)
 
+    def flag(self, key: str) -> bool:
+        value = self.table.get(key, False)
+        if not isinstance(value, bool):
+            self.fail(f"{self.where}.{key} must be true or false, not {value!r}")
+        return bool(value)
+
     def tables(self, key: str) -> list[Any]:
         value: list[Any] = self._get(key, list, "an array of tables", [])
         return value
@@ -143,7 +180,11 @@ def _lifecycle(source: str, table: Any) -> Lifecycle:
 
 
 def _error(source: str, i: int, table: Any) -> ErrorRule:
-    r = _Reader(source, f"[[errors]] #{i + 1}", table, ("name", "base", "code", "message", "rule"))
+    known = ("name", "base", "code", "message", "rule", "data")
+    r = _Reader(source, f"[[errors]] #{i + 1}", table, known)
+    data = r.table.get("data")
+    if data is not None and not isinstance(data, dict):
+        r.fail(f"[[errors]] #{i + 1}.data must be a table, not {data!r}")
     name = r.text("name")
     if not name.isidentifier():
         r.fail(f"[[errors]] #{i + 1}.name must be a Python class name, not {name!r}")
@@ -158,6 +199,7 @@ def _error(source: str, i: int, table: Any) -> ErrorRule:
         code=r.integer("code"),
         message=message,
         rule=r.text("rule", ""),
+        data=data,
     )
 
 
@@ -181,7 +223,7 @@ def _tool_task_support(source: str, table: Any) -> ToolTaskSupportRule:
     r = _Reader(source, "[tool_task_support]", table, known)
     return ToolTaskSupportRule(
         method=r.text("method"),
-        path=r.texts("path"),
+        path=r.texts("path", []),
         default=r.text("default"),
         may=r.texts("may"),
         must=r.texts("must"),
@@ -199,14 +241,67 @@ def _roles(source: str, table: Any) -> tuple[RoleRule, ...]:
     return tuple(out)
 
 
+_EXTENSION_KEYS = (
+    "id",
+    "result_type_task",
+    "result_type_complete",
+    "client_meta_key",
+    "server_capability_path",
+    "capability_def",
+    "gate_methods",
+    "removed_methods",
+    "routing_name_param",
+    "routing_headers",
+    "missing_capability_error",
+    "header_mismatch_error",
+    "tool_error",
+    "notification_channel",
+    "notification_filter",
+    "notification_filter_def",
+)
+
+
+def _extension(source: str, table: Any) -> ExtensionRule | None:
+    if table is None:
+        return None
+    r = _Reader(source, "[extension]", table, _EXTENSION_KEYS)
+    headers = r.texts("routing_headers")
+    if len(headers) != 2:
+        r.fail(f"[extension].routing_headers must name two headers, not {list(headers)!r}")
+    lists = ("server_capability_path", "gate_methods", "removed_methods")
+    values: dict[str, Any] = {
+        k: r.texts(k) if k in lists else r.text(k)
+        for k in _EXTENSION_KEYS
+        if k != "routing_headers"
+    }
+    return ExtensionRule(**values, routing_headers=(headers[0], headers[1]))
+
+
 def parse_overlay(source: str, text: str) -> Overlay:
     """The overlay in ``text`` (named ``source`` in errors)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise GeneratorError(f"rules overlay {source}: invalid TOML: {exc}") from None
-    known = ("revision", "lifecycle", "errors", "meta", "tool_task_support", "roles")
+    known = (
+        "revision",
+        "face",
+        "kind",
+        "reshape",
+        "lifecycle",
+        "errors",
+        "meta",
+        "tool_task_support",
+        "roles",
+        "extension",
+    )
     top = _Reader(source, "the top level", data, known)
+    face = top.text("face")
+    if not face.isidentifier() or not face.isascii():
+        top.fail(f"face must be a Python identifier (the subpackage's name), not {face!r}")
+    kind = top.text("kind", "core")
+    if kind not in ("core", "extension") or (kind == "extension") != ("extension" in data):
+        top.fail(f"kind {kind!r} must be 'core', or 'extension' with an [extension] table")
     errors = tuple(_error(source, i, t) for i, t in enumerate(top.tables("errors")))
     names = [e.name for e in errors]
     for e in errors:
@@ -221,4 +316,8 @@ def parse_overlay(source: str, text: str) -> Overlay:
         meta=tuple(_meta(source, i, t) for i, t in enumerate(top.tables("meta"))),
         tool_task_support=_tool_task_support(source, data.get("tool_task_support")),
         roles=_roles(source, data.get("roles", {})),
+        face=face,
+        kind=kind,
+        reshape=top.flag("reshape"),
+        extension=_extension(source, data.get("extension")),
     )

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import keyword
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mcptask_gen import __version__, background, cache
 from mcptask_gen import models as models_stage
 from mcptask_gen.background import Background
 from mcptask_gen.errors import GeneratorError
+from mcptask_gen.extselect import select_extension
 from mcptask_gen.fmt import format_sources
 from mcptask_gen.ir import IR, build_ir
 from mcptask_gen.load import load, load_overlay, overlay_revisions
 from mcptask_gen.render import Renderer, header
+from mcptask_gen.reshape import reshape
 from mcptask_gen.select import Selection, select
 from mcptask_gen.write import MANIFEST_NAME, check, manifest_text, plan, publish
 
@@ -25,6 +27,12 @@ class Options:
     package_name: str | None = None
     revision: str | None = None
     templates: Path | None = None
+    #: further schemas: each becomes one more face of the package
+    more: tuple[Path, ...] = ()
+
+    @property
+    def schemas(self) -> tuple[Path, ...]:
+        return (self.schema, *self.more)
 
 
 _VALID_NAME = (
@@ -57,41 +65,74 @@ def package_name_for(options: Options) -> str:
 
 
 def analyse(schema: Path, revision: str | None, package: str) -> tuple[IR, Selection]:
-    """load -> select -> IR: what the templates see, and the selected definitions."""
+    """load -> (reshape) -> select -> IR: what the templates see, and the selected definitions."""
     loaded = load(schema, revision)
-    if loaded.revision not in overlay_revisions():
+    if loaded.overlay not in overlay_revisions():
         select(loaded)  # a schema without tasks says so first, naming where tasks went
-    overlay = load_overlay(loaded.revision, given=revision is not None, path=loaded.path)
-    selection = select(loaded, tuple(m.definition for m in overlay.meta if m.definition))
+    overlay = load_overlay(loaded.overlay, given=revision is not None, path=loaded.path)
+    if overlay.reshape:
+        loaded = replace(loaded, defs=reshape(loaded.defs), defs_key="$defs")
+    if overlay.kind == "extension":
+        selection = select_extension(loaded, overlay)
+    else:
+        selection = select(loaded, tuple(m.definition for m in overlay.meta if m.definition))
     return build_ir(loaded, selection, overlay, package, __version__), selection
 
 
-def build(options: Options) -> tuple[IR, dict[str, str]]:
+def analyse_all(options: Options) -> list[tuple[IR, Selection]]:
+    """Every schema's face, ordered by revision (argument order never matters)."""
+    package = package_name_for(options)
+    if options.revision is not None and options.more:
+        raise GeneratorError("--revision names the revision of one schema; give one SCHEMA")
+    faces = [analyse(s, options.revision, package) for s in options.schemas]
+    faces.sort(key=lambda f: (f[0].revision, f[0].kind, f[0].face))
+    names = [f[0].face for f in faces]
+    for name in names:
+        if names.count(name) > 1:
+            raise GeneratorError(
+                f"two schemas make the same face {name!r}: give each revision's schema once"
+            )
+    return faces
+
+
+def _label(ir: IR) -> str:
+    return f"{ir.revision} tasks extension" if ir.extension else ir.revision
+
+
+def build(options: Options) -> tuple[list[IR], dict[str, str]]:
     """Everything up to the bytes of every output file; writes nothing."""
-    ir, selection = analyse(options.schema, options.revision, package_name_for(options))
-    renderer = Renderer(ir, options.templates)
-    defs = selection.defs
-    models = models_stage.cached(defs, ir.revision) if renderer.models_template else ""
-    # On a cache miss datamodel-code-generator (mostly its own import) runs in a forked child
-    # (started by the launcher, else now) while this process renders and formats the
-    # templates: the two chains of a cold run.
+    faces = analyse_all(options)
+    renderer = Renderer([ir for ir, _ in faces], options.templates)
+    wanted = [(ir, sel.defs) for ir, sel in faces if any(f is ir for f, _ in renderer.models_templates)]
+    codes: dict[str, str | None] = {
+        ir.face: models_stage.cached(defs, _label(ir)) for ir, defs in wanted
+    }
+    # On a cache miss datamodel-code-generator (mostly its own import) runs in forked
+    # children, one per face (the first started by the launcher, else now), while this
+    # process renders and formats the templates: the chains of a cold run.
+    misses = [(ir, defs) for ir, defs in wanted if codes[ir.face] is None]
     early = background.take()
-    if models is None and early is not None:
-        job = early
-    else:
-        if early is not None:
-            early.close()
-        job = Background(models_stage.job, fork=None if models is None else False)
-    with job:
-        if models is None:
-            job.send((defs, ir.revision, cache.enabled()))
+    jobs: list[Background[str]] = []
+    if early is not None and not misses:
+        early.close()
+        early = None
+    try:
+        for ir, defs in misses:
+            job = early if early is not None else Background(models_stage.job)
+            early = None
+            jobs.append(job)
+            job.send((defs, _label(ir), cache.enabled()))
         rendered = renderer.render_templates()
         files = format_sources(rendered.files, rendered.preformatted)
-        if renderer.models_template:
-            code = job.result() if models is None else models
-            files |= format_sources(renderer.render_models(code))
-    files[MANIFEST_NAME] = manifest_text(files, header(ir).splitlines()[0].lstrip("# "))
-    return ir, files
+        for (ir, _), job in zip(misses, jobs, strict=True):
+            codes[ir.face] = job.result()
+        for ir, _ in wanted:
+            files |= format_sources(renderer.render_models(ir, codes[ir.face] or ""))
+    finally:
+        for job in jobs:
+            job.close()
+    files[MANIFEST_NAME] = manifest_text(files, header(renderer.faces).splitlines()[0].lstrip("# "))
+    return renderer.faces, files
 
 
 def generate(options: Options) -> list[str]:

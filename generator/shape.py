@@ -31,6 +31,8 @@ def pyrepr(value: object) -> str:
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     if isinstance(value, list):
         return "[" + ", ".join(pyrepr(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{pyrepr(k)}: {pyrepr(v)}" for k, v in value.items()) + "}"
     return repr(value)
 
 

@@ -24,8 +24,11 @@ class MethodSpec:
     method: str
     kind: Literal["request", "notification"]
     request: type[BaseModel]
-    params: type[BaseModel] | None
-    result: type[BaseModel] | None
+    #: the params model (None: the method has none), or an annotated union of variants
+    params: Any
+    #: the result model, or (a union of status variants) an annotated union: validate it
+    #: with a ``UnionParser``
+    result: Any
     sent_by: frozenset[Side]
     handler: str
 

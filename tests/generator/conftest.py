@@ -19,6 +19,10 @@ SCHEMA = SHARED / "mcp-schema" / "2025-11-25" / "schema.json"
 SCHEMA_0618 = SHARED / "mcp-schema" / "2025-06-18" / "schema.json"
 SCHEMA_0728 = SHARED / "mcp-schema" / "2026-07-28" / "schema.json"
 SCHEMA_ORIGINAL = SHARED / "mcp-schema" / "2025-11-25-original" / "schema.json"
+#: The tasks extension io.modelcontextprotocol/tasks of 2026-07-28 (its own schema).
+SCHEMA_EXT = SHARED / "mcp-schema" / "ext-tasks-draft" / "schema.json"
+#: The schemas ``generated/mcp_tasks`` is generated from: one face each.
+PINNED = (SCHEMA, SCHEMA_EXT)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -45,9 +49,9 @@ def schema_doc() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def generated_pkg(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One fresh generation of the pinned schema, shared by read-only tests."""
+    """One fresh generation of the pinned schemas, shared by read-only tests."""
     out = tmp_path_factory.mktemp("gen") / "mcp_tasks_fresh"
-    result = run_cli(SCHEMA, "-o", out)
+    result = run_cli(*PINNED, "-o", out)
     assert result.exit_code == 0, result.output
     return out
 
@@ -63,17 +67,14 @@ def import_package() -> Iterator[Callable[[Path], Any]]:
         sys.path.insert(0, str(pkg_dir.parent))
         try:
             module = importlib.import_module(pkg_dir.name)
-            for sub in (
-                "models",
-                "methods",
-                "capabilities",
-                "handlers",
-                "lifecycle",
-                "errors",
-                "meta",
-                "store",
-            ):
-                importlib.import_module(f"{pkg_dir.name}.{sub}")
+            modules = ("models", "methods", "capabilities", "handlers", "lifecycle", "errors")
+            faces = sorted(p.parent.name for p in pkg_dir.glob("*/__init__.py"))
+            for sub in (*modules, "meta", "store", "protocol", *faces):
+                if (pkg_dir / f"{sub}.py").is_file() or sub in faces:
+                    importlib.import_module(f"{pkg_dir.name}.{sub}")
+            for face in faces:
+                for path in sorted((pkg_dir / face).glob("*.py")):
+                    importlib.import_module(f"{pkg_dir.name}.{face}.{path.stem}")
         finally:
             sys.path.remove(str(pkg_dir.parent))
         loaded.append(pkg_dir.name)
@@ -86,6 +87,7 @@ def import_package() -> Iterator[Callable[[Path], Any]]:
 
 
 def write_schema(path: Path, doc: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2))
     return path
 

@@ -2,8 +2,8 @@
 
     .venv/bin/python tests/generator/regen.py
 
-- ``generated/mcp_tasks``: the package for the pinned schema (the golden record of the
-  whole output);
+- ``generated/mcp_tasks``: the package for both pinned schemas, 2025-11-25 and the tasks
+  extension (the golden record of the whole output);
 - ``tests/generator/snapshots/ir-<schema>.json``: the IR of each pinned schema.
 
 Review the diff, then commit it with the change that caused it.
@@ -25,7 +25,10 @@ GENERATED = REPO / "generated" / "mcp_tasks"
 PINNED = {
     "2025-11-25": SHARED / "2025-11-25" / "schema.json",
     "2025-11-25-original": SHARED / "2025-11-25-original" / "schema.json",
+    "ext-tasks-draft": SHARED / "ext-tasks-draft" / "schema.json",
 }
+#: The schemas of ``generated/mcp_tasks``: one face each.
+GENERATED_FROM = (PINNED["2025-11-25"], PINNED["ext-tasks-draft"])
 
 
 def ir_snapshot(schema: Path) -> str:
@@ -50,7 +53,7 @@ def main() -> int:
         snapshot_path(name).write_text(ir_snapshot(schema), encoding="utf-8")
         print(f"wrote {snapshot_path(name).relative_to(REPO)}")
     try:
-        cli([str(PINNED["2025-11-25"]), "-o", str(GENERATED)], standalone_mode=False)
+        cli([*map(str, GENERATED_FROM), "-o", str(GENERATED)], standalone_mode=False)
     except SystemExit as exc:
         return int(exc.code or 0)
     return 0

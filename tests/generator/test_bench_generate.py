@@ -17,8 +17,9 @@ def test_bench_generate_quick() -> None:
         timeout=300,
     ).stdout
     for row in (
-        "full generation, cold",
-        "--check, warm cache",
+        "both schemas, cold",
+        "both schemas --check, warm cache",
+        "2025-11-25 only, cold",
         "plain datamodel-codegen",
         "import pydantic",
     ):

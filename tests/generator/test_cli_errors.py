@@ -80,7 +80,8 @@ def test_not_a_json_schema(tmp_path: Path, doc: object, needle: str) -> None:
     ("schema", "needles"),
     [
         (SCHEMA_0618, ("tasks arrived in protocol revision 2025-11-25",)),
-        (SCHEMA_0728, ("io.modelcontextprotocol/tasks", "extension")),
+        # the core 2026-07-28 schema: tasks moved to the extension, which has its own schema
+        (SCHEMA_0728, ("io.modelcontextprotocol/tasks", "extension", "ext-tasks-draft/schema.json")),
     ],
     ids=["2025-06-18", "2026-07-28"],
 )

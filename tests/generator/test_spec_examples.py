@@ -1,5 +1,6 @@
 """Every JSON example of both seed files parses into the generated models and
-serializes back to the identical JSON (fixtures extracted from ../shared/seeds/)."""
+serializes back to the identical JSON (fixtures extracted from ../shared/seeds/); so does
+every valid message example of the tasks extension's spec (spec/tasks-extension.md §23)."""
 
 from __future__ import annotations
 
@@ -96,3 +97,71 @@ def test_ttl_null_survives_a_round_trip(pkg: Any) -> None:
     for model in (pkg.models.Task, pkg.models.GetTaskResult, pkg.models.CancelTaskResult):
         _same(model.model_validate(task), task)
     _same(pkg.models.CreateTaskResult.model_validate({"task": task}), {"task": task})
+
+
+# The tasks extension io.modelcontextprotocol/tasks (spec/tasks-extension.md §23): every JSON
+# example that is a valid message (fixtures extracted by heading ``#### EX-nn``). Left out,
+# by design: fragments (EX-01, 02, 27-31), EX-04/EX-08 (core tools/call requests without the
+# per-request envelope, A-14) and EX-26 (the stale -32003 code, A-13).
+EXT_FIXTURES = REPO / "tests" / "fixtures" / "spec_examples_ext"
+EXT_INDEX = json.loads((EXT_FIXTURES / "index.json").read_text())
+EXT_SCHEMA = REPO.parent / "shared" / "mcp-schema" / "ext-tasks-draft" / "schema.json"
+
+
+@pytest.fixture(scope="module")
+def ext() -> Any:
+    import mcp_tasks.tasks_ext.methods
+    import mcp_tasks.tasks_ext.models
+
+    return mcp_tasks.tasks_ext
+
+
+def test_every_valid_extension_example_is_covered() -> None:
+    assert len(EXT_INDEX) == 21
+    examples = {e["example"] for e in EXT_INDEX}
+    assert {"EX-05", "EX-07", "EX-13", "EX-16", "EX-17", "EX-21", "EX-24", "EX-25"} <= examples
+
+
+def _schema_valid(definition: str, value: Any) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    defs = json.loads(EXT_SCHEMA.read_text())["$defs"]
+    validator = jsonschema.Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": defs})
+    assert not list(validator.iter_errors(value))
+
+
+@pytest.mark.parametrize("entry", EXT_INDEX, ids=[e["file"] for e in EXT_INDEX])
+def test_extension_example_round_trips(entry: dict[str, Any], ext: Any) -> None:
+    data = json.loads((EXT_FIXTURES / entry["file"]).read_text())
+    kind, model, method = entry["kind"], entry["model"], entry["method"]
+    if kind == "request":
+        _schema_valid(model, data)
+        parsed = ext.methods.parse_request(data)
+        assert type(parsed).__name__ == model
+        _same(parsed, data)
+    elif kind == "notification":
+        _schema_valid(model, data)
+        parsed = ext.methods.parse_notifications_tasks(data)
+        _same(parsed, data)  # the params: the variant of its status (X-NOTIF-3)
+        variant = ext.methods.VARIANTS["TaskStatusNotificationParams"][data["params"]["status"]]
+        assert type(parsed.params) is variant
+    elif kind == "response" and method == "tools/call":
+        # X-RT-1: a created task's answer is flat, resultType "task" (EX-24 and EX-25 carry
+        # result/error too, A-1: open members kept as they are, never emitted: X-CREATE-6)
+        _schema_valid(model, data["result"])
+        parsed = ext.methods.parse_create_task_result(data["result"])
+        _same(parsed, data["result"])
+    elif kind == "response":
+        _schema_valid(model, data["result"])
+        parsed = ext.methods.RESULTS[method](data["result"])
+        if "status" in data["result"]:  # X-GET-1..3: the variant of the status
+            union = ext.methods.VARIANTS[model]
+            assert type(parsed) is union[data["result"]["status"]]
+        _same(parsed, data["result"])
+    elif kind == "error":
+        import mcp_tasks.errors as errors
+
+        error = getattr(errors, model)()
+        assert error.to_error() == data["error"]  # X-CAP-8 (data), X-GET-8, X-TTL-5
+        assert type(errors.error_from_payload(data["error"])) is type(error)
+    else:  # pragma: no cover - a new fixture kind must be handled above
+        pytest.fail(f"unhandled example kind {kind}")

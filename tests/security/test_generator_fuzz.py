@@ -32,6 +32,11 @@ BASE: dict[str, Any] = json.loads(SCHEMA.read_text())
 TASK_DEFS = sorted(k for k in BASE["$defs"] if "Task" in k)
 RENDERED = ["models", "methods", "capabilities", "lifecycle", "errors", "meta", "store", "handlers"]
 SUCCESSES: list[Path] = []
+#: The tasks extension's schema (2026-07-28, io.modelcontextprotocol/tasks): its own face.
+EXT_SCHEMA = REPO.parent / "shared" / "mcp-schema" / "ext-tasks-draft" / "schema.json"
+EXT_BASE: dict[str, Any] = json.loads(EXT_SCHEMA.read_text())
+EXT_TASK_DEFS = sorted(k for k in EXT_BASE["$defs"] if "Task" in k)
+EXT_RENDERED = ["protocol", "lifecycle", "errors", "tasks_ext.models", "tasks_ext.methods"]
 
 
 def run_gen(schema: Path, out: Path) -> tuple[int, str]:
@@ -39,11 +44,11 @@ def run_gen(schema: Path, out: Path) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def import_generated(pkg: Path) -> None:
+def import_generated(pkg: Path, modules: list[str] = RENDERED) -> None:
     """Import every rendered module of a generated package (in a subprocess: clean state)."""
     code = "import importlib, sys; [importlib.import_module(f'{sys.argv[1]}.{m}') for m in sys.argv[2:]]"
     proc = subprocess.run(
-        [sys.executable, "-c", code, pkg.name, *RENDERED],
+        [sys.executable, "-c", code, pkg.name, *modules],
         cwd=pkg.parent,
         capture_output=True,
         text=True,
@@ -52,7 +57,7 @@ def import_generated(pkg: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-def check_outcome(schema: Path, out: Path) -> int:
+def check_outcome(schema: Path, out: Path, modules: list[str] = RENDERED) -> int:
     code, output = run_gen(schema, out)
     lines = [line for line in output.splitlines() if line.strip()]
     if code == 2:
@@ -63,7 +68,7 @@ def check_outcome(schema: Path, out: Path) -> int:
     else:
         assert code == 0, (code, output[-2000:])
         assert lines[-1].startswith("wrote "), output
-        import_generated(out)
+        import_generated(out, modules)
         SUCCESSES.append(out)
     return code
 
@@ -277,3 +282,138 @@ def test_wrong_types_message_has_no_urls_G2(name: str, tmp_path: Path) -> None:
     code, output = run_gen(_write(tmp_path, name, doc), tmp_path / "out" / "pkg_types")
     assert code == 2 and "#/$defs/Task" in output  # the definition is named
     assert "http" not in output and len(output.strip().splitlines()) == 1, output
+
+
+def _ext_mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
+    """Mutations of the extension's schema, aimed at what its reshape pre-pass and its
+    selection by structure rely on (inlined copies, the status union, the envelope)."""
+
+    def drop_task(d: dict[str, Any]) -> Any:
+        del d["$defs"]["Task"]
+        return d
+
+    def drop_envelope(d: dict[str, Any]) -> Any:
+        del d["$defs"]["JSONRPCRequest"]
+        return d
+
+    def broken_status_ref(d: dict[str, Any]) -> Any:
+        d["$defs"]["Task"]["properties"]["status"] = {"$ref": "#/$defs/DoesNotExist"}
+        return d
+
+    def wrong_result_type(d: dict[str, Any]) -> Any:  # X-RT-1: the overlay's cross-check
+        d["$defs"]["CreateTaskResult"]["allOf"][2]["properties"]["resultType"]["const"] = "job"
+        return d
+
+    def no_extension_id(d: dict[str, Any]) -> Any:  # X-ID-1: the overlay's cross-check
+        d["description"] = "some other extension"
+        return d
+
+    def duplicate_status_const(d: dict[str, Any]) -> Any:
+        d["$defs"]["FailedTask"]["properties"]["status"]["const"] = "completed"
+        return d
+
+    def variants_empty(d: dict[str, Any]) -> Any:
+        d["$defs"]["DetailedTask"]["anyOf"] = []
+        return d
+
+    def status_union_not_list(d: dict[str, Any]) -> Any:
+        d["$defs"]["GetTaskResult"]["allOf"][1] = {"anyOf": "working"}
+        return d
+
+    def params_not_object(d: dict[str, Any]) -> Any:
+        d["$defs"]["GetTaskRequest"]["allOf"][1]["properties"]["params"] = 5
+        return d
+
+    def method_not_string(d: dict[str, Any]) -> Any:
+        d["$defs"]["UpdateTaskRequest"]["allOf"][1]["properties"]["method"]["const"] = 7
+        return d
+
+    def drop_filter(d: dict[str, Any]) -> Any:  # X-NOTIF-2: the overlay names it
+        del d["$defs"]["TaskSubscriptionNotifications"]
+        return d
+
+    def properties_list(d: dict[str, Any]) -> Any:
+        d["$defs"]["WorkingTask"]["properties"] = []
+        return d
+
+    def defs_list(d: dict[str, Any]) -> Any:
+        d["$defs"] = list(d["$defs"].values())
+        return d
+
+    def docstring_injection(d: dict[str, Any]) -> Any:
+        evil = 'x""" + __import__("os").system("touch /tmp/pwned") + """\\\\ \'\'\' \u202e'
+        d["$defs"]["WorkingTask"]["description"] = evil
+        d["$defs"]["Task"]["properties"]["taskId"]["description"] = evil
+        return d
+
+    def deep_nesting(d: dict[str, Any]) -> Any:
+        text = json.dumps(d)
+        return text.replace(
+            '"$defs": {', '"$defs": {"Deep": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1
+        )
+
+    def renamed_all(d: dict[str, Any]) -> Any:
+        for name in EXT_TASK_DEFS:
+            _rename(d, name, name.replace("Task", "Job"))
+        return d
+
+    return {name: fn for name, fn in locals().items() if callable(fn) and not name.startswith("_")}
+
+
+EXT_MUTATIONS = _ext_mutations()
+
+
+@pytest.mark.parametrize("name", sorted(EXT_MUTATIONS))
+def test_mutated_extension_schema(
+    name: str, tmp_path: Path, fuzz_counter: Callable[[str, int], None]
+) -> None:
+    doc = EXT_MUTATIONS[name](copy.deepcopy(EXT_BASE))
+    schema = _write(tmp_path, name, doc)
+    check_outcome(schema, tmp_path / "out" / "pkg_fuzz", EXT_RENDERED)
+    fuzz_counter("generator", 1)
+    assert not Path("/tmp/pwned").exists()
+
+
+@st.composite
+def random_ext_mutation(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    doc = copy.deepcopy(EXT_BASE)
+    target = draw(st.sampled_from(EXT_TASK_DEFS))
+    paths = [p for p in _paths(doc["$defs"][target]) if p]
+    ops = []
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(paths))
+        try:
+            parent: Any = doc["$defs"][target]
+            for p in path[:-1]:
+                parent = parent[p]
+            parent[path[-1]] = draw(
+                st.sampled_from([None, 0, "x", [], {}, True, {"$ref": "#/$defs/Nope"}])
+            )
+        except (KeyError, IndexError, TypeError):
+            continue
+        ops.append(f"replace {target}{list(path)}")
+    return "; ".join(ops), doc
+
+
+def test_random_extension_schema_mutations(
+    tmp_path_factory: pytest.TempPathFactory, fuzz_counter: Callable[[str, int], None]
+) -> None:
+    outcomes: dict[int, int] = {}
+
+    @settings(
+        max_examples=6,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.generate],
+    )
+    @given(random_ext_mutation())
+    def run(case: tuple[str, dict[str, Any]]) -> None:
+        tmp = tmp_path_factory.mktemp("extfuzz")
+        schema = _write(tmp, "mutated", case[1])
+        code = check_outcome(schema, tmp / "out" / "pkg_rand", EXT_RENDERED)
+        outcomes[code] = outcomes.get(code, 0) + 1
+        fuzz_counter("generator", 1)
+
+    run()
+    assert outcomes

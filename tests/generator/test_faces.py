@@ -1,0 +1,233 @@
+"""One package, one face subpackage per schema: 2025-11-25 (tasks in the core protocol) and
+the 2026-07-28 tasks extension ``io.modelcontextprotocol/tasks`` (its own schema)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import PINNED, REPO, SCHEMA, SCHEMA_EXT, run_cli, tree
+
+VENV_BIN = Path(sys.executable).parent
+
+
+def test_both_pinned_schemas_are_recognised() -> None:
+    """X-ID-4: the extension's schema is revision 2026-07-28 with an overlay of its own."""
+    from mcptask_gen.load import load
+
+    core, ext = load(SCHEMA, None), load(SCHEMA_EXT, None)
+    assert (core.revision, core.overlay) == ("2025-11-25", "2025-11-25")
+    assert (ext.revision, ext.overlay) == ("2026-07-28", "2026-07-28-tasks")
+    # by its markers too, when the file's bytes differ from the pinned one
+    doc = json.loads(SCHEMA_EXT.read_text())
+    again = load_doc(doc)
+    assert (again.revision, again.overlay) == ("2026-07-28", "2026-07-28-tasks")
+
+
+def load_doc(doc: dict[str, Any]) -> Any:
+    from mcptask_gen.load import recognise
+
+    found = recognise(doc, doc["$defs"], "not-the-pinned-sha")
+    assert found is not None
+
+    @dataclasses.dataclass
+    class Found:
+        revision: str
+        overlay: str
+
+    return Found(*found)
+
+
+@pytest.fixture(scope="module")
+def ext_ir() -> Any:
+    from mcptask_gen.pipeline import analyse
+
+    ir, _ = analyse(SCHEMA_EXT, None, "mcp_tasks")
+    return ir
+
+
+def test_extension_ir_finds_the_task_types_by_structure(ext_ir: Any) -> None:
+    assert ext_ir.face == "tasks_ext" and ext_ir.kind == "extension"
+    assert ext_ir.extension.id == "io.modelcontextprotocol/tasks"  # X-ID-1
+    assert ext_ir.extension.result_type_task == "task"  # X-RT-1
+    assert [m.method for m in ext_ir.methods] == [
+        "notifications/tasks",
+        "tasks/cancel",
+        "tasks/get",
+        "tasks/update",
+    ]
+    assert (ext_ir.task_model, ext_ir.status_model) == ("Task", "TaskStatus")
+    assert ext_ir.create_result_model == "CreateTaskResult"
+    assert ext_ir.ttl_nullable  # ttlMs admits null
+    unions = dict(ext_ir.variants)
+    assert dict(unions["DetailedTask"]) == {
+        "working": "WorkingTask",
+        "input_required": "InputRequiredTask",
+        "completed": "CompletedTask",
+        "failed": "FailedTask",
+        "cancelled": "CancelledTask",
+    }
+    assert dict(unions["GetTaskResult"])["input_required"] == "GetTaskResultInputRequired"
+    params = {m.method: m.params_model for m in ext_ir.methods}
+    assert params["tasks/get"] == "GetTaskRequestParams"
+
+
+@pytest.fixture(scope="module")
+def ext_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ext") / "ext_tasks"
+    result = run_cli(SCHEMA_EXT, "-o", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_no_numbered_class_names_in_the_extension_face(ext_only: Path) -> None:
+    """Plain datamodel-code-generator numbers 42 of 133 classes of this schema."""
+    code = (ext_only / "tasks_ext" / "models.py").read_text()
+    names = re.findall(r"^(?:class (\w+)|(\w+) = TypeAliasType)", code, re.M)
+    flat = [a or b for a, b in names]
+    assert len(flat) > 90
+    assert [n for n in flat if re.search(r"\d$", n)] == []
+
+
+def test_extension_only_package_has_no_runtime_and_imports(
+    ext_only: Path, import_package: Any
+) -> None:
+    """templates/needs.toml: the runtime needs a core face; the package still imports."""
+    files = set(tree(ext_only))
+    assert "tasks_ext/models.py" in files and "protocol.py" in files
+    assert not any(f.startswith(("runtime/", "v2025_11_25/")) for f in files)
+    assert "models.py" not in files and "store.py" not in files
+    pkg = import_package(ext_only)
+    assert pkg.protocol.FACES == {"2026-07-28+io.modelcontextprotocol/tasks": "tasks_ext"}
+
+
+def _mypy_and_ruff(pkg: Path) -> None:
+    mypy = subprocess.run(
+        [str(VENV_BIN / "mypy"), "--strict", "--no-incremental", "--cache-dir", "/dev/null"]
+        + [pkg.name],
+        cwd=pkg.parent,
+        capture_output=True,
+        text=True,
+    )
+    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
+    ruff = subprocess.run(
+        [str(VENV_BIN / "ruff"), "check", "--no-cache", "--config", str(REPO / "pyproject.toml")]
+        + [str(pkg)],
+        capture_output=True,
+        text=True,
+    )
+    assert ruff.returncode == 0, ruff.stdout + ruff.stderr
+
+
+def test_extension_only_output_passes_mypy_strict_and_ruff(ext_only: Path) -> None:
+    _mypy_and_ruff(ext_only)
+
+
+def test_2025_only_output_passes_mypy_strict_and_ruff(tmp_path: Path) -> None:
+    out = tmp_path / "core_tasks"
+    assert run_cli(SCHEMA, "-o", out).exit_code == 0
+    assert not (out / "tasks_ext").exists()
+    _mypy_and_ruff(out)
+
+
+def test_argument_order_does_not_matter(generated_pkg: Path, tmp_path: Path) -> None:
+    """Faces are ordered by revision."""
+    out = tmp_path / "mcp_tasks_fresh"
+    assert run_cli(*reversed(PINNED), "-o", out).exit_code == 0
+    assert tree(out) == tree(generated_pkg)
+
+
+def test_same_schema_twice_is_refused(tmp_path: Path) -> None:
+    result = run_cli(SCHEMA, SCHEMA, "-o", tmp_path / "pkg")
+    assert result.exit_code == 2
+    assert "same face 'v2025_11_25'" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_faces_must_agree_on_the_state_machine(ext_ir: Any) -> None:
+    """X-STATE-1 and R-STATE-2 must be one machine: one engine serves both faces."""
+    from mcptask_gen.errors import GeneratorError
+    from mcptask_gen.pipeline import analyse
+    from mcptask_gen.render import package_ir
+
+    core, _ = analyse(SCHEMA, None, "mcp_tasks")
+    assert package_ir([core, ext_ir]).face == "v2025_11_25"
+    odd = dataclasses.replace(ext_ir, terminal=("completed",))
+    with pytest.raises(GeneratorError, match="one package has one state machine"):
+        package_ir([core, odd])
+    renamed = dataclasses.replace(
+        ext_ir,
+        errors=tuple(
+            dataclasses.replace(e, code=-1) if e.name == "TaskNotFound" else e
+            for e in ext_ir.errors
+        ),
+    )
+    with pytest.raises(GeneratorError, match="error 'TaskNotFound' differs between faces"):
+        package_ir([core, renamed])
+
+
+def test_errors_of_every_face_are_merged(generated_pkg: Path, import_package: Any) -> None:
+    pkg = import_package(generated_pkg)
+    errors = pkg.errors
+    assert errors.TaskNotFound().to_error() == {  # R-ERR-2 and X-GET-8 agree
+        "code": -32602,
+        "message": "Failed to retrieve task: Task not found",
+    }
+    assert errors.HeaderMismatch(detail="Mcp-Name").to_error()["code"] == -32020  # X-HTTP-4
+    missing = errors.MissingRequiredClientCapability().to_error()  # X-CAP-8
+    assert missing["code"] == -32021
+    assert missing["data"] == {
+        "requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    }
+    assert isinstance(errors.error_from_payload(missing), errors.MissingRequiredClientCapability)
+
+
+def test_extension_face_facts(generated_pkg: Path, import_package: Any) -> None:
+    pkg = import_package(generated_pkg)
+    facts = pkg.tasks_ext.protocol
+    assert facts.EXTENSION_ID == "io.modelcontextprotocol/tasks"  # X-ID-1
+    assert (facts.RESULT_TYPE_TASK, facts.RESULT_TYPE_COMPLETE) == ("task", "complete")
+    assert facts.TASKS_UPDATE == "tasks/update" and facts.NOTIFICATIONS_TASKS == "notifications/tasks"
+    assert facts.REMOVED_METHODS == {"tasks/result", "tasks/list"}  # X-COMPAT-4
+    assert facts.GATE_METHODS == {"tasks/get", "tasks/update", "tasks/cancel"}  # X-CAP-9
+    assert facts.AUGMENTABLE["server"] == {"tools/call"} and not facts.AUGMENTABLE["client"]
+    assert (facts.ROUTING_NAME_HEADER, facts.ROUTING_NAME_PARAM) == ("Mcp-Name", "taskId")
+    assert facts.TOOL_ERROR_STATUS == "completed"  # X-ERR-4
+    assert facts.TERMINAL == pkg.protocol.TERMINAL  # one state machine
+    assert facts.GetTaskParams is pkg.tasks_ext.models.GetTaskRequestParams
+    # the subscriptions/listen filter (X-NOTIF-2)
+    listen = pkg.tasks_ext.models.TaskSubscriptionNotifications(taskIds=["t1"])
+    assert listen.model_dump(by_alias=True, exclude_unset=True) == {"taskIds": ["t1"]}
+    # the per-request capability envelope survives in params._meta (X-CAP-1)
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+    }
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tasks/get",
+        "params": {"taskId": "t1", "_meta": envelope},
+    }
+    parsed = pkg.tasks_ext.methods.parse_request(message)
+    assert parsed.model_dump(mode="json", by_alias=True, exclude_unset=True) == message
+
+
+def test_compat_names_are_the_core_face(generated_pkg: Path, import_package: Any) -> None:
+    """Top-level modules keep their names: re-exports of the 2025-11-25 face."""
+    pkg = import_package(generated_pkg)
+    assert pkg.models.Task is pkg.v2025_11_25.models.Task
+    assert pkg.protocol.TASKS_RESULT == "tasks/result"
+    assert pkg.protocol.Task is pkg.v2025_11_25.models.Task
+    assert pkg.handlers.TasksHandlerBase is pkg.v2025_11_25.handlers.TasksHandlerBase
+    assert set(pkg.protocol.FACES.values()) == {"v2025_11_25", "tasks_ext"}
