@@ -22,12 +22,12 @@ import json
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import anyio
 
 from .lifecycle import SOURCES
-from .protocol import Task, TaskStatus
+from .protocol import REVISION, TaskStatus
 
 _SECONDS: dict[int, str] = {}
 
@@ -38,6 +38,17 @@ def encode_json(value: dict[str, Any] | None) -> str | None:
     if value is None:
         return None
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+class Change(TypedDict, total=False):
+    """What ``TaskStore.transition`` takes besides the status, as keyword arguments (see
+    the ``TaskStore`` contract): ``expected`` statuses (None: the lifecycle's sources),
+    the new ``status_message`` (None clears it), ``result``/``error`` (None keeps them)."""
+
+    expected: Collection[TaskStatus] | None
+    status_message: str | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
 
 
 def allowed_sources(
@@ -66,7 +77,8 @@ def rfc3339(ts: float) -> str:
 
 @dataclass(slots=True)
 class TaskRecord:
-    """One task as a store keeps it. Times are POSIX seconds; ``ttl_ms`` None means unlimited."""
+    """One task as a store keeps it, in no wire format (each face renders it). Times are
+    POSIX seconds; ``ttl_ms`` None means unlimited."""
 
     task_id: str
     requestor: str
@@ -83,28 +95,12 @@ class TaskRecord:
     error: dict[str, Any] | None = None
     #: Bumped on every change; a store may use it for compare-and-set.
     version: int = 0
+    #: The protocol face (revision) that created the task; only that face serves it.
+    face: str = REVISION
 
     @property
     def expires_at(self) -> float | None:
         return None if self.ttl_ms is None else self.created_at + self.ttl_ms / 1000.0
-
-    def wire(self) -> dict[str, Any]:
-        """The task as wire JSON (the fields of ``Task``)."""
-        out: dict[str, Any] = {
-            "taskId": self.task_id,
-            "status": self.status.value,
-            "createdAt": rfc3339(self.created_at),
-            "lastUpdatedAt": rfc3339(self.last_updated_at),
-            "ttl": self.ttl_ms,
-        }
-        if self.poll_interval_ms is not None:
-            out["pollInterval"] = self.poll_interval_ms
-        if self.status_message is not None:
-            out["statusMessage"] = self.status_message
-        return out
-
-    def to_task(self) -> Task:
-        return Task.model_validate(self.wire())
 
 
 class TaskWatch:
@@ -172,15 +168,7 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     async def transition(
-        self,
-        task_id: str,
-        status: TaskStatus,
-        *,
-        now: float,
-        expected: Collection[TaskStatus] | None = None,
-        status_message: str | None = None,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
+        self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None: ...
 
     @abc.abstractmethod
@@ -225,7 +213,8 @@ class SharedTaskStore(TaskStore):
     a ``shared_secret`` that signs ``tasks/list`` cursors alike on every instance, and
     the input hand-over below, so an input request made by work on one instance is
     delivered by a ``tasks/result`` held on another and the answer reaches the work.
-    ``item`` is ``{"id", "method", "params"}``; an answer is ``{"result": {...}}`` or
+    ``item`` is ``{"id", "method", "params", "seq"}`` (``seq``: creation order within the
+    task); an answer is ``{"result": {...}}`` or
     ``{"error": {...}}``.
     """
 
@@ -247,6 +236,11 @@ class SharedTaskStore(TaskStore):
         """Queue an input request of a running task for any ``tasks/result``."""
 
     @abc.abstractmethod
+    async def pending_inputs(self, task_id: str, requestor: str) -> list[dict[str, Any]]:
+        """Every outstanding input request (claimed or not), oldest first. An answered one
+        is gone from the next call on any instance (``answer_input`` removes it at once)."""
+
+    @abc.abstractmethod
     async def claim_inputs(
         self, task_id: str, requestor: str, claimer: str, lease_s: float
     ) -> list[dict[str, Any]]:
@@ -263,7 +257,8 @@ class SharedTaskStore(TaskStore):
     async def answer_input(
         self, task_id: str, requestor: str, input_id: str, answer: dict[str, Any]
     ) -> bool:
-        """Store the answer for the work; False when the input is unknown or answered."""
+        """Store the answer for the work and, in the same atomic step, remove the input from
+        the outstanding ones (``pending_inputs``); False when it is unknown or answered."""
 
     @abc.abstractmethod
     async def take_answer(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import abc
 import logging
 import secrets
+from collections.abc import Mapping
 from typing import Any, cast
 
 import anyio
@@ -26,7 +27,10 @@ from ..store import SharedTaskStore, TaskRecord, TaskStore, TaskWatch
 from .config import EngineConfig
 from .cursor import CursorCodec
 from .guard import SharedStoreGuard, StoreGuard
-from .runs import PendingInput, Run
+from .runs import InputRequest, PendingInput, Run
+
+#: An input request's answer from a face, as the work gets it (a bare result object).
+Answers = Mapping[str, Mapping[str, Any]]
 
 log = logging.getLogger(__name__.rsplit(".", 2)[0] + ".runtime")
 
@@ -110,6 +114,18 @@ class Coordination(abc.ABC):
         """The work stopped waiting for ``pending`` unanswered."""
         return None
 
+    @abc.abstractmethod
+    async def inputs(self, task_id: str, requestor: str) -> list[InputRequest]:
+        """The task's outstanding input requests, oldest first."""
+
+    @abc.abstractmethod
+    async def answer_inputs(
+        self, task_id: str, requestor: str, answers: Answers
+    ) -> tuple[set[str], int]:
+        """Hand the answers under outstanding keys to the work (the other keys are ignored,
+        their values never read) and remove those keys from ``inputs`` at once; returns the
+        keys taken and how many requests are still outstanding."""
+
 
 def choose(store: TaskStore, config: EngineConfig, runs: dict[str, Run]) -> Coordination:
     """The coordination a store needs: shared for a ``SharedTaskStore``, else local.
@@ -143,6 +159,47 @@ class LocalCoordination(Coordination):
 
     async def wait_answer(self, run: Run, pending: PendingInput) -> None:
         await pending.answered.wait()
+
+    async def inputs(self, task_id: str, requestor: str) -> list[InputRequest]:
+        run = self.runs.get(task_id)
+        if run is None:
+            return []
+        return [request_of(p) for p in run.pending.values() if not p.answered.is_set()]
+
+    async def answer_inputs(
+        self, task_id: str, requestor: str, answers: Answers
+    ) -> tuple[set[str], int]:
+        run = self.runs.get(task_id)
+        if run is None:
+            return set(), 0
+        taken: set[str] = set()
+        for key in answers.keys() & run.pending.keys():
+            p = run.pending[key]
+            if p.answered.is_set():
+                continue
+            p.answer = dict(answers[key])
+            p.answered.set()
+            del run.pending[key]
+            taken.add(key)
+        if taken:
+            run.signal()
+        return taken, len(run.pending)
+
+
+def request_of(p: PendingInput) -> InputRequest:
+    return InputRequest(key=p.id, task_id=p.task_id, method=p.method, params=p.params)
+
+
+def pending_of(task_id: str, item: Mapping[str, Any]) -> PendingInput:
+    """A shared store's input item (``{"id", "method", "params", "seq"}``) as a ``PendingInput``."""
+    params, seq = item.get("params"), item.get("seq")
+    return PendingInput(
+        id=str(item.get("id")),
+        task_id=task_id,
+        method=str(item.get("method")),
+        params=dict(params) if isinstance(params, dict) else {},
+        seq=seq if isinstance(seq, int) else 0,
+    )
 
 
 class _LocalWaiter(Waiter):
@@ -253,7 +310,12 @@ class SharedCoordination(Coordination):
         return _SharedWaiter(self, task_id, requestor)
 
     async def offer_input(self, run: Run, pending: PendingInput) -> None:
-        item = {"id": pending.id, "method": pending.method, "params": pending.params}
+        item = {
+            "id": pending.id,
+            "method": pending.method,
+            "params": pending.params,
+            "seq": pending.seq,
+        }
         await self.guard.put_input(pending.task_id, run.requestor, item)
 
     async def wait_answer(self, run: Run, pending: PendingInput) -> None:
@@ -276,6 +338,23 @@ class SharedCoordination(Coordination):
             await self.guard.withdraw_input(pending.task_id, run.requestor, pending.id)
         except TaskError:
             log.warning("task %s: could not withdraw input %s", pending.task_id, pending.id)
+
+    async def inputs(self, task_id: str, requestor: str) -> list[InputRequest]:
+        items = await self.guard.pending_inputs(task_id, requestor)
+        pending = sorted((pending_of(task_id, i) for i in items), key=lambda p: p.seq)
+        return [request_of(p) for p in pending]
+
+    async def answer_inputs(
+        self, task_id: str, requestor: str, answers: Answers
+    ) -> tuple[set[str], int]:
+        guard = self.guard
+        outstanding = {str(i.get("id")) for i in await guard.pending_inputs(task_id, requestor)}
+        taken: set[str] = set()
+        for key in answers.keys() & outstanding:
+            payload = {"result": dict(answers[key])}
+            if await guard.answer_input(task_id, requestor, key, payload):
+                taken.add(key)
+        return taken, len(outstanding - taken)
 
 
 class _SharedWaiter(Waiter):
@@ -302,18 +381,7 @@ class _SharedWaiter(Waiter):
         items = await self.coord.guard.claim_inputs(
             self.task_id, self.requestor, self.claimer, self.coord.config.input_claim_s
         )
-        out = []
-        for item in items:
-            params = item.get("params")
-            out.append(
-                PendingInput(
-                    id=str(item.get("id")),
-                    task_id=self.task_id,
-                    method=str(item.get("method")),
-                    params=dict(params) if isinstance(params, dict) else {},
-                )
-            )
-        return out
+        return sorted((pending_of(self.task_id, i) for i in items), key=lambda p: p.seq)
 
     async def wait(self, rec: TaskRecord) -> None:
         assert self._watch is not None

@@ -8,14 +8,16 @@ becomes a plain ``StoreUnavailable`` ("Task store unavailable"); what failed is 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from ..errors import StoreUnavailable, TaskError
 from ..protocol import TaskStatus
 from ..store import SharedTaskStore, TaskRecord, TaskStore, TaskWatch
 
 log = logging.getLogger(__name__.rsplit(".", 2)[0] + ".runtime")
+
+T = TypeVar("T")
 
 
 def store_error(exc: Exception) -> TaskError:
@@ -24,6 +26,14 @@ def store_error(exc: Exception) -> TaskError:
         return exc
     log.warning("task store failed: %s: %s", type(exc).__name__, exc)
     return StoreUnavailable()
+
+
+async def guarded(call: Awaitable[T]) -> T:
+    """Await one store call; any failure raised as ``store_error`` says."""
+    try:
+        return await call
+    except Exception as exc:
+        raise store_error(exc) from exc
 
 
 class StoreGuard:
@@ -35,72 +45,33 @@ class StoreGuard:
         self.store = store
 
     async def create(self, record: TaskRecord) -> None:
-        try:
-            await self.store.create(record)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        await guarded(self.store.create(record))
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        try:
-            return await self.store.get(task_id)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        return await guarded(self.store.get(task_id))
 
     async def transition(
-        self,
-        task_id: str,
-        status: TaskStatus,
-        *,
-        now: float,
-        expected: Collection[TaskStatus] | None = None,
-        status_message: str | None = None,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
+        self, task_id: str, status: TaskStatus, **change: Any
     ) -> TaskRecord | None:
-        try:
-            return await self.store.transition(
-                task_id,
-                status,
-                now=now,
-                expected=expected,
-                status_message=status_message,
-                result=result,
-                error=error,
-            )
-        except Exception as exc:
-            raise store_error(exc) from exc
+        """``TaskStore.transition`` (keyword arguments passed on as they are)."""
+        return await guarded(self.store.transition(task_id, status, **change))
 
     async def list_tasks(
         self, requestor: str, *, after: tuple[float, str] | None, limit: int
     ) -> list[TaskRecord]:
-        try:
-            return await self.store.list_tasks(requestor, after=after, limit=limit)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        return await guarded(self.store.list_tasks(requestor, after=after, limit=limit))
 
     async def delete(self, task_id: str) -> bool:
-        try:
-            return await self.store.delete(task_id)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        return await guarded(self.store.delete(task_id))
 
     async def pop_expired(self, now: float, limit: int) -> list[TaskRecord]:
-        try:
-            return await self.store.pop_expired(now, limit)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        return await guarded(self.store.pop_expired(now, limit))
 
     async def count_active(self, requestor: str) -> int:
-        try:
-            return await self.store.count_active(requestor)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        return await guarded(self.store.count_active(requestor))
 
     async def recover(self, now: float, message: str) -> list[TaskRecord]:
-        try:
-            return await self.store.recover(now, message)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        return await guarded(self.store.recover(now, message))
 
 
 class SharedStoreGuard(StoreGuard):
@@ -116,51 +87,33 @@ class SharedStoreGuard(StoreGuard):
         return self.shared.watch(task_id)
 
     async def shared_secret(self) -> bytes | None:
-        try:
-            return await self.shared.shared_secret()
-        except Exception as exc:
-            raise store_error(exc) from exc
+        return await guarded(self.shared.shared_secret())
 
     async def put_input(self, task_id: str, requestor: str, item: dict[str, Any]) -> bool:
-        try:
-            return await self.shared.put_input(task_id, requestor, item)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        return await guarded(self.shared.put_input(task_id, requestor, item))
+
+    async def pending_inputs(self, task_id: str, requestor: str) -> list[dict[str, Any]]:
+        return await guarded(self.shared.pending_inputs(task_id, requestor))
 
     async def claim_inputs(
         self, task_id: str, requestor: str, claimer: str, lease_s: float
     ) -> list[dict[str, Any]]:
-        try:
-            return await self.shared.claim_inputs(task_id, requestor, claimer, lease_s)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        return await guarded(self.shared.claim_inputs(task_id, requestor, claimer, lease_s))
 
     async def release_input(
         self, task_id: str, requestor: str, input_id: str, claimer: str
     ) -> None:
-        try:
-            await self.shared.release_input(task_id, requestor, input_id, claimer)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        await guarded(self.shared.release_input(task_id, requestor, input_id, claimer))
 
     async def answer_input(
         self, task_id: str, requestor: str, input_id: str, answer: dict[str, Any]
     ) -> bool:
-        try:
-            return await self.shared.answer_input(task_id, requestor, input_id, answer)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        return await guarded(self.shared.answer_input(task_id, requestor, input_id, answer))
 
     async def take_answer(
         self, task_id: str, requestor: str, input_id: str
     ) -> dict[str, Any] | None:
-        try:
-            return await self.shared.take_answer(task_id, requestor, input_id)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        return await guarded(self.shared.take_answer(task_id, requestor, input_id))
 
     async def withdraw_input(self, task_id: str, requestor: str, input_id: str) -> None:
-        try:
-            await self.shared.withdraw_input(task_id, requestor, input_id)
-        except Exception as exc:
-            raise store_error(exc) from exc
+        await guarded(self.shared.withdraw_input(task_id, requestor, input_id))

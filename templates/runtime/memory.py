@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right, insort
-from collections.abc import Collection
 from dataclasses import replace
-from typing import Any
+from typing import Unpack
 
 from ..protocol import NON_TERMINAL, TERMINAL, TaskStatus
-from ..store import TaskRecord, TaskStore, allowed_sources
+from ..store import Change, TaskRecord, TaskStore, allowed_sources
 
 
 class _Index:
@@ -72,26 +71,17 @@ class InMemoryTaskStore(TaskStore):
         return self._tasks.get(task_id)
 
     async def transition(
-        self,
-        task_id: str,
-        status: TaskStatus,
-        *,
-        now: float,
-        expected: Collection[TaskStatus] | None = None,
-        status_message: str | None = None,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
+        self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
         old = self._tasks.get(task_id)
-        if old is None:
+        if old is None or old.status not in allowed_sources(status, change.get("expected")):
             return None
-        if old.status not in allowed_sources(status, expected):
-            return None
+        result, error = change.get("result"), change.get("error")
         new = replace(
             old,
             status=status,
             last_updated_at=max(now, old.last_updated_at),
-            status_message=status_message,
+            status_message=change.get("status_message"),
             result=old.result if result is None else result,
             error=old.error if error is None else error,
             version=old.version + 1,

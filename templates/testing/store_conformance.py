@@ -32,6 +32,7 @@ from ..protocol import (
     INITIAL,
     INPUT_REQUIRED,
     NON_TERMINAL,
+    REVISION,
     STATUSES,
     TERMINAL,
     TOOLS_CALL,
@@ -52,17 +53,11 @@ def record(
     created_at: float = T0,
     ttl_ms: int | None = 60_000,
     status: TaskStatus = INITIAL,
+    face: str = REVISION,
 ) -> TaskRecord:
-    """A new task record as the engine would create it."""
+    """A new task record as the engine would create it (through ``face``)."""
     return TaskRecord(
-        task_id=task_id,
-        requestor=requestor,
-        method=TOOLS_CALL,
-        status=status,
-        created_at=created_at,
-        last_updated_at=created_at,
-        ttl_ms=ttl_ms,
-        poll_interval_ms=500,
+        task_id, requestor, TOOLS_CALL, status, created_at, created_at, ttl_ms, 500, face=face
     )
 
 
@@ -87,9 +82,20 @@ class StoreConformance:
         await store.create(rec)
         got = await store.get("t1")
         assert got is not None
-        assert got.wire() == rec.wire()
+        assert got == rec
         assert (got.requestor, got.method, got.ttl_ms) == ("alice", TOOLS_CALL, 60_000)
         assert await store.get("nope") is None
+
+    async def test_face_is_kept(self, store: TaskStore) -> None:
+        """A task remembers the face that created it (a face serves only its own tasks)."""
+        await store.create(record("t1"))
+        await store.create(record("t2", face="another-face"))
+        await store.transition("t2", WORKING, now=T0 + 1, status_message="on it")
+        one, two = await store.get("t1"), await store.get("t2")
+        assert one is not None and one.face == REVISION
+        assert two is not None and two.face == "another-face"
+        listed = await store.list_tasks("alice", after=None, limit=10)
+        assert [r.face for r in listed] == [REVISION, "another-face"]
 
     async def test_duplicate_id_raises_key_error_R_ID_1(self, store: TaskStore) -> None:
         await store.create(record("t1"))
@@ -345,6 +351,32 @@ class SharedStoreConformance(StoreConformance):
         await a.put_input("t1", "alice", {"id": "i3", "method": "m", "params": {}})
         await a.transition("t1", CANCELLED, now=T0 + 2)
         assert await b.claim_inputs("t1", "alice", "b-4", 30) == []
+
+    async def test_pending_inputs_and_answer_visible_at_once(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        """``pending_inputs`` lists every outstanding input oldest first (claimed ones too);
+        an answer on one instance removes its input from the very next read on any
+        instance; an unknown or answered key is refused (X-UPD-7, A-10)."""
+        a, b = pair
+        await a.create(record("t1"))
+        await a.transition("t1", INPUT_REQUIRED, now=T0 + 1)
+        second: dict[str, Any] = {"id": "k2", "method": "m", "params": {"n": 2}, "seq": 2}
+        first: dict[str, Any] = {"id": "k1", "method": "m", "params": {"n": 1}, "seq": 1}
+        assert await a.put_input("t1", "alice", second)
+        assert await a.put_input("t1", "alice", first)
+        assert await b.pending_inputs("t1", "alice") == [first, second]
+        await b.claim_inputs("t1", "alice", "b-1", 30)
+        assert await a.pending_inputs("t1", "alice") == [first, second]  # claimed: still there
+        assert await b.answer_input("t1", "alice", "k1", {"result": {"ok": 1}})
+        assert await a.pending_inputs("t1", "alice") == [second]
+        assert await b.pending_inputs("t1", "alice") == [second]
+        assert not await a.answer_input("t1", "alice", "k1", {"result": {}})
+        assert not await a.answer_input("t1", "alice", "unknown", {"result": {}})
+        assert await b.pending_inputs("t1", "mallory") == []
+        assert await a.take_answer("t1", "alice", "k1") == {"result": {"ok": 1}}
+        await a.transition("t1", CANCELLED, now=T0 + 2)
+        assert await b.pending_inputs("t1", "alice") == []
 
     async def test_inputs_are_per_requestor_R_SEC_1(
         self, pair: tuple[SharedTaskStore, SharedTaskStore]

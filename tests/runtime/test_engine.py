@@ -490,7 +490,7 @@ async def test_bad_cursor_invalid_params_R_ERR_1_R_LIST_2(
     await expect_error(call(engine, "tasks/list", BOB, cursor=cursor), -32602)
     # issued by another engine with another key: refused
     other = make_engine(cursor_secret=b"another key")
-    await expect_error(other._list(cursor, ALICE), -32602)
+    await expect_error(other.list_page(ALICE.requestor, cursor), -32602)
     await expect_error(call(engine, "tasks/list", cursor=123), -32602)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from mcp_tasks.errors import InternalError
-from mcp_tasks.protocol import COMPLETED, FAILED, INPUT_REQUIRED
+from mcp_tasks.protocol import COMPLETED, FAILED, INPUT_REQUIRED, REVISION
 from mcp_tasks.runtime import InMemoryTaskStore, SqliteTaskStore
 from mcp_tasks.store import TaskStore
 from mcp_tasks.testing.store_conformance import StoreConformance, record
@@ -52,3 +53,41 @@ async def test_sqlite_durable_and_recover(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_memory_store_recover_is_noop() -> None:
     assert await InMemoryTaskStore().recover(0.0, "x") == []
+
+
+_OLD_SCHEMA = """
+CREATE TABLE tasks (
+    task_id TEXT PRIMARY KEY, requestor TEXT NOT NULL, method TEXT NOT NULL,
+    status TEXT NOT NULL, created_at REAL NOT NULL, last_updated_at REAL NOT NULL,
+    ttl_ms INTEGER, expires_at REAL, poll_interval_ms INTEGER, status_message TEXT,
+    result TEXT, error TEXT, version INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT INTO tasks VALUES ('old', 'alice', 'tools/call', 'completed', 1.0, 2.0, NULL, NULL,
+    500, NULL, '{"content":[]}', NULL, 1);
+"""
+
+
+@pytest.mark.anyio
+async def test_sqlite_opens_a_file_made_before_faces(tmp_path: Path) -> None:
+    """A database file written before tasks had a face still opens: its tasks belong to
+    the first face (the generated revision), and new tasks keep theirs."""
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(_OLD_SCHEMA)
+    s = SqliteTaskStore(path)
+    try:
+        old = await s.get("old")
+        assert old is not None and old.face == REVISION and old.result == {"content": []}
+        await s.create(record("new", face="another-face"))
+        new = await s.get("new")
+        assert new is not None and new.face == "another-face"
+    finally:
+        await s.close()
+    s2 = SqliteTaskStore(path)  # migrating is done once; opening again changes nothing
+    try:
+        assert [r.face for r in await s2.list_tasks("alice", after=None, limit=5)] == [
+            REVISION,
+            "another-face",
+        ]
+    finally:
+        await s2.close()

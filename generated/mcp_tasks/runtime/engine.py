@@ -5,11 +5,32 @@
 # DO NOT EDIT: regenerate with mcptask-gen; subclass, never edit.
 # @generated
 
-"""``TaskEngine``: the transport-free receiver side of MCP Tasks.
+"""``TaskEngine``: the transport-free, protocol-neutral receiver side of tasks.
 
-It implements the generated ``TasksHandlerBase`` (``tasks/get``, ``tasks/result``,
-``tasks/list``, ``tasks/cancel``) over any ``TaskStore`` and runs the work of
-task-augmented requests in the background, one anyio cancel scope per task.
+The engine knows tasks, not wire formats. Faces translate: the 2025-11-25 face
+(``face_2025.py``, made by every engine as ``engine.v2025``) serves ``tasks/get``,
+``tasks/result``, ``tasks/list``, ``tasks/cancel`` and task-augmented requests, and the
+engine keeps serving them itself through it (``handle``, ``dispatch``, ``create_task``,
+``tasks_*``). Another face registers with ``add_face`` and calls the neutral API:
+
+- ``create(requestor, face, method, work, *, ttl_ms=DEFAULT, tool_error)``: a new task,
+  stored before it returns (R-CREATE-2), its work started; ``tool_error`` is the status
+  a tool result with ``isError`` ends in (the 2025 face: ``FAILED``).
+- ``record(requestor, task_id, *, face)``: the task (``TaskNotFound``/``TaskExpired``).
+- ``view(requestor, task_id, *, face)``: ``TaskView(record, inputs)``, the outstanding
+  input requests in creation order, each with a key unique for the task's life.
+- ``answer(requestor, task_id, answers, *, face)``: hand answers (bare results, by key)
+  to the work; keys not outstanding are ignored without reading their values; the keys
+  taken are gone from the next ``view`` on any instance, and the task is back to
+  ``working`` when none remain, before it returns (read-your-writes).
+- ``cancel(requestor, task_id, *, face)``: ``(record, moved)``; the face decides
+  between an ack and ``TaskAlreadyTerminal`` when ``moved`` is False.
+- ``wait_terminal(requestor, task_id, deliver, *, face)`` and ``list_page(requestor,
+  cursor, *, face)``: the blocking wait and the paged list of the 2025 face.
+
+``requestor`` is the owner (R-SEC-1); ``face`` is the calling face's name (the revision
+it speaks): a face only serves tasks it created, another face's task answers exactly
+like an unknown one. Status changes go to the record's face (``notify_status``).
 
 Usage::
 
@@ -17,7 +38,7 @@ Usage::
         created = await engine.create_task(ctx, protocol.TOOLS_CALL, work, task={"ttl": 60_000})
         answer = await engine.handle(protocol.TASKS_RESULT, {"taskId": ...}, ctx)
 
-The engine is a thin set of handlers over its rooms: ``config`` (``EngineConfig``),
+The engine is a thin set of calls over its rooms: ``config`` (``EngineConfig``),
 ``limits`` (rate limit, active tasks, ttl policy), ``tombstones``, ``runs`` (running work,
 input hand-over, waiting for the end) and ``coordination`` (local or shared, chosen once
 from the store's type; it also owns the one ``StoreGuard`` every store call goes through).
@@ -32,50 +53,55 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
-from pydantic import ValidationError
 
 from .. import protocol
 from ..errors import (
     InternalError,
     InvalidCursor,
-    InvalidParams,
     RequestCancelled,
     StoreUnavailable,
-    TaskAlreadyTerminal,
     TaskError,
     TaskExpired,
     TaskNotFound,
-    describe_validation_error,
-    error_from_payload,
 )
-from ..handlers import DISPATCH, RequestContext, TasksHandlerBase, dump
-from ..meta import MODEL_IMMEDIATE_RESPONSE_KEY, with_related_task
 from ..store import TaskRecord, TaskStore
 from .audit import audit
 from .config import EngineConfig
-from .coordination import choose
+from .coordination import Answers, choose
 from .cursor import CursorError
-from .limits import ActiveLimit, RateLimiter, resolve_ttl
+from .face_2025 import Face2025
+from .limits import DEFAULT, ActiveLimit, Default, RateLimiter, ttl_policy
 from .memory import InMemoryTaskStore
 from .runs import (
     INTERRUPTED_MESSAGE,
     InputHandler,
+    InputRequest,
     IsErrorResult,
     PendingInput,
     Run,
     Runner,
     TaskContext,
+    TaskView,
     Work,
     await_terminal,
 )
 from .tombstones import Tombstones
 
-__all__ = ["EngineConfig", "PendingInput", "TaskContext", "TaskEngine"]
+__all__ = [
+    "DEFAULT",
+    "EngineConfig",
+    "Face",
+    "InputRequest",
+    "PendingInput",
+    "TaskContext",
+    "TaskEngine",
+    "TaskView",
+]
 
 _PKG = __name__.rsplit(".", 2)[0]
 log = logging.getLogger(f"{_PKG}.runtime")
@@ -83,6 +109,7 @@ log = logging.getLogger(f"{_PKG}.runtime")
 #: the statusMessage of a task its requestor cancelled
 CANCELLED_MESSAGE = "The task was cancelled by the requestor"
 
+#: The 2025 face's status hook: ``(requestor, Task JSON)``.
 StatusHook = Callable[[str, dict[str, Any]], Awaitable[None]]
 ProgressHook = Callable[[str, str | int, float, float | None, str | None, str], Awaitable[None]]
 
@@ -92,8 +119,19 @@ def cancelled_error() -> dict[str, Any]:
     return RequestCancelled(detail="the task was cancelled").to_error()
 
 
-class TaskEngine(TasksHandlerBase):
-    """The tasks/* handlers plus background execution of task-augmented requests."""
+class Face(Protocol):
+    """What the engine needs of a face: its name and how it tells a status change."""
+
+    face: str
+
+    async def notify_status(self, rec: TaskRecord) -> None: ...
+
+
+F = TypeVar("F", bound=Face)
+
+
+class TaskEngine:
+    """Tasks over a store: creation, background work, reading, answering, cancelling."""
 
     log = log
 
@@ -118,6 +156,20 @@ class TaskEngine(TasksHandlerBase):
             cfg.expired_tombstones_per_requestor, cfg.tombstone_requestors, cfg.max_tombstones
         )
         self._tg: anyio.abc.TaskGroup | None = None
+        self.faces: dict[str, Face] = {}
+        #: The 2025-11-25 face; the engine serves its entry points itself.
+        v2025 = self.v2025 = self.add_face(Face2025(self))
+        #: ``Face2025.create_task``: a task-augmented request; ``CreateTaskResult`` JSON.
+        self.create_task = v2025.create_task
+        #: ``Face2025.handle``: a ``tasks/*`` request as raw JSON; the wire result.
+        self.handle = v2025.handle
+        #: ``Face2025.dispatch``: validate and answer one ``tasks/*`` request.
+        self.dispatch = v2025.dispatch
+
+    def add_face(self, face: F) -> F:
+        """Register a face: the records it creates notify through it. Returns it."""
+        self.faces[face.face] = face
+        return face
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -163,18 +215,18 @@ class TaskEngine(TasksHandlerBase):
     # ------------------------------------------------------------------ shared by the rooms
 
     async def status_changed(self, rec: TaskRecord) -> None:
-        """Audit a new status and notify it (R-NOTIFY-1: the whole Task, no related-task
-        ``_meta``, R-NOTIFY-3)."""
+        """Audit a new status and tell the record's face (R-NOTIFY-1)."""
         audit("status_changed", rec.requestor, rec.task_id, status=rec.status.value)
         await self._emit(rec)
 
     async def _emit(self, rec: TaskRecord) -> None:
-        if self.on_status is None:
+        face = self.faces.get(rec.face)
+        if face is None:
             return
         try:
-            await self.on_status(rec.requestor, rec.wire())
+            await face.notify_status(rec)
         except Exception:
-            log.exception("on_status hook failed for task %s", rec.task_id)
+            log.exception("status notification failed for task %s", rec.task_id)
 
     async def transition(
         self, task_id: str, status: protocol.TaskStatus, **kw: Any
@@ -187,15 +239,15 @@ class TaskEngine(TasksHandlerBase):
         audit("expired", rec.requestor, rec.task_id, status=rec.status.value)
         self.runner.stop(rec.task_id, forget=True)
 
-    async def lookup(self, task_id: str, ctx: RequestContext) -> TaskRecord:
-        """The requestor's own live task, else ``TaskNotFound``/``TaskExpired`` (R-ERR-1,
-        R-SEC-1, R-TTL-3)."""
+    async def lookup(self, requestor: str, task_id: str, face: str | None = None) -> TaskRecord:
+        """The requestor's own live task of ``face`` (any face when None), else
+        ``TaskNotFound``/``TaskExpired`` (R-ERR-1, R-SEC-1, R-TTL-3)."""
         rec = await self.guard.get(task_id)
-        if rec is None or rec.requestor != ctx.requestor:
-            if (ctx.requestor, task_id) in self.tombstones:
+        if rec is None or rec.requestor != requestor or (face is not None and rec.face != face):
+            if (requestor, task_id) in self.tombstones:
                 raise TaskExpired()
-            # Another requestor's task is answered exactly like an unknown one (R-SEC-1).
-            audit("lookup_rejected", ctx.requestor, task_id)
+            # Another requestor's (or face's) task is answered exactly like an unknown one.
+            audit("lookup_rejected", requestor, task_id)
             raise TaskNotFound()
         expires = rec.expires_at
         if expires is not None and expires <= self.clock():
@@ -204,25 +256,27 @@ class TaskEngine(TasksHandlerBase):
             raise TaskExpired()
         return rec
 
-    # ------------------------------------------------------------------ creating
+    # ------------------------------------------------------------------ the neutral API
 
-    async def create_task(
+    async def create(
         self,
-        ctx: RequestContext,
+        requestor: str,
+        face: str,
         method: str,
         work: Work,
         *,
-        task: Mapping[str, Any] | None = None,
-        immediate_response: str | None = None,
+        ttl_ms: int | None | Default = DEFAULT,
+        tool_error: protocol.TaskStatus,
+        progress_token: str | int | None = None,
         is_error_result: IsErrorResult | None = None,
-    ) -> dict[str, Any]:
-        """Accept a task-augmented request and start its work; return ``CreateTaskResult``
-        wire JSON at once (R-CREATE-2). Raises only ``TaskError`` subclasses."""
+    ) -> TaskRecord:
+        """Store a new task and start its work; the record is returned once the store has
+        it (R-CREATE-2). ``ttl_ms`` is the ttl asked for (the policy applies, R-TTL-2).
+        Raises only ``TaskError`` subclasses."""
         tg = self._tg
         if tg is None:
             raise InternalError(detail="the task engine is not running (use `async with engine`)")
-        ttl = resolve_ttl(self.config, task)
-        requestor = ctx.requestor
+        ttl = ttl_policy(self.config, ttl_ms)
         limit = self.active_limit
         limit.acquire(requestor)
         try:
@@ -237,8 +291,9 @@ class TaskEngine(TasksHandlerBase):
                 last_updated_at=now,
                 ttl_ms=ttl,
                 poll_interval_ms=self.config.poll_interval_ms,
+                face=face,
             )
-            run = Run(requestor)
+            run = Run(requestor, tool_error)
             active = self.runner.active
             active[rec.task_id] = run
             try:
@@ -249,12 +304,111 @@ class TaskEngine(TasksHandlerBase):
         finally:
             limit.release(requestor)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
-        tc = TaskContext(self, rec.task_id, requestor, ctx.progress_token)
+        tc = TaskContext(self, rec.task_id, requestor, progress_token)
         self.runner.start(tg, rec, run, tc, work, is_error_result)
-        out: dict[str, Any] = {"task": rec.wire()}
-        if immediate_response is not None:
-            out["_meta"] = {MODEL_IMMEDIATE_RESPONSE_KEY: immediate_response}  # R-CREATE-3
-        return out
+        return rec
+
+    async def record(self, requestor: str, task_id: str, *, face: str | None = None) -> TaskRecord:
+        """The task (rate-limited, R-SEC-3)."""
+        self.rate.check(requestor)
+        rec = await self.lookup(requestor, task_id, face)
+        audit("retrieved", requestor, task_id, status=rec.status.value)
+        return rec
+
+    async def view(self, requestor: str, task_id: str, *, face: str | None = None) -> TaskView:
+        """The task and its outstanding input requests (when ``input_required``)."""
+        rec = await self.record(requestor, task_id, face=face)
+        if rec.status != protocol.INPUT_REQUIRED:
+            return TaskView(rec)
+        inputs = await self.coordination.inputs(task_id, requestor)
+        return TaskView(rec, tuple(inputs))
+
+    async def answer(
+        self, requestor: str, task_id: str, answers: Answers, *, face: str | None = None
+    ) -> set[str]:
+        """Answer outstanding input requests by key; returns the keys taken (see the
+        module's docstring)."""
+        self.rate.check(requestor)
+        rec = await self.lookup(requestor, task_id, face)
+        if rec.status in protocol.TERMINAL or not answers:
+            return set()
+        coord = self.coordination
+        taken, left = await coord.answer_inputs(task_id, requestor, answers)
+        audit("input_answered", requestor, task_id, keys=len(taken))
+        if taken and not left:
+            new = await self.transition(
+                task_id, protocol.WORKING, expected=(protocol.INPUT_REQUIRED,)
+            )
+            if new is not None:  # R-INPUT-4
+                if await coord.inputs(task_id, requestor):
+                    # The work asked again meanwhile: it still waits for input.
+                    new = await self.transition(
+                        task_id, protocol.INPUT_REQUIRED, expected=(protocol.WORKING,),
+                        status_message=rec.status_message,
+                    )  # fmt: skip
+                if new is not None:
+                    await self.status_changed(new)
+        return taken
+
+    async def cancel(
+        self, requestor: str, task_id: str, *, face: str | None = None
+    ) -> tuple[TaskRecord, bool]:
+        """Move the task to cancelled (R-CANCEL-2): ``(new record, True)``, or ``(record,
+        False)`` when it is (or meanwhile became) terminal."""
+        self.rate.check(requestor)
+        rec = await self.lookup(requestor, task_id, face)
+        if rec.status in protocol.TERMINAL:
+            return rec, False
+        new = await self._cancel_record(rec, CANCELLED_MESSAGE)
+        if new is None:  # it ended meanwhile
+            return await self.lookup(requestor, task_id, face), False
+        return new, True
+
+    async def wait_terminal(
+        self,
+        requestor: str,
+        task_id: str,
+        deliver: InputHandler | None = None,
+        *,
+        face: str | None = None,
+    ) -> TaskRecord:
+        """The task once terminal (R-RESULT-2), handing its input requests to ``deliver``
+        meanwhile, whichever instance runs the work."""
+        self.rate.check(requestor)
+        rec = await self.lookup(requestor, task_id, face)
+        if rec.status not in protocol.TERMINAL:  # else no task group: the common case costs less
+            rec = await await_terminal(self, requestor, task_id, deliver, face)
+        audit("result_retrieved", requestor, task_id, status=rec.status.value)
+        return rec
+
+    async def list_page(
+        self, requestor: str, cursor: str | None, *, face: str | None = None
+    ) -> tuple[list[TaskRecord], str | None]:
+        """One page of the requestor's live tasks of ``face`` and the cursor of the next."""
+        self.rate.check(requestor)
+        codec = await self.coordination.cursor_codec()
+        after: tuple[float, str] | None = None
+        if cursor is not None:
+            try:
+                after = codec.decode(requestor, cursor)
+            except CursorError as exc:
+                audit("cursor_rejected", requestor, None)
+                raise InvalidCursor(
+                    detail=f"params.cursor was not issued by this server for this requestor ({exc})"
+                ) from None
+        size = self.config.page_size
+        recs = await self.guard.list_tasks(requestor, after=after, limit=size + 1)
+        page = recs[:size]
+        now = self.clock()
+        live = [
+            r
+            for r in page
+            if (r.expires_at is None or r.expires_at > now) and (face is None or r.face == face)
+        ]
+        if len(recs) > size:
+            last = page[-1]
+            return live, codec.encode(requestor, last.created_at, last.task_id)
+        return live, None
 
     # ------------------------------------------------------------------ expiry
 
@@ -320,111 +474,3 @@ class TaskEngine(TasksHandlerBase):
             if len(page) < 500:
                 return n
             after = (page[-1].created_at, page[-1].task_id)
-
-    # ------------------------------------------------------------------ tasks/* handlers
-
-    async def tasks_get(
-        self, params: protocol.GetTaskParams, ctx: RequestContext
-    ) -> protocol.GetTaskResult:
-        self.rate.check(ctx.requestor)
-        rec = await self.lookup(params.taskId, ctx)
-        audit("retrieved", ctx.requestor, rec.task_id, status=rec.status.value)
-        return protocol.GetTaskResult.model_validate(rec.wire())  # R-GET-3, R-META-3
-
-    async def tasks_cancel(
-        self, params: protocol.CancelTaskParams, ctx: RequestContext
-    ) -> protocol.CancelTaskResult:
-        self.rate.check(ctx.requestor)
-        return protocol.CancelTaskResult.model_validate(await self._cancel(params.taskId, ctx))
-
-    async def _cancel(self, task_id: str, ctx: RequestContext) -> dict[str, Any]:
-        rec = await self.lookup(task_id, ctx)
-        if rec.status in protocol.TERMINAL:
-            raise TaskAlreadyTerminal(rec.status.value)  # R-CANCEL-1
-        new = await self._cancel_record(rec, CANCELLED_MESSAGE)
-        if new is None:  # it ended meanwhile
-            now_rec = await self.lookup(task_id, ctx)
-            raise TaskAlreadyTerminal(now_rec.status.value)
-        return new.wire()
-
-    async def tasks_list(
-        self, params: protocol.ListTasksParams, ctx: RequestContext
-    ) -> protocol.ListTasksResult:
-        self.rate.check(ctx.requestor)
-        return protocol.ListTasksResult.model_validate(await self._list(params.cursor, ctx))
-
-    async def _list(self, cursor: str | None, ctx: RequestContext) -> dict[str, Any]:
-        codec = await self.coordination.cursor_codec()
-        after: tuple[float, str] | None = None
-        if cursor is not None:
-            try:
-                after = codec.decode(ctx.requestor, cursor)
-            except CursorError as exc:
-                audit("cursor_rejected", ctx.requestor, None)
-                raise InvalidCursor(
-                    detail=f"params.cursor was not issued by this server for this requestor ({exc})"
-                ) from None
-        size = self.config.page_size
-        recs = await self.guard.list_tasks(ctx.requestor, after=after, limit=size + 1)
-        page = recs[:size]
-        now = self.clock()
-        out: dict[str, Any] = {
-            "tasks": [r.wire() for r in page if r.expires_at is None or r.expires_at > now]
-        }
-        if len(recs) > size:  # R-LIST-1
-            last = page[-1]
-            out["nextCursor"] = codec.encode(ctx.requestor, last.created_at, last.task_id)
-        return out
-
-    async def tasks_result(
-        self, params: protocol.GetTaskPayloadParams, ctx: RequestContext
-    ) -> protocol.GetTaskPayloadResult:
-        self.rate.check(ctx.requestor)
-        return protocol.GetTaskPayloadResult.model_validate(
-            await self._result(params.taskId, ctx, None)
-        )
-
-    async def _result(
-        self, task_id: str, ctx: RequestContext, on_input: InputHandler | None
-    ) -> dict[str, Any]:
-        """Block until terminal (R-RESULT-2), delivering pending input requests meanwhile."""
-        rec = await self.lookup(task_id, ctx)
-        if rec.status not in protocol.TERMINAL:  # else no task group: the common case costs less
-            rec = await await_terminal(self, task_id, ctx, on_input)
-        audit("result_retrieved", ctx.requestor, task_id, status=rec.status.value)
-        if rec.error is not None and rec.result is None:
-            raise error_from_payload(rec.error)  # R-RESULT-1
-        out = dict(rec.result or {})
-        out["_meta"] = with_related_task(out.get("_meta"), task_id)  # R-RESULT-4
-        return out
-
-    # ------------------------------------------------------------------ raw-dict entry point
-
-    async def handle(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        ctx: RequestContext,
-        *,
-        on_input: InputHandler | None = None,
-    ) -> dict[str, Any]:
-        """Answer a ``tasks/*`` request given as raw JSON; returns the wire result.
-
-        Raises only ``TaskError`` subclasses (adapters send ``exc.to_error()``)."""
-        try:
-            if method == protocol.TASKS_RESULT and on_input is not None:
-                model = DISPATCH[method][0]
-                try:
-                    parsed = model.model_validate(params or {})
-                except ValidationError as exc:
-                    raise InvalidParams(detail=describe_validation_error(exc)) from None
-                self.rate.check(ctx.requestor)
-                task_id = getattr(parsed, "taskId")  # noqa: B009
-                res = await self._result(str(task_id), ctx, on_input)
-                return dump(protocol.GetTaskPayloadResult.model_validate(res))
-            return await self.dispatch(method, params, ctx)
-        except TaskError:
-            raise
-        except Exception as exc:
-            log.exception("tasks engine: %s failed", method)
-            raise InternalError(detail=type(exc).__name__) from exc

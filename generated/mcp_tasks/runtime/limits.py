@@ -10,12 +10,10 @@ requestor (with reservations for creations in flight), and the ttl policy (R-TTL
 
 from __future__ import annotations
 
-import math
+import enum
 import time
-from collections.abc import Mapping
-from typing import Any
 
-from ..errors import ConcurrencyLimitExceeded, InvalidParams, RateLimitExceeded
+from ..errors import ConcurrencyLimitExceeded, RateLimitExceeded
 from .audit import audit
 from .config import EngineConfig
 
@@ -83,23 +81,23 @@ class ActiveLimit:
             del self._reserved[requestor]
 
 
-def resolve_ttl(config: EngineConfig, task: Mapping[str, Any] | None) -> int | None:
-    """The actual ttl (R-TTL-2): the default when absent, clamped to the maximum;
-    ``null`` is unlimited only with ``allow_unlimited_ttl`` (else the maximum)."""
-    if task is None:
+class Default(enum.Enum):
+    """The type of ``DEFAULT``: no ttl asked for."""
+
+    DEFAULT = "default"
+
+
+#: A ttl nobody asked for: the server's default applies.
+DEFAULT = Default.DEFAULT
+
+
+def ttl_policy(config: EngineConfig, requested: int | None | Default) -> int | None:
+    """The actual ttl (R-TTL-2) of a non-negative ``requested`` one (faces read and check
+    it): the default when ``DEFAULT``, clamped to the maximum; ``None`` (unlimited) only
+    with ``allow_unlimited_ttl``, else the maximum."""
+    if requested is DEFAULT:
         return config.default_ttl_ms
-    if not isinstance(task, Mapping):
-        raise InvalidParams(detail="params.task: must be an object")
-    if "ttl" not in task:
-        return config.default_ttl_ms
-    ttl = task["ttl"]
-    if ttl is None:
+    if requested is None:
         return None if config.allow_unlimited_ttl else config.max_ttl_ms
-    if isinstance(ttl, float) and math.isfinite(ttl) and ttl.is_integer():
-        ttl = int(ttl)
-    if isinstance(ttl, bool) or not isinstance(ttl, int):
-        raise InvalidParams(detail="params.task.ttl: must be an integer number of milliseconds")
-    if ttl < 0:
-        raise InvalidParams(detail="params.task.ttl: must not be negative")
     # Clamped before any arithmetic: 10**15 never reaches a timer or a date (R-SEC-4).
-    return min(ttl, config.max_ttl_ms)
+    return min(requested, config.max_ttl_ms)

@@ -23,8 +23,6 @@ import anyio
 import anyio.abc
 
 from ..errors import InternalError, StoreUnavailable, TaskError
-from ..handlers import RequestContext
-from ..meta import with_related_task
 from ..protocol import (
     COMPLETED,
     FAILED,
@@ -50,16 +48,38 @@ Outcome = tuple[TaskStatus, str | None, dict[str, Any] | None, dict[str, Any] | 
 INTERRUPTED_MESSAGE = "Task failed: the server stopped before the task finished"
 
 
+@dataclass(frozen=True, slots=True)
+class InputRequest:
+    """An outstanding request of a task's work, in no wire format: ``key`` is unique for
+    the task's life; ``params`` are the work's own (no related-task ``_meta``)."""
+
+    key: str
+    task_id: str
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    """A task and its outstanding input requests in creation order (empty unless the
+    task is ``input_required``)."""
+
+    record: TaskRecord
+    inputs: tuple[InputRequest, ...] = ()
+
+
 @dataclass(eq=False)
 class PendingInput:
-    """A request the work sends to its requestor (R-INPUT-*), delivered on ``tasks/result``.
+    """A request the work sends to its requestor (R-INPUT-*), as the engine keeps it.
 
-    ``params`` carry the related-task ``_meta`` (R-INPUT-2)."""
+    ``params`` are the work's own; a face stamps what its wire needs on delivery."""
 
     id: str
     task_id: str
     method: str
     params: dict[str, Any]
+    #: creation order within the task
+    seq: int = 0
     claimed: bool = field(default=False, repr=False)
     answered: anyio.Event = field(default_factory=anyio.Event, repr=False)
     answer: dict[str, Any] | None = field(default=None, repr=False)
@@ -69,12 +89,15 @@ class PendingInput:
 class Run:
     """A task running in this engine: its cancel scope, pending inputs, change signal."""
 
-    __slots__ = ("_changed", "pending", "requestor", "scope")
+    __slots__ = ("_changed", "asked", "pending", "requestor", "scope", "tool_error")
 
-    def __init__(self, requestor: str) -> None:
+    def __init__(self, requestor: str, tool_error: TaskStatus = FAILED) -> None:
         self.requestor = requestor
+        #: the status a tool result with ``isError`` ends in (the face decides)
+        self.tool_error = tool_error
         self.scope = anyio.CancelScope()
         self.pending: dict[str, PendingInput] = {}
+        self.asked = 0  # input requests made so far (their ``seq``)
         # Made on first use: most tasks finish before anyone waits on them, and an
         # anyio.Event costs a backend lookup (about 1% of a task's CPU).
         self._changed: anyio.Event | None = None
@@ -146,9 +169,14 @@ def error_text(result: Mapping[str, Any]) -> str:
 
 
 async def outcome_of(
-    work: Work, tc: TaskContext, is_error_result: IsErrorResult | None, engine: TaskEngine
+    work: Work,
+    tc: TaskContext,
+    is_error_result: IsErrorResult | None,
+    engine: TaskEngine,
+    tool_error: TaskStatus = FAILED,
 ) -> Outcome:
-    """Run the work and say how its task ends (R-STATE-4, R-RESULT-1)."""
+    """Run the work and say how its task ends (R-STATE-4, R-RESULT-1); a tool result
+    with ``isError`` ends in ``tool_error``."""
     try:
         result = await work(tc)
         if not isinstance(result, dict):
@@ -158,7 +186,7 @@ async def outcome_of(
         else:
             failed = result.get("isError") is True
         if failed:  # R-STATE-4: a tool result with isError
-            return (FAILED, error_text(result), result, None)
+            return (tool_error, error_text(result), result, None)
         return (COMPLETED, None, result, None)
     except TaskError as exc:  # R-RESULT-1: the same JSON-RPC error
         return (FAILED, exc.message, None, exc.to_error())
@@ -210,7 +238,7 @@ class Runner:
         outcome: Outcome | None = None
         try:
             with run.scope:
-                outcome = await outcome_of(work, tc, is_error_result, self.engine)
+                outcome = await outcome_of(work, tc, is_error_result, self.engine, run.tool_error)
         finally:
             with anyio.CancelScope(shield=True):
                 if outcome is None and not run.scope.cancel_called:
@@ -272,9 +300,14 @@ class Runner:
         run = self.active.get(task_id)
         if run is None:
             raise InternalError(detail="request_input outside a running task")
-        out = dict(params)
-        out["_meta"] = with_related_task(params.get("_meta"), task_id)  # R-INPUT-2
-        pending = PendingInput(id=secrets.token_hex(8), task_id=task_id, method=method, params=out)
+        run.asked += 1
+        pending = PendingInput(
+            id=secrets.token_hex(8),  # the key, unique for the task's life
+            task_id=task_id,
+            method=method,
+            params=dict(params),
+            seq=run.asked,
+        )
         run.pending[pending.id] = pending
         engine = self.engine
         coord = engine.coordination
@@ -307,18 +340,22 @@ class Runner:
 
 
 async def await_terminal(
-    engine: TaskEngine, task_id: str, ctx: RequestContext, on_input: InputHandler | None
+    engine: TaskEngine,
+    requestor: str,
+    task_id: str,
+    on_input: InputHandler | None,
+    face: str | None = None,
 ) -> TaskRecord:
     """Block until the task is terminal (R-RESULT-2), delivering its input requests to
     ``on_input`` meanwhile (R-INPUT-3), whichever instance runs the work."""
     delivering: set[str] = set()
     failure: TaskError | None = None
-    with engine.coordination.waiter(task_id, ctx.requestor) as waiter:
+    with engine.coordination.waiter(task_id, requestor) as waiter:
         async with anyio.create_task_group() as tg:
             try:
                 while True:
                     waiter.arm()
-                    rec = await engine.lookup(task_id, ctx)
+                    rec = await engine.lookup(requestor, task_id, face)
                     if rec.status in TERMINAL:
                         break
                     if on_input is not None:

@@ -20,21 +20,21 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 import anyio.to_thread
 
 from ..errors import InternalError
-from ..protocol import FAILED, NON_TERMINAL, TaskStatus
-from ..store import TaskRecord, TaskStore, allowed_sources, encode_json
+from ..protocol import FAILED, NON_TERMINAL, REVISION, TaskStatus
+from ..store import Change, TaskRecord, TaskStore, allowed_sources, encode_json
 
 T = TypeVar("T")
 
 _COLUMNS = (
     "task_id, requestor, method, status, created_at, last_updated_at, ttl_ms, "
-    "poll_interval_ms, status_message, result, error, version"
+    "poll_interval_ms, status_message, result, error, version, face"
 )
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -50,13 +50,23 @@ CREATE TABLE IF NOT EXISTS tasks (
     status_message TEXT,
     result TEXT,
     error TEXT,
-    version INTEGER NOT NULL DEFAULT 0
+    version INTEGER NOT NULL DEFAULT 0,
+    face TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tasks_by_requestor ON tasks (requestor, created_at, task_id);
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (expires_at) WHERE expires_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tasks_active ON tasks (requestor, status);
 """
 _ACTIVE = tuple(s.value for s in sorted(NON_TERMINAL))
+#: Files made before tasks had a face: their tasks are all of the first face.
+_ADD_FACE = f"ALTER TABLE tasks ADD COLUMN face TEXT NOT NULL DEFAULT '{REVISION}'"
+
+
+def _migrate(c: sqlite3.Connection) -> None:
+    """Bring a file made by an older version up to this schema (idempotent)."""
+    columns = {row[1] for row in c.execute("PRAGMA table_info(tasks)")}
+    if "face" not in columns:
+        c.execute(_ADD_FACE)
 
 
 def _row(row: tuple[Any, ...]) -> TaskRecord:
@@ -73,6 +83,7 @@ def _row(row: tuple[Any, ...]) -> TaskRecord:
         result=None if row[9] is None else json.loads(row[9]),
         error=None if row[10] is None else json.loads(row[10]),
         version=row[11],
+        face=row[12],
     )
 
 
@@ -88,6 +99,7 @@ class SqliteTaskStore(TaskStore):
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA busy_timeout=5000")
             self._conn.executescript(_SCHEMA)
+            _migrate(self._conn)
         self._closed = False
         # Reads run inline with a connection of their own: in WAL mode a reader never waits
         # for the writer, and a hop to a worker thread costs several times a keyed SELECT.
@@ -131,6 +143,7 @@ class SqliteTaskStore(TaskStore):
             encode_json(record.result),
             encode_json(record.error),
             record.version,
+            record.face,
         )
 
         def op(c: sqlite3.Connection) -> None:
@@ -138,7 +151,7 @@ class SqliteTaskStore(TaskStore):
                 c.execute(
                     "INSERT INTO tasks (task_id, requestor, method, status, created_at, "
                     "last_updated_at, ttl_ms, expires_at, poll_interval_ms, status_message, "
-                    "result, error, version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "result, error, version, face) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     values,
                 )
             except sqlite3.IntegrityError:
@@ -156,28 +169,31 @@ class SqliteTaskStore(TaskStore):
         return await self._read(op)
 
     async def transition(
-        self,
-        task_id: str,
-        status: TaskStatus,
-        *,
-        now: float,
-        expected: Collection[TaskStatus] | None = None,
-        status_message: str | None = None,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
+        self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        allowed = [s.value for s in allowed_sources(status, expected)]
+        allowed = [s.value for s in allowed_sources(status, change.get("expected"))]
         if not allowed:
             return None
         # Serialised before the lock: a result that is not JSON fails here, changing nothing.
-        result_json, error_json = encode_json(result), encode_json(error)
+        result_json, error_json = (
+            encode_json(change.get("result")),
+            encode_json(change.get("error")),
+        )
         marks = ",".join("?" * len(allowed))
         sql = (
             "UPDATE tasks SET status = ?, last_updated_at = MAX(last_updated_at, ?), "
             "status_message = ?, result = COALESCE(?, result), error = COALESCE(?, error), "
             f"version = version + 1 WHERE task_id = ? AND status IN ({marks}) RETURNING {_COLUMNS}"
         )
-        args = (status.value, now, status_message, result_json, error_json, task_id, *allowed)
+        args = (
+            status.value,
+            now,
+            change.get("status_message"),
+            result_json,
+            error_json,
+            task_id,
+            *allowed,
+        )
 
         def op(c: sqlite3.Connection) -> TaskRecord | None:
             row = c.execute(sql, args).fetchone()

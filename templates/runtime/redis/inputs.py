@@ -3,7 +3,9 @@ elicitation or a sampling request); the result stream a client holds on any inst
 claims it, delivers it to the client and stores the answer, which A then takes.
 
 Keys per task (``keys.py``): ``in`` pending requests, ``cl`` claims (``until-ms claimer``),
-``ans`` answers. A terminal status change deletes all three.
+``ans`` answers. A terminal status change deletes all three. Answering removes the input
+from ``in`` and stores its answer in one script: the next read of the outstanding
+inputs on any instance no longer lists it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ class Inputs:
         keys = [self._keys.task(tag, task_id), self._keys.inputs(tag, task_id)[0]]
         args = [task_id, item["id"], dumps(item), self._keys.channel]
         return bool(await self._run.eval(PUT_INPUT, keys, args))
+
+    async def pending(self, task_id: str, requestor: str) -> list[dict[str, Any]]:
+        """Every outstanding input (claimed or not), oldest first (by ``seq``)."""
+        pending, _, _ = self._keys.inputs(self._keys.tag(requestor), task_id)
+        items = [json.loads(text(r)) for r in await self._run.command("HVALS", pending)]
+        return sorted(items, key=lambda i: i.get("seq") if isinstance(i.get("seq"), int) else 0)
 
     async def claim(
         self, task_id: str, requestor: str, claimer: str, lease_s: float

@@ -10,7 +10,8 @@
 ``r`` requestor, ``m`` method, ``s`` status, ``c`` created_at, ``u`` last_updated_at,
 ``ttl`` ttl ms ('' = unlimited), ``pi`` poll interval ms, ``v`` version, ``k`` lexkey,
 ``x`` expires_at, ``msg`` status message, ``res`` result JSON, ``err`` error JSON,
-``o`` the instance running it (while non-terminal: lease recovery).
+``o`` the instance running it (while non-terminal: lease recovery), ``f`` the face that
+created it (absent in tasks stored before faces existed: the first face).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...models import TaskStatus
-from ...protocol import TERMINAL
+from ...protocol import REVISION, TERMINAL
 from ...store import TaskRecord
 
 
@@ -44,7 +45,7 @@ def fields(record: TaskRecord, lex: str, owner: str | None) -> list[Any]:
         "c", repr(record.created_at), "u", repr(record.last_updated_at),
         "ttl", "" if record.ttl_ms is None else str(record.ttl_ms),
         "pi", "" if record.poll_interval_ms is None else str(record.poll_interval_ms),
-        "v", str(record.version), "k", lex,
+        "v", str(record.version), "k", lex, "f", record.face,
     ]  # fmt: skip
     if record.expires_at is not None:
         out += ["x", repr(record.expires_at)]
@@ -82,6 +83,7 @@ def decode(h: dict[str, str], task_id: str) -> TaskRecord | None:
         result=None if res is None else json.loads(res),
         error=None if err is None else json.loads(err),
         version=int(h.get("v", "0")),
+        face=h.get("f", REVISION),
     )
 
 

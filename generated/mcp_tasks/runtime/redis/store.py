@@ -23,8 +23,7 @@ import os
 import secrets
 import socket
 import urllib.parse
-from collections.abc import Collection
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 import anyio.abc
@@ -35,7 +34,7 @@ from redis.backoff import ExponentialBackoff
 from ...errors import StoreUnavailable
 from ...models import TaskStatus
 from ...protocol import TERMINAL
-from ...store import SharedTaskStore, TaskRecord
+from ...store import Change, SharedTaskStore, TaskRecord, allowed_sources
 from .codec import TERMINAL_VALUES, as_dict, decode, dumps, fields, text
 from .events import Events, TaskWatchHandle
 from .inputs import Inputs
@@ -215,28 +214,25 @@ class RedisTaskStore(SharedTaskStore):
         return rec
 
     async def transition(
-        self,
-        task_id: str,
-        status: TaskStatus,
-        *,
-        now: float,
-        expected: Collection[TaskStatus] | None = None,
-        status_message: str | None = None,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
+        self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        allowed = [s.value for s in (self.sources(status) if expected is None else expected)]
+        allowed = [s.value for s in allowed_sources(status, change.get("expected"))]
         if not allowed:
             return None
         # Serialised first: a result that is not JSON fails here, changing nothing.
+        result, error, message = (
+            change.get("result"),
+            change.get("error"),
+            change.get("status_message"),
+        )
         res = "" if result is None else dumps(result)
         err = "" if error is None else dumps(error)
         tag = await self._tag_of(task_id)
         if tag is None:
             return None
         args = [
-            task_id, status.value, repr(float(now)), int(status_message is not None),
-            status_message or "", res, err, self.keys.channel, TERMINAL_VALUES, *allowed,
+            task_id, status.value, repr(float(now)), int(message is not None),
+            message or "", res, err, self.keys.channel, TERMINAL_VALUES, *allowed,
         ]  # fmt: skip
         calls: list[Call] = [(TRANSITION, [self.keys.task_keys(tag, task_id), args])]
         member = self.leases.member(tag, task_id)
@@ -362,6 +358,10 @@ class RedisTaskStore(SharedTaskStore):
         """Queue an input request (``{"id", "method", "params"}``) for any result stream."""
         return await self.inputs.put(task_id, requestor, item)
 
+    async def pending_inputs(self, task_id: str, requestor: str) -> list[dict[str, Any]]:
+        """Every outstanding input request, oldest first (one ``HVALS``)."""
+        return await self.inputs.pending(task_id, requestor)
+
     async def claim_inputs(
         self, task_id: str, requestor: str, claimer: str, lease_s: float
     ) -> list[dict[str, Any]]:
@@ -376,7 +376,8 @@ class RedisTaskStore(SharedTaskStore):
     async def answer_input(
         self, task_id: str, requestor: str, input_id: str, answer: dict[str, Any]
     ) -> bool:
-        """Store the answer (``{"result": ...}`` or ``{"error": ...}``) for the running work."""
+        """Store the answer (``{"result": ...}`` or ``{"error": ...}``) for the running work
+        and drop the input from the outstanding ones, in one script (``answer_input.lua``)."""
         return await self.inputs.answer(task_id, requestor, input_id, answer)
 
     async def take_answer(
