@@ -14,6 +14,17 @@ Servers (each workload on a fresh process, bound to 127.0.0.1 on a free port):
 - ``ours-memory`` / ``ours-sqlite`` (/ ``ours-redis`` when the runtime has a Redis store and
   ``redis-server`` is installed): ``benchmarks/peers/ours_server.py``, our example server.
 
+On the 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``; stateless requests, the
+driver's ``Stateless`` mode; lifecycle = task ``tools/call`` then ``tasks/get`` until
+terminal, poll = a ``tasks/get`` loop; this face has no ``tasks/result`` and no
+``tasks/list``, so no wake-up or list rows):
+
+- ``fastmcp``: ``tests/interop/fastmcp_server.py``, FastMCP 4.1.4 + fastmcp-tasks (Docket
+  ``memory://``), in the virtualenv ``tests/interop/.venv-fastmcp`` the interop tests make
+  (setup makes it too; ``--quick`` skips the peer when it is absent, except under ``CI``);
+- ``ours-ext``: our example server on that face, shown as "–" while its ``server/discover``
+  does not advertise the extension.
+
 The driver (``benchmarks/peers/driver.py``) speaks raw JSON-RPC over Streamable HTTP on asyncio
 streams; its own CPU per request is measured and reported, and server CPU per operation is
 read from ``/proc/PID/stat``. Peers run in rotating order, ``--reps`` repetitions; the tables
@@ -38,9 +49,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +66,17 @@ RESULTS = HERE / "results"
 README = HERE / "README.md"  # benchmarks/README.md: the tables live there
 README_START, README_END = "<!-- peers-bench:start -->", "<!-- peers-bench:end -->"
 sys.path.insert(0, str(PEERS))
+sys.path.insert(0, str(ROOT / "tests" / "interop"))
 
-from driver import RpcError, Session  # noqa: E402
+import fastmcp_peer  # noqa: E402
+from driver import RpcError, Session, Stateless  # noqa: E402
 
 HOST = "127.0.0.1"
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 TS = "ts"
+CORE, EXT = "2025-11-25", "2026-07-28"  # the face a server is measured on
+FASTMCP = "fastmcp"
+EXT_POLL_PAUSE_S = 0.005  # between two tasks/get of the ext lifecycle (no blocking result)
 
 
 # --------------------------------------------------------------------------- settings
@@ -103,6 +120,7 @@ class ServerSpec:
     heap_hook: bool = False  # GET /bench/heap: full GC, then process.memoryUsage() (node)
     missing: str | None = None  # why it cannot run here
     env: dict[str, str] = field(default_factory=dict)
+    face: str = CORE  # CORE: 2025-11-25 sessions; EXT: 2026-07-28 tasks extension, stateless
 
 
 def free_port() -> int:
@@ -189,6 +207,7 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
             prefill=True,
         ),
     ]
+    specs += ext_specs()
     redis_prefix, why = redis_store_spec()
     specs.append(
         ServerSpec(
@@ -208,6 +227,31 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
         )
     )
     return specs
+
+
+def ext_specs() -> list[ServerSpec]:
+    """The servers measured on the 2026-07-28 tasks extension face."""
+    py = sys.executable
+    return [
+        ServerSpec(
+            FASTMCP,
+            "FastMCP 4.1.4 + fastmcp-tasks (Docket memory://)",
+            lambda port, _: [
+                str(fastmcp_peer.venv_python()),
+                str(fastmcp_peer.SERVER_SCRIPT),
+                str(port),
+                "--json",
+            ],
+            missing=None if fastmcp_peer.is_ready() else "tests/interop/.venv-fastmcp missing",
+            face=EXT,
+        ),
+        ServerSpec(
+            "ours-ext",
+            "ours, extension face (InMemoryTaskStore)",
+            lambda port, _: [py, str(PEERS / "ours_server.py"), "--port", str(port)],
+            face=EXT,
+        ),
+    ]
 
 
 def proc_cpu_s(pid: int) -> float:
@@ -365,40 +409,65 @@ class Window:
 
 
 # --------------------------------------------------------------------------- workloads
-async def w_lifecycle(srv: Running, plan: Plan) -> dict[str, Any]:
-    """N sessions each looping task-augmented slow_compute(0) -> tasks/result."""
-    sessions = await open_sessions(srv.port, plan.sessions)
+Step = Callable[[], Awaitable[Any]]
+
+
+async def _loop(srv: Running, plan: Plan, steps: list[Step]) -> tuple[list[float], Window]:
+    """Each step in a loop of its own; the latencies of the steps ended inside the window."""
     state = {"measure": False, "stop": False}
     lat: list[float] = []
 
-    async def worker(s: Session) -> None:
+    async def run(step: Step) -> None:
         while not state["stop"]:
             t0 = time.perf_counter()
-            task = await s.task_call(0)
-            await s.call("tasks/result", {"taskId": task["taskId"]})
+            await step()
             if state["measure"]:
                 lat.append(time.perf_counter() - t0)
 
-    jobs = [asyncio.create_task(worker(s)) for s in sessions]
+    jobs = [asyncio.create_task(run(step)) for step in steps]
     await asyncio.sleep(plan.warmup_s)
     state["measure"] = True
     with Window(srv) as w:
         await asyncio.sleep(plan.window_s)
         state["measure"] = False
-        n = len(lat)
     state["stop"] = True
     await asyncio.gather(*jobs)
+    return lat, w
+
+
+def _rates(lat: list[float], w: Window, per: str, reqs_per_op: float) -> dict[str, Any]:
+    """Operations per second, latency percentiles and CPU per operation of one window."""
+    n = len(lat)
+    unit = "task" if per == "tasks" else "get"
+    out: dict[str, Any] = {
+        f"{per}_per_s": n / w.wall,
+        "server_cpu_util": w.server_cpu / w.wall,
+        "driver_cpu_us_per_req": w.driver_cpu / max(reqs_per_op * n, 1) * 1e6,
+        per: n,
+    }
+    if per == "tasks":
+        out.update(p50_ms=pct(lat, 50) * 1e3, p99_ms=pct(lat, 99) * 1e3)
+        out["server_cpu_ms_per_task"] = w.server_cpu / max(n, 1) * 1e3
+    else:
+        out[f"server_cpu_us_per_{unit}"] = w.server_cpu / max(n, 1) * 1e6
+    return out
+
+
+async def w_lifecycle(srv: Running, plan: Plan) -> dict[str, Any]:
+    """N sessions each looping task-augmented slow_compute(0) -> tasks/result."""
+    sessions = await open_sessions(srv.port, plan.sessions)
+
+    def step_of(s: Session) -> Step:
+        async def step() -> None:
+            task = await s.task_call(0)
+            await s.call("tasks/result", {"taskId": task["taskId"]})
+
+        return step
+
+    lat, w = await _loop(srv, plan, [step_of(s) for s in sessions])
     for s in sessions:
         s.close()
-    return {
-        "tasks_per_s": n / w.wall,
-        "p50_ms": pct(lat, 50) * 1e3,
-        "p99_ms": pct(lat, 99) * 1e3,
-        "server_cpu_ms_per_task": w.server_cpu / max(n, 1) * 1e3,
-        "server_cpu_util": w.server_cpu / w.wall,
-        "driver_cpu_us_per_req": w.driver_cpu / max(2 * n, 1) * 1e6,
-        "tasks": n,
-    }
+    return _rates(lat, w, "tasks", 2)
 
 
 async def w_wakeup(srv: Running, plan: Plan) -> dict[str, Any]:
@@ -438,34 +507,80 @@ async def w_poll(srv: Running, plan: Plan) -> dict[str, Any]:
         task = await s.task_call(0)
         await s.call("tasks/result", {"taskId": task["taskId"]})
         tids.append(task["taskId"])
-    state = {"measure": False, "stop": False}
-    count = [0]
 
-    async def worker(s: Session, tid: str) -> None:
+    def step_of(s: Session, tid: str) -> Step:
         params = {"taskId": tid}
-        while not state["stop"]:
-            await s.call("tasks/get", params)
-            if state["measure"]:
-                count[0] += 1
+        return lambda: s.call("tasks/get", params)
 
-    jobs = [asyncio.create_task(worker(s, t)) for s, t in zip(sessions, tids, strict=True)]
-    await asyncio.sleep(plan.warmup_s)
-    state["measure"] = True
-    with Window(srv) as w:
-        await asyncio.sleep(plan.window_s)
-        state["measure"] = False
-        n = count[0]
-    state["stop"] = True
-    await asyncio.gather(*jobs)
+    steps = [step_of(s, t) for s, t in zip(sessions, tids, strict=True)]
+    lat, w = await _loop(srv, plan, steps)
     for s in sessions:
         s.close()
-    return {
-        "gets_per_s": n / w.wall,
-        "server_cpu_us_per_get": w.server_cpu / max(n, 1) * 1e6,
-        "server_cpu_util": w.server_cpu / w.wall,
-        "driver_cpu_us_per_req": w.driver_cpu / max(n, 1) * 1e6,
-        "gets": n,
-    }
+    return _rates(lat, w, "gets", 1)
+
+
+async def _ext_clients(srv: Running, plan: Plan) -> list[Stateless] | None:
+    """``plan.sessions`` stateless clients, or None when the server does not advertise the
+    tasks extension in ``server/discover`` (the face is not served: its row shows "–")."""
+    clients = [await Stateless(HOST, srv.port).open() for _ in range(plan.sessions)]
+    if not await clients[0].advertises_tasks():
+        for c in clients:
+            c.close()
+        return None
+    return clients
+
+
+NOT_SERVED = {"not_served": "server/discover does not advertise io.modelcontextprotocol/tasks"}
+
+
+async def w_ext_lifecycle(srv: Running, plan: Plan) -> dict[str, Any]:
+    """N stateless clients each looping slow_compute(0) as a task -> tasks/get until terminal."""
+    clients = await _ext_clients(srv, plan)
+    if clients is None:
+        return dict(NOT_SERVED)
+    gets = [0]
+
+    def step_of(c: Stateless) -> Step:
+        async def step() -> None:
+            created = await c.task_call(0)
+            before = c.sent
+            done = await c.wait_terminal(created, EXT_POLL_PAUSE_S)
+            gets[0] += c.sent - before
+            if done.get("status", "completed") != "completed":
+                raise RuntimeError(f"slow_compute(0) ended {done.get('status')}")
+
+        return step
+
+    lat, w = await _loop(srv, plan, [step_of(c) for c in clients])
+    for c in clients:
+        c.close()
+    tasks = max(len(lat), 1)
+    return {**_rates(lat, w, "tasks", 1 + gets[0] / tasks), "gets_per_task": gets[0] / tasks}
+
+
+async def w_ext_poll(srv: Running, plan: Plan) -> dict[str, Any]:
+    """N stateless clients each polling tasks/get on its own completed task."""
+    clients = await _ext_clients(srv, plan)
+    if clients is None:
+        return dict(NOT_SERVED)
+    tids = []
+    for c in clients:
+        created = await c.task_call(0)
+        if created.get("resultType") != "task":  # answered at once: ask for a longer one
+            created = await c.task_call(0.01)
+        if created.get("resultType") != "task":
+            raise RuntimeError(f"slow_compute(0.01) made no task: {created}")
+        await c.wait_terminal(created, EXT_POLL_PAUSE_S)
+        tids.append(created["taskId"])
+
+    def step_of(c: Stateless, tid: str) -> Step:
+        params = {"taskId": tid}
+        return lambda: c.call("tasks/get", params)
+
+    lat, w = await _loop(srv, plan, [step_of(c, t) for c, t in zip(clients, tids, strict=True)])
+    for c in clients:
+        c.close()
+    return _rates(lat, w, "gets", 1)
 
 
 async def _fill(s: Session, target: int, have: int) -> int:
@@ -609,12 +724,21 @@ async def w_list(srv: Running, plan: Plan, rep: int = 0) -> dict[str, Any]:
     return out
 
 
-WORKLOADS: dict[str, Callable[[Running, Plan], Awaitable[dict[str, Any]]]] = {
+Workload = Callable[[Running, Plan], Awaitable[dict[str, Any]]]
+WORKLOADS: dict[str, Workload] = {
     "lifecycle": w_lifecycle,
     "wakeup": w_wakeup,
     "list": w_list,
     "poll": w_poll,
 }
+EXT_WORKLOADS: dict[str, Workload] = {
+    "ext_lifecycle": w_ext_lifecycle,
+    "ext_poll": w_ext_poll,
+}
+
+
+def workloads_of(spec: ServerSpec) -> dict[str, Workload]:
+    return EXT_WORKLOADS if spec.face == EXT else WORKLOADS
 
 
 # --------------------------------------------------------------------------- setup
@@ -624,7 +748,8 @@ def run_cmd(argv: list[str], cwd: Path | None = None) -> None:
 
 
 def setup() -> None:
-    """npm ci for the TypeScript peer; the mcp 1.29 + matplotlib virtualenv."""
+    """npm ci for the TypeScript peer; the mcp 1.29 + matplotlib virtualenv; FastMCP's."""
+    fastmcp_peer.ensure_venv()
     stamp = TS_DIR / "node_modules" / ".package-lock.json"
     lock = TS_DIR / "package-lock.json"
     if not stamp.exists() or stamp.stat().st_mtime < lock.stat().st_mtime:
@@ -646,7 +771,7 @@ async def run_one(
     try:
         if workload == "list":
             return await w_list(srv, plan, rep)
-        return await WORKLOADS[workload](srv, plan)
+        return await workloads_of(spec)[workload](srv, plan)
     finally:
         srv.stop()
 
@@ -654,7 +779,7 @@ async def run_one(
 async def run_all(specs: list[ServerSpec], plan: Plan, tmp: Path) -> dict[str, Any]:
     names = [s.name for s in specs]
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {
-        w: {n: [] for n in names} for w in WORKLOADS
+        w: {n: [] for n in names} for w in {**WORKLOADS, **EXT_WORKLOADS}
     }
     errors: list[str] = []
     if any(s.needs_redis for s in specs):
@@ -677,11 +802,13 @@ async def _run_reps(
     for rep in range(plan.reps):
         order = names[rep % len(names) :] + names[: rep % len(names)]
         if plan.fresh_process:
-            for workload in WORKLOADS:
+            for workload in {**WORKLOADS, **EXT_WORKLOADS}:
                 if workload == "list" and rep >= plan.list_reps:
                     continue
                 for name in order:
                     spec = next(s for s in specs if s.name == name)
+                    if workload not in workloads_of(spec):
+                        continue
                     t0 = time.perf_counter()
                     try:
                         res = await run_one(spec, workload, plan, tmp, rep)
@@ -700,7 +827,7 @@ async def _run_reps(
                 spec = next(s for s in specs if s.name == name)
                 srv = await Running(spec, tmp).start()
                 try:
-                    for workload, fn in WORKLOADS.items():
+                    for workload, fn in workloads_of(spec).items():
                         runs[workload][name].append(await fn(srv, plan))
                         print(
                             f"{workload:9s} {name:12s} "
@@ -711,6 +838,9 @@ async def _run_reps(
 
 
 def summary(workload: str, r: dict[str, Any]) -> str:
+    if "not_served" in r:
+        return f"not served ({r['not_served']})"
+    workload = workload.removeprefix("ext_")
     if workload == "lifecycle":
         return f"{r['tasks_per_s']:.0f} tasks/s p99 {r['p99_ms']:.1f} ms cpu {r['server_cpu_ms_per_task']:.3f} ms/task"
     if workload == "wakeup":
@@ -733,6 +863,17 @@ def med(values: list[float]) -> float | None:
     return statistics.median(vals) if vals else None
 
 
+#: Throughput workloads: (rate, server CPU per operation, other medians reported).
+RATE_KEYS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "lifecycle": (
+        "tasks_per_s",
+        "server_cpu_ms_per_task",
+        ("p50_ms", "p99_ms", "driver_cpu_us_per_req", "server_cpu_util"),
+    ),
+    "poll": ("gets_per_s", "server_cpu_us_per_get", ("driver_cpu_us_per_req",)),
+}
+
+
 def aggregate(runs: dict[str, dict[str, list[dict[str, Any]]]], names: list[str]) -> dict[str, Any]:
     """Medians over repetitions; ratios to ts computed per repetition, then the median."""
     agg: dict[str, Any] = {}
@@ -741,38 +882,29 @@ def aggregate(runs: dict[str, dict[str, list[dict[str, Any]]]], names: list[str]
         workload: str, name: str, getter: Callable[[dict[str, Any]], float], to: str = TS
     ) -> float | None:
         mine, theirs = runs[workload].get(name, []), runs[workload].get(to, [])
-        return med([getter(a) / getter(b) for a, b in zip(mine, theirs, strict=False) if getter(b)])
+        pairs = zip(mine, theirs, strict=False)
+        return med([getter(a) / getter(b) for a, b in pairs if "not_served" not in a and getter(b)])
 
     for name in names:
         row: dict[str, Any] = {}
-        lc = runs["lifecycle"][name]
-        if lc:
-            for key in (
-                "tasks_per_s",
-                "p50_ms",
-                "p99_ms",
-                "server_cpu_ms_per_task",
-                "driver_cpu_us_per_req",
-                "server_cpu_util",
-            ):
-                row[f"lifecycle.{key}"] = med([r[key] for r in lc])
-            row["lifecycle.x_ts"] = ratio("lifecycle", name, lambda r: r["tasks_per_s"])
-            row["lifecycle.cpu_x_floor"] = ratio(
-                "lifecycle", name, lambda r: r["server_cpu_ms_per_task"], "floor"
-            )
+        for workload, (rate, cpu, extra) in RATE_KEYS.items():
+            for key, ref, floor in ((workload, TS, "floor"), (f"ext_{workload}", FASTMCP, None)):
+                done = [r for r in runs[key][name] if "not_served" not in r]
+                if runs[key][name] and not done:
+                    row[f"{key}.not_served"] = runs[key][name][0]["not_served"]
+                if not done:
+                    continue
+                for k in (rate, cpu, *extra, "gets_per_task"):
+                    if all(k in r for r in done):
+                        row[f"{key}.{k}"] = med([r[k] for r in done])
+                row[f"{key}.x_{ref}"] = ratio(key, name, itemgetter(rate), ref)
+                if floor:
+                    row[f"{key}.cpu_x_floor"] = ratio(key, name, itemgetter(cpu), floor)
         wk = runs["wakeup"][name]
         if wk:
             row["wakeup.p50_ms"] = med([r["p50_ms"] for r in wk])
             row["wakeup.p99_ms"] = med([r["p99_ms"] for r in wk])
             row["wakeup.x_ts"] = ratio("wakeup", name, lambda r: r["p99_ms"])
-        pl = runs["poll"][name]
-        if pl:
-            for key in ("gets_per_s", "server_cpu_us_per_get", "driver_cpu_us_per_req"):
-                row[f"poll.{key}"] = med([r[key] for r in pl])
-            row["poll.x_ts"] = ratio("poll", name, lambda r: r["gets_per_s"])
-            row["poll.cpu_x_floor"] = ratio(
-                "poll", name, lambda r: r["server_cpu_us_per_get"], "floor"
-            )
         ls = runs["list"][name]
         if ls:
             row["memory.bytes_per_task"] = med([r["bytes_per_task"] for r in ls])
@@ -800,7 +932,7 @@ def fmt(v: Any, digits: int = 1) -> str:
     return str(v)
 
 
-def targets(agg: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
+def targets(agg: dict[str, Any], plan: Plan, ext: Collection[str] = ()) -> list[dict[str, Any]]:
     """The targets for each of our stores, judged on the floor server's figure too:
     a target the floor misses as well is out of reach on the SDK's transport here."""
     out: list[dict[str, Any]] = []
@@ -851,7 +983,7 @@ def targets(agg: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
             True,
         ),
     ]
-    for name in [n for n in agg if n.startswith("ours-")]:
+    for name in [n for n in agg if n.startswith("ours-") and n not in ext]:
         for what, get, ok, floor_applies in checks:
             value = get(agg[name])
             met = None if value is None else bool(ok(value))
@@ -901,7 +1033,7 @@ def machine() -> dict[str, Any]:
 
 def markdown(report: dict[str, Any]) -> str:
     agg, plan, specs = report["aggregate"], report["plan"], report["servers"]
-    names = [s["name"] for s in specs if s["name"] in agg]
+    names = [s["name"] for s in specs if s["name"] in agg and s.get("face", CORE) == CORE]
     label = {s["name"]: s["label"] for s in specs}
     m = report["machine"]
     load = m["loadavg_before"]
@@ -988,6 +1120,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"{fmt(r.get('memory.bytes_per_task_prefilled'))} | "
             f"{fmt(r.get('memory.heap_bytes_per_task'))} |"
         )
+    lines += ext_markdown(report)
     lines += ["", "**Targets** for our server, the floor server's figure beside", ""]
     lines += [
         "| server | target | ours | met | floor | note |",
@@ -1004,6 +1137,37 @@ def markdown(report: dict[str, Any]) -> str:
     if report["errors"]:
         lines += ["", "Errors: " + "; ".join(report["errors"])]
     return "\n".join(lines) + "\n"
+
+
+def ext_markdown(report: dict[str, Any]) -> list[str]:
+    """The table of the 2026-07-28 tasks extension face ("–" where a server does not serve it)."""
+    agg, plan, specs = report["aggregate"], report["plan"], report["servers"]
+    ext = [s for s in specs if s.get("face") == EXT and s["name"] in agg]
+    if not ext:
+        return []
+    lines = [
+        "",
+        f"**Extension face** (2026-07-28 tasks extension, stateless: {plan['sessions']} clients looping "
+        f"`slow_compute(0)` as a task → `tasks/get` every {EXT_POLL_PAUSE_S * 1e3:g} ms until terminal, "
+        f"and looping `tasks/get` on a completed task; ratios to FastMCP 4 per repetition)",
+        "",
+        "| server | tasks/s | × FastMCP | p50 ms | p99 ms | gets/task | server CPU ms/task "
+        "| gets/s | × FastMCP | server CPU µs/get |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for s in ext:
+        r = agg[s["name"]]
+        why = r.get("ext_lifecycle.not_served") or r.get("ext_poll.not_served")
+        label = s["label"] + (f" (not served yet: {why})" if why else "")
+        lines.append(
+            f"| {label} | {fmt(r.get('ext_lifecycle.tasks_per_s'))} | "
+            f"{fmt(r.get('ext_lifecycle.x_fastmcp'), 2)} | {fmt(r.get('ext_lifecycle.p50_ms'), 2)} | "
+            f"{fmt(r.get('ext_lifecycle.p99_ms'), 2)} | {fmt(r.get('ext_lifecycle.gets_per_task'))} | "
+            f"{fmt(r.get('ext_lifecycle.server_cpu_ms_per_task'), 3)} | "
+            f"{fmt(r.get('ext_poll.gets_per_s'))} | {fmt(r.get('ext_poll.x_fastmcp'), 2)} | "
+            f"{fmt(r.get('ext_poll.server_cpu_us_per_get'))} |"
+        )
+    return lines
 
 
 def plot(json_path: Path, out_dir: Path) -> list[str]:
@@ -1054,7 +1218,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, help="results directory")
     ap.add_argument(
-        "--update-readme", action="store_true", help="write the tables into benchmarks/README.md's markers"
+        "--update-readme",
+        action="store_true",
+        help="write the tables into benchmarks/README.md's markers",
     )
     args = ap.parse_args(argv)
     plan = QUICK if args.quick else Plan()
@@ -1064,6 +1230,8 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     if not args.quick and not args.skip_setup:
         setup()
+    elif os.environ.get("CI") and (not args.servers or FASTMCP in args.servers.split(",")):
+        fastmcp_peer.ensure_venv()  # CI measures the FastMCP peer even in --quick
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="peers-bench-") as d:
         tmp = Path(d)
@@ -1088,13 +1256,15 @@ def main(argv: list[str] | None = None) -> int:
         "plan": plan_d,
         "quick": args.quick,
         "seconds": time.perf_counter() - started,
-        "servers": [{"name": s.name, "label": s.label, "missing": s.missing} for s in specs],
+        "servers": [
+            {"name": s.name, "label": s.label, "missing": s.missing, "face": s.face} for s in specs
+        ],
         "runs": result["runs"],
         "errors": result["errors"],
         "server_logs_tail": logs,
         "aggregate": agg,
     }
-    report["targets"] = targets(agg, plan)
+    report["targets"] = targets(agg, plan, {s.name for s in specs if s.face == EXT})
     json_path = out_dir / "peers-latest.json"
     json_path.write_text(json.dumps(report, indent=1, default=str))
     md = markdown(report)

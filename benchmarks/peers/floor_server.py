@@ -22,6 +22,7 @@ import dataclasses
 import secrets
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -38,15 +39,8 @@ DONE: dict[str, asyncio.Event] = {}
 BY_SESSION: dict[str, list[str]] = {}
 RUNNING: set[asyncio.Task[None]] = set()
 VIA_SDK = False  # --sdk-tool: run the tool through the SDK's own tools/call path
-TOOL = types.Tool(
-    name="slow_compute",
-    description="Wait `seconds`, then answer",
-    input_schema={
-        "type": "object",
-        "properties": {"seconds": {"type": "number", "default": 1}, "label": {"type": "string"}},
-    },
-    execution=types.ToolExecution(task_support="optional"),
-)
+# The example contract's slow_compute, as the mcp 1.29 peer lists it too (one definition).
+TOOL = types.Tool.model_validate_json((Path(__file__).parent / "slow_compute.json").read_bytes())
 
 
 class AnyParams(BaseModel):

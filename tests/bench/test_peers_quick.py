@@ -1,7 +1,9 @@
 """Keep benchmarks/peers_bench.py working: its --quick mode, end to end (no timing assertions).
 
 Runs our server (memory and SQLite stores) and the floor server, plus the TypeScript and
-mcp 1.29 peers when their setup (``npm ci``, the benchmark virtualenv) is present.
+mcp 1.29 peers when their setup (``npm ci``, the benchmark virtualenv) is present, and on the
+2026-07-28 tasks extension face FastMCP 4 (when its virtualenv is there; under ``CI`` the
+benchmark makes it) and our server's row ("–" while the face is not served).
 """
 
 from __future__ import annotations
@@ -49,3 +51,12 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
     md = (tmp_path / "peers-latest.md").read_text()
     for needle in ("**Lifecycle**", "**Wake-up**", "**List**", "**Memory**", "**Targets**"):
         assert needle in md
+    # the extension face: our row is measured once served, else shown as not served
+    assert "**Extension face**" in md
+    ours_ext = agg["ours-ext"]
+    assert ours_ext.get("ext_lifecycle.tasks_per_s", 0) > 0 or "ext_lifecycle.not_served" in ours_ext
+    assert "ours-ext" not in {t["server"] for t in report["targets"]}
+    if "fastmcp" in ran:
+        assert agg["fastmcp"]["ext_lifecycle.tasks_per_s"] > 0
+        assert agg["fastmcp"]["ext_poll.gets_per_s"] > 0
+        assert agg["fastmcp"]["ext_lifecycle.x_fastmcp"] == 1.0

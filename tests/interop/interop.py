@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ __all__ = [
     "HERE",
     "SERVER_MODULE",
     "HttpServer",
+    "PeerServer",
     "TsServer",
     "assert_tasks_contract",
     "free_port",
@@ -140,27 +141,60 @@ def run_node(*args: str, timeout: float = 180, cwd: Path = HERE) -> dict[str, An
     return data
 
 
-class TsServer:
-    """``ts_server.mjs --http PORT`` (the TypeScript SDK server) on 127.0.0.1, stopped by PID."""
+class PeerServer:
+    """A peer's server process listening on a free 127.0.0.1 port, stopped by PID.
 
-    def __init__(self, log_dir: Path) -> None:
+    ``argv(port)`` is its command line; its output goes to ``LOG_DIR/<what>-<port>.log``."""
+
+    def __init__(
+        self,
+        argv: Callable[[int], list[str]],
+        log_dir: Path,
+        what: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 60,
+    ) -> None:
+        self.argv, self.log_dir, self.what, self.env, self.timeout = (
+            argv,
+            log_dir,
+            what,
+            env,
+            timeout,
+        )
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.log_path = log_dir / f"ts-server-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> TsServer:
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"{self.what}-{self.port}.log"
+
+    def start(self) -> PeerServer:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [str(node_path()), "ts_server.mjs", "--http", str(self.port)],
+                self.argv(self.port),
                 cwd=HERE,
-                env=node_env(),
+                env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
             )
-        wait_listening(self.proc, self.port, self.log_path, 60, "ts_server")
+        wait_listening(self.proc, self.port, self.log_path, self.timeout, self.what)
         return self
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
         stop_process(proc)
+
+
+class TsServer(PeerServer):
+    """``ts_server.mjs --http PORT`` (the TypeScript SDK server)."""
+
+    def __init__(self, log_dir: Path) -> None:
+        node = str(node_path())
+        super().__init__(
+            lambda port: [node, "ts_server.mjs", "--http", str(port)],
+            log_dir,
+            "ts_server",
+            env=node_env(),
+        )

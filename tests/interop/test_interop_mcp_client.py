@@ -87,6 +87,8 @@ async def test_legacy_handshake_capabilities(target: Any) -> None:
             "failing_job": "required",
             "protocol_error_job": "required",
             "confirm_delete": "optional",
+            "multi_input": "optional",
+            "test_tool_with_task": "required",
         }
 
 

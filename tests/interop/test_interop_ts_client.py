@@ -54,6 +54,8 @@ def test_tools_and_task_support(ts_client: Any) -> None:
         "failing_job": "required",
         "protocol_error_job": "required",
         "confirm_delete": "optional",
+        "multi_input": "optional",
+        "test_tool_with_task": "required",
     }
     assert text(out["greet"]) == "Hello, Ada!"
     # R-TOOL-4: a required tool called without a task -> -32601 from our server

@@ -148,19 +148,27 @@ TOOL_TASK_SUPPORT = {
     "protocol_error_job": "required",
     "confirm_delete": "optional",
 }
+#: The example server's tools: the contract above plus the conformance suite's fixtures.
+EXAMPLE_TOOL_TASK_SUPPORT = {
+    **TOOL_TASK_SUPPORT,
+    "multi_input": "optional",
+    "test_tool_with_task": "required",
+}
 #: ``confirm_delete``'s answer to the user's elicitation action -> the word its result starts with
 CONFIRM_OUTCOMES = [("accept", "deleted"), ("decline", "kept")]
 
 
-async def assert_tasks_contract(session: TasksClientSession) -> dict[str, Any]:
+async def assert_tasks_contract(
+    session: TasksClientSession, expected: dict[str, str] = TOOL_TASK_SUPPORT
+) -> dict[str, Any]:
     """R-CAP-1, R-CAP-2: revision 2025-11-25, the tasks capability {list, cancel,
-    requests.tools.call} and each example tool's taskSupport. Returns the capabilities."""
+    requests.tools.call} and each tool's taskSupport (``expected``). Returns the capabilities."""
     init = session.initialize_result
     assert init is not None and init.protocol_version == "2025-11-25"
     caps: dict[str, Any] = init.capabilities.model_dump(by_alias=True, exclude_none=True)
     assert caps["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     tools = (await session.list_tools()).tools
-    assert {t.name: await session.tasks.task_support(t.name) for t in tools} == TOOL_TASK_SUPPORT
+    assert {t.name: await session.tasks.task_support(t.name) for t in tools} == expected
     return caps
 
 

@@ -13,7 +13,13 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp_e2e import CONFIRM_OUTCOMES, assert_tasks_contract, run_confirm_delete, text_of
+from mcp_e2e import (
+    CONFIRM_OUTCOMES,
+    EXAMPLE_TOOL_TASK_SUPPORT,
+    assert_tasks_contract,
+    run_confirm_delete,
+    text_of,
+)
 
 from mcp_tasks import models
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, raw_request
@@ -26,7 +32,7 @@ WAIT = 60  # seconds; generous for loaded machines, never a timing assertion
 async def test_capabilities_and_task_support(connect: Any) -> None:
     # R-CAP-1, R-CAP-2: tasks {list, cancel, requests.tools.call}; taskSupport per tool
     async with connect() as s:
-        assert "tools" in await assert_tasks_contract(s)
+        assert "tools" in await assert_tasks_contract(s, EXAMPLE_TOOL_TASK_SUPPORT)
 
 
 async def test_greet_plain_and_task_support_misuse(connect: Any) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+from pathlib import Path
 
 import anyio
 import mcp.types as types
@@ -27,14 +28,9 @@ from starlette.routing import Route
 server = Server("bench-mcp129-peer")
 server.experimental.enable_tasks()
 
-SLOW_COMPUTE = types.Tool(
-    name="slow_compute",
-    description="Wait `seconds`, then answer",
-    inputSchema={
-        "type": "object",
-        "properties": {"seconds": {"type": "number", "default": 1}, "label": {"type": "string"}},
-    },
-    execution=types.ToolExecution(taskSupport=types.TASK_OPTIONAL),
+# The example contract's slow_compute, as the floor server lists it too (one definition).
+SLOW_COMPUTE = types.Tool.model_validate_json(
+    (Path(__file__).resolve().parents[1] / "slow_compute.json").read_bytes()
 )
 
 

@@ -25,8 +25,16 @@ Tools (a fixed contract other tests rely on):
 - ``failing_job`` {}: required; ``isError`` result ``job failed`` (task ``failed``).
 - ``protocol_error_job`` {}: required; raises, the task ends ``failed`` and
   ``tasks/result`` answers the JSON-RPC error.
-- ``confirm_delete`` {path}: optional; asks by ``elicitation/create``;
+- ``confirm_delete`` {path} or {filename}: optional; asks by ``elicitation/create``;
   accept -> ``deleted {path}``, otherwise ``kept {path}``.
+- ``multi_input`` {}: optional; asks two questions at once (two elicitations outstanding
+  together, answers ``{name, confirm}``); text ``answers: {name} {action}, {name} {action}``.
+- ``test_tool_with_task`` {}: required; asks for ``user_name`` (a resolver: elicitation
+  inside the task on 2025-11-25, an input round before the task where the client retries
+  with ``inputResponses``); text ``Hello, {name}!``.
+
+``multi_input`` and ``test_tool_with_task`` are fixture tools of the official conformance
+suite's ``tasks-*`` scenarios; every tool has a description (its ``tools-list`` check).
 
 ``--store redis://HOST:PORT/DB[?namespace=NS&lease=SECONDS]``: tasks shared by every
 instance using the same Redis and namespace (needs the ``redis`` extra); run several
@@ -50,7 +58,9 @@ import anyio
 import mcp_types as types
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.shared.exceptions import MCPError
 from pydantic import AnyHttpUrl, BaseModel, Field
 
@@ -77,6 +87,20 @@ class DictTokenVerifier(TokenVerifier):
 
 class Confirm(BaseModel):
     confirm: bool = Field(default=True, description="Really delete?")
+
+
+class NamedConfirm(BaseModel):
+    name: str = Field(default="", description="Your name")
+    confirm: bool = Field(default=True, description="Go ahead?")
+
+
+class UserName(BaseModel):
+    name: str = Field(description="Your name")
+
+
+def user_name() -> Elicit[UserName]:
+    """Resolver of ``test_tool_with_task``: ask the client for the user's name."""
+    return Elicit("Your name?", UserName)
 
 
 def make_store(spec: str) -> TaskStore:
@@ -152,14 +176,50 @@ def build_server(
         """Always raises: the task fails with a JSON-RPC error."""
         raise MCPError(types.INTERNAL_ERROR, "Internal error: protocol_error_job crashed")
 
+    add_input_tools(mcp, tasks)
+    return mcp, tasks
+
+
+def add_input_tools(mcp: MCPServer, tasks: McpTasks) -> None:
+    """The tools that ask the client for input (elicitation) while they run."""
+
     @tasks.tool(task_support=TASK_SUPPORT_OPTIONAL)
     @mcp.tool()
-    async def confirm_delete(ctx: Context, path: str) -> str:
-        """Ask the user before deleting `path` (nothing is really deleted)."""
-        answer = await ctx.elicit(f"Delete {path}?", schema=Confirm)
-        return f"deleted {path}" if answer.action == "accept" else f"kept {path}"
+    async def confirm_delete(
+        ctx: Context, path: str | None = None, filename: str | None = None
+    ) -> str:
+        """Ask the user before deleting `path` (or `filename`; nothing is really deleted)."""
+        target = path if path is not None else filename
+        if target is None:
+            raise ValueError("confirm_delete needs `path` or `filename`")
+        answer = await ctx.elicit(f"Delete {target}?", schema=Confirm)
+        return f"deleted {target}" if answer.action == "accept" else f"kept {target}"
 
-    return mcp, tasks
+    @tasks.tool(task_support=TASK_SUPPORT_OPTIONAL)
+    @mcp.tool()
+    async def multi_input(ctx: Context) -> str:
+        """Ask two questions at once (two elicitations outstanding together)."""
+        answers: dict[str, str] = {}
+
+        async def ask(question: str) -> None:
+            got = await ctx.elicit(question, schema=NamedConfirm)
+            name = got.data.name if isinstance(got, AcceptedElicitation) else ""
+            answers[question] = f"{name} {got.action}".strip()
+
+        questions = ("First: your name, and go ahead?", "Second: your name, and go ahead?")
+        async with anyio.create_task_group() as tg:
+            for question in questions:
+                tg.start_soon(ask, question)
+        return "answers: " + ", ".join(answers[q] for q in questions)
+
+    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED)
+    @mcp.tool()
+    async def test_tool_with_task(
+        who: Annotated[ElicitationResult[UserName], Resolve(user_name)],
+    ) -> str:
+        """Ask the user's name, then greet them (always a task)."""
+        name = who.data.name if isinstance(who, AcceptedElicitation) else "stranger"
+        return f"Hello, {name}!"
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -1,0 +1,101 @@
+"""A raw 2026-07-28 client for tests: the stateless wire of the tasks extension, by hand.
+
+No ``initialize`` and no session: every request is one HTTP POST carrying the headers
+``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name`` (``params.name`` of
+``tools/call``, ``params.taskId`` of ``tasks/get|update|cancel``: X-HTTP-1) and, in
+``params._meta``, the envelope ``io.modelcontextprotocol/protocolVersion``,
+``.../clientInfo`` and ``.../clientCapabilities`` whose ``extensions`` declare
+``io.modelcontextprotocol/tasks`` when the request opts in (X-CAP-1: per request, never
+remembered). Answers come as JSON or as an event stream (the ``data:`` event with the
+request's id). Nothing here hides an error: :meth:`ExtClient.send` returns the JSON-RPC
+message as received.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Any
+
+import httpx
+
+REVISION = "2026-07-28"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+META = "io.modelcontextprotocol/"
+NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_PARAM.update({m: "taskId" for m in ("tasks/get", "tasks/update", "tasks/cancel")})
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+class ExtClient:
+    """``send(method, params)`` on the stateless 2026-07-28 wire of one server URL."""
+
+    def __init__(self, url: str, timeout: float = 30) -> None:
+        self.url = url
+        self.http = httpx.Client(timeout=timeout)
+        self._ids = itertools.count(1)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> ExtClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        tasks: bool = True,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """One request; the JSON-RPC response (``result`` or ``error``) as received."""
+        params = dict(params or {})
+        caps: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}} if tasks else {}
+        params["_meta"] = {
+            f"{META}protocolVersion": REVISION,
+            f"{META}clientInfo": {"name": "mcptask-tests-ext-wire", "version": "0"},
+            f"{META}clientCapabilities": caps,
+            **params.get("_meta", {}),
+        }
+        rid = next(self._ids)
+        head = {
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": REVISION,
+            "Mcp-Method": method,
+        }
+        if method in NAME_PARAM and NAME_PARAM[method] in params:
+            head["Mcp-Name"] = str(params[NAME_PARAM[method]])
+        head.update(headers or {})
+        body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        response = self.http.post(self.url, json=body, headers=head)
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            for line in response.text.splitlines():
+                if line.startswith("data:"):
+                    message: dict[str, Any] = json.loads(line[5:])
+                    if message.get("id") == rid:
+                        return message
+            raise AssertionError(f"{method}: no answer in the event stream: {response.text!r}")
+        answer: dict[str, Any] = response.json()
+        return answer
+
+    def result(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
+        """:meth:`send`, asserting success; the ``result``."""
+        message = self.send(method, params, **kw)
+        assert "result" in message, f"{method}: {message}"
+        return message["result"]
+
+    def wait(
+        self, task_id: str, until: frozenset[str] = TERMINAL, timeout: float = 30
+    ) -> dict[str, Any]:
+        """Poll ``tasks/get`` until the status is in ``until``; the last answer."""
+        deadline = time.monotonic() + timeout
+        while True:
+            task: dict[str, Any] = self.result("tasks/get", {"taskId": task_id})
+            if task["status"] in until or time.monotonic() > deadline:
+                return task
+            time.sleep(0.05)
