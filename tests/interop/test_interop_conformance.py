@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ext_conformance import SKIPPED_BY_SUITE, TASK_SCENARIOS, failing, run_task_scenarios
 from interop import HERE, HttpServer, node_env, node_path
+from procs import running
 
 pytestmark = pytest.mark.usefixtures("node_modules")
 
@@ -75,15 +75,11 @@ def test_conformance_server_scenarios(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def extension_checks(
     node_modules: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[list[dict[str, Any]]]:
+) -> list[dict[str, Any]]:
     """Every check of the ten ``tasks-*`` scenarios against one example server (run once)."""
     tmp = tmp_path_factory.mktemp("conformance-ext")
-    server = HttpServer(log_dir=tmp)
-    try:
-        server.start()
-        yield run_task_scenarios(server.url, tmp / "results")
-    finally:
-        server.stop()
+    with running(HttpServer(log_dir=tmp)) as server:
+        return run_task_scenarios(server.url, tmp / "results")
 
 
 def test_extension_conformance_harness(extension_checks: list[dict[str, Any]]) -> None:
