@@ -65,7 +65,7 @@ def test_bad_input_is_named_and_nothing_is_lost(
         assert key in ext.result("tasks/get", {"taskId": tid})["inputRequests"]
 
         # oversized inputResponses: refused, named, nothing answered
-        many = {f"k{i}": {"action": "accept"} for i in range(MAX_INPUT_RESPONSES + 1)}
+        many: dict[str, Any] = {f"k{i}": {"action": "accept"} for i in range(MAX_INPUT_RESPONSES + 1)}
         many[key] = {"action": "accept", "content": {"confirm": True}}
         err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": many}))
         assert err["code"] == -32602 and "params.inputResponses" in err["message"], err
