@@ -112,7 +112,9 @@ def detailed(view: TaskView) -> dict[str, Any]:
     elif rec.status == protocol.FAILED:
         out["error"] = dict(rec.error or InternalError(detail="the task failed").to_error())
     elif rec.status == protocol.INPUT_REQUIRED:
-        out["inputRequests"] = {i.key: {"method": i.method, "params": i.params} for i in view.inputs}
+        out["inputRequests"] = {
+            i.key: {"method": i.method, "params": i.params} for i in view.inputs
+        }
     return out
 
 

@@ -202,9 +202,11 @@ class ExtensionServing:
         conn = Connection.from_envelope(
             ctx.protocol_version,
             None,
-            session.client_capabilities.model_dump(by_alias=True, exclude_none=True)
-            if session.client_capabilities is not None
-            else None,
+            (
+                session.client_capabilities.model_dump(by_alias=True, exclude_none=True)
+                if session.client_capabilities is not None
+                else None
+            ),
         )
 
         async def work(tctx: TaskContext) -> dict[str, Any]:
