@@ -142,6 +142,9 @@ def _methods(f: _Finder) -> tuple[FoundMethod, ...]:
                 kind="request" if is_request else "notification",
                 params=_ref_name(props.get("params")),
                 result=result,
+                # no ClientRequest/ServerRequest unions here: the server sends the
+                # notification (X-NOTIF-1), the client the requests (X-SCOPE-3: no
+                # client-hosted tasks)
                 sent_by=("server",) if method.startswith("notifications/") else ("client",),
             )
         )

@@ -35,26 +35,29 @@ def snake(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class MethodIR:
-    """A task method (``tasks/get``, ``notifications/tasks/status``)."""
+class _MessageIR:
+    """What a task method and a task-augmentable request have in common."""
 
     method: str = doc("the JSON-RPC method name")
+    request_model: str = doc("model class of the whole request (or notification) message")
+    sent_by: tuple[str, ...] = doc('the sides that may send it: "client", "server"')
+
+
+@dataclass(frozen=True)
+class MethodIR(_MessageIR):
+    """A task method (``tasks/get``, ``notifications/tasks/status``)."""
+
     kind: str = doc('"request" or "notification"')
-    request_model: str = doc("model class of the whole request message")
     params_model: str | None = doc("model class of its params (None: the schema has none)")
     result_model: str | None = doc("model class of its result (None for notifications)")
-    sent_by: tuple[str, ...] = doc('the sides that may send it: "client", "server"')
     handler: str = doc("Python method name of its handler (``tasks_get``)")
 
 
 @dataclass(frozen=True)
-class AugmentableIR:
+class AugmentableIR(_MessageIR):
     """A request type one side may receive task-augmented (``tools/call``)."""
 
-    method: str = doc("the JSON-RPC method name")
-    request_model: str = doc("model class of the request message")
     receiver: str = doc('the side that receives it: "client" or "server"')
-    sent_by: tuple[str, ...] = doc("the sides that may send it")
     capability_path: tuple[str, ...] = doc("its path under ``tasks.requests`` (tools, call)")
     hook: str = doc("Python method name of its handler hook (``tools_call_task``)")
 
@@ -119,6 +122,9 @@ class ExtensionIR:
     notification_channel: str = doc("the request whose stream carries task notifications")
     notification_filter: str = doc("its member listing the task ids (X-NOTIF-2)")
     notification_filter_model: str = doc("model class of that filter")
+    detailed_task_model: str | None = doc(
+        "the union of the task's status variants themselves (``DetailedTask``), if any"
+    )
 
 
 @dataclass(frozen=True)
@@ -284,18 +290,24 @@ def _methods(sel: Selection) -> tuple[tuple[MethodIR, ...], tuple[AugmentableIR,
     """Task methods and task-augmentable requests, by name, with their Python names."""
     methods = tuple(
         MethodIR(
-            m.method, m.kind, m.definition, m.params, m.result, m.sent_by, python_name(m.method)
+            method=m.method,
+            request_model=m.definition,
+            sent_by=m.sent_by,
+            kind=m.kind,
+            params_model=m.params,
+            result_model=m.result,
+            handler=python_name(m.method),
         )
         for m in sorted(sel.methods, key=lambda m: m.method)
     )
     augmentable = tuple(
         AugmentableIR(
-            a.method,
-            a.definition,
-            a.receiver,
-            a.sent_by,
-            a.capability_path,
-            python_name(a.method) + "_task",
+            method=a.method,
+            request_model=a.definition,
+            sent_by=a.sent_by,
+            receiver=a.receiver,
+            capability_path=a.capability_path,
+            hook=python_name(a.method) + "_task",
         )
         for a in sorted(sel.augmentable, key=lambda a: (a.method, a.receiver))
     )
@@ -457,4 +469,17 @@ def _extension(overlay: Overlay, sel: Selection) -> ExtensionIR | None:
         notification_channel=ext.notification_channel,
         notification_filter=ext.notification_filter,
         notification_filter_model=ext.notification_filter_def,
+        detailed_task_model=_detailed_task(sel),
     )
+
+
+def _detailed_task(sel: Selection) -> str | None:
+    """The status union whose variants are task shapes themselves, not results around one."""
+    from mcptask_gen.extselect import variant_unions
+    from mcptask_gen.reshape import TASK_SHAPE
+
+    for union, pairs in variant_unions(sel.defs):
+        bodies = [sel.defs.get(model, {}).get("properties") for _, model in pairs]
+        if all(isinstance(b, dict) and TASK_SHAPE <= set(b) for b in bodies):
+            return union
+    return None

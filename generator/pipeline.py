@@ -86,12 +86,13 @@ def analyse_all(options: Options) -> list[tuple[IR, Selection]]:
         raise GeneratorError("--revision names the revision of one schema; give one SCHEMA")
     faces = [analyse(s, options.revision, package) for s in options.schemas]
     faces.sort(key=lambda f: (f[0].revision, f[0].kind, f[0].face))
-    names = [f[0].face for f in faces]
-    for name in names:
-        if names.count(name) > 1:
-            raise GeneratorError(
-                f"two schemas make the same face {name!r}: give each revision's schema once"
-            )
+    for what in ("face", "revision"):
+        seen = [str(getattr(ir, what)) for ir, _ in faces]
+        for value in seen:
+            if seen.count(value) > 1:
+                raise GeneratorError(
+                    f"two schemas make the same {what} {value!r}: give each revision's schema once"
+                )
     return faces
 
 

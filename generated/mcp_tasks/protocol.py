@@ -37,10 +37,17 @@ from .lifecycle import TRANSITIONS as TRANSITIONS
 from .lifecycle import WORKING as WORKING
 from .v2025_11_25.protocol import *  # noqa: F403
 
-#: revision -> the subpackage of its bindings, one per schema the package was generated from
+#: protocol revision -> the subpackage of its bindings (one per schema the package was
+#: generated from): pick the face of a negotiated revision here
 FACES: Final[Mapping[str, str]] = MappingProxyType(
     {
         "2025-11-25": "v2025_11_25",
-        "2026-07-28+io.modelcontextprotocol/tasks": "tasks_ext",
+        "2026-07-28": "tasks_ext",
+    }
+)
+#: face -> the extension identifier it speaks (a face of an extension only)
+EXTENSIONS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "tasks_ext": "io.modelcontextprotocol/tasks",
     }
 )

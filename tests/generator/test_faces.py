@@ -7,16 +7,13 @@ import dataclasses
 import importlib
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import PINNED, REPO, SCHEMA, SCHEMA_EXT, run_cli, tree
-
-VENV_BIN = Path(sys.executable).parent
+from .conftest import PINNED, SCHEMA, SCHEMA_EXT, run_cli, tree
+from .test_output import _mypy_and_ruff
 
 
 def test_both_pinned_schemas_are_recognised() -> None:
@@ -27,23 +24,10 @@ def test_both_pinned_schemas_are_recognised() -> None:
     assert (core.revision, core.overlay) == ("2025-11-25", "2025-11-25")
     assert (ext.revision, ext.overlay) == ("2026-07-28", "2026-07-28-tasks")
     # by its markers too, when the file's bytes differ from the pinned one
-    doc = json.loads(SCHEMA_EXT.read_text())
-    again = load_doc(doc)
-    assert (again.revision, again.overlay) == ("2026-07-28", "2026-07-28-tasks")
-
-
-def load_doc(doc: dict[str, Any]) -> Any:
     from mcptask_gen.load import recognise
 
-    found = recognise(doc, doc["$defs"], "not-the-pinned-sha")
-    assert found is not None
-
-    @dataclasses.dataclass
-    class Found:
-        revision: str
-        overlay: str
-
-    return Found(*found)
+    doc = json.loads(SCHEMA_EXT.read_text())
+    assert recognise(doc, doc["$defs"], "not-the-pinned-sha") == ("2026-07-28", "2026-07-28-tasks")
 
 
 @pytest.fixture(scope="module")
@@ -106,25 +90,8 @@ def test_extension_only_package_has_no_runtime_and_imports(
     assert not any(f.startswith(("runtime/", "v2025_11_25/")) for f in files)
     assert "models.py" not in files and "store.py" not in files
     pkg = import_package(ext_only)
-    assert pkg.protocol.FACES == {"2026-07-28+io.modelcontextprotocol/tasks": "tasks_ext"}
-
-
-def _mypy_and_ruff(pkg: Path) -> None:
-    mypy = subprocess.run(
-        [str(VENV_BIN / "mypy"), "--strict", "--no-incremental", "--cache-dir", "/dev/null"]
-        + [pkg.name],
-        cwd=pkg.parent,
-        capture_output=True,
-        text=True,
-    )
-    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
-    ruff = subprocess.run(
-        [str(VENV_BIN / "ruff"), "check", "--no-cache", "--config", str(REPO / "pyproject.toml")]
-        + [str(pkg)],
-        capture_output=True,
-        text=True,
-    )
-    assert ruff.returncode == 0, ruff.stdout + ruff.stderr
+    assert pkg.protocol.FACES == {"2026-07-28": "tasks_ext"}
+    assert pkg.protocol.EXTENSIONS == {"tasks_ext": "io.modelcontextprotocol/tasks"}
 
 
 def test_extension_only_output_passes_mypy_strict_and_ruff(ext_only: Path) -> None:
@@ -201,9 +168,16 @@ def test_extension_face_facts(generated_pkg: Path, import_package: Any) -> None:
     assert facts.AUGMENTABLE["server"] == {"tools/call"} and not facts.AUGMENTABLE["client"]
     assert (facts.ROUTING_NAME_HEADER, facts.ROUTING_NAME_PARAM) == ("Mcp-Name", "taskId")
     assert facts.TOOL_ERROR_STATUS == "completed"  # X-ERR-4
+    assert facts.PROTOCOL_VERSION_KEY == "io.modelcontextprotocol/protocolVersion"  # X-HTTP-5
+    assert facts.SUBSCRIPTION_ID_KEY == "io.modelcontextprotocol/subscriptionId"  # X-NOTIF-8
     assert facts.TERMINAL == pkg.protocol.TERMINAL  # one state machine
     assert facts.GetTaskParams is pkg.tasks_ext.models.GetTaskRequestParams
+    assert facts.DetailedTask is pkg.tasks_ext.models.DetailedTask  # X-GET-1..3
+    assert facts.ExtensionCapability is pkg.tasks_ext.models.TasksExtensionCapability  # X-CAP-3
     # the subscriptions/listen filter (X-NOTIF-2)
+    assert facts.TaskSubscriptionFilter is pkg.tasks_ext.models.TaskSubscriptionNotifications
+    assert facts.NOTIFICATION_CHANNEL == "subscriptions/listen"
+    assert facts.NOTIFICATION_FILTER == "taskIds"
     listen = pkg.tasks_ext.models.TaskSubscriptionNotifications(taskIds=["t1"])
     assert listen.model_dump(by_alias=True, exclude_unset=True) == {"taskIds": ["t1"]}
     # the per-request capability envelope survives in params._meta (X-CAP-1)
@@ -231,7 +205,7 @@ def test_compat_names_are_the_core_face(generated_pkg: Path, import_package: Any
     assert pkg.protocol.TASKS_RESULT == "tasks/result"
     assert pkg.protocol.Task is pkg.v2025_11_25.models.Task
     assert pkg.handlers.TasksHandlerBase is pkg.v2025_11_25.handlers.TasksHandlerBase
-    assert set(pkg.protocol.FACES.values()) == {"v2025_11_25", "tasks_ext"}
+    assert pkg.protocol.FACES == {"2025-11-25": "v2025_11_25", "2026-07-28": "tasks_ext"}
 
 
 def test_extension_handler_base_gates_before_params(ext_only: Path, import_package: Any) -> None:
@@ -255,7 +229,7 @@ def test_extension_handler_base_gates_before_params(ext_only: Path, import_packa
                 ttlMs=None,
             )
 
-    declared = {
+    declared: dict[str, Any] = {
         "io.modelcontextprotocol/clientCapabilities": {
             "extensions": {"io.modelcontextprotocol/tasks": {}}
         }
@@ -277,3 +251,20 @@ def test_extension_handler_base_gates_before_params(ext_only: Path, import_packa
     assert answer["taskId"] == "t1" and answer["ttlMs"] is None
     with pytest.raises(errors.MethodNotFound):  # not overridden: -32601
         run(Mine().dispatch("tasks/cancel", {"taskId": "t1"}, opted))
+
+
+def test_pyproject_schema_may_be_a_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.mcptask-gen]\n"
+        f'schema = ["{SCHEMA_EXT.as_posix()}", "{SCHEMA.as_posix()}"]\n'
+        'output = "out/both_tasks"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    result = run_cli()
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out" / "both_tasks"
+    assert (out / "tasks_ext" / "protocol.py").is_file()
+    assert (out / "v2025_11_25" / "protocol.py").is_file()
+    (tmp_path / "pyproject.toml").write_text('[tool.mcptask-gen]\nschema = ["a.json", 3]\n')
+    bad = run_cli()
+    assert bad.exit_code == 2 and "a string or an array of strings" in bad.output

@@ -224,16 +224,18 @@ def test_builtin_hand_written_files_ship_black_formatted(generated_pkg: Path) ->
     assert format_sources(files) == files
 
 
-def _rendered_templates(schema_path: Path) -> tuple[dict[str, str], set[str]]:
+def _rendered_templates(*schema_paths: Path) -> tuple[dict[str, str], set[str]]:
     from mcptask_gen.pipeline import analyse
     from mcptask_gen.render import Renderer
 
-    ir, _ = analyse(schema_path, None, "mcp_tasks")
-    rendered = Renderer(ir, None).render_templates()
+    faces = [analyse(path, None, "mcp_tasks")[0] for path in schema_paths]
+    rendered = Renderer(faces, None).render_templates()
     return rendered.files, rendered.preformatted
 
 
-@pytest.mark.parametrize("variant", ["pinned", "original", "prompts-get-augmentable"])
+@pytest.mark.parametrize(
+    "variant", ["pinned", "original", "prompts-get-augmentable", "extension", "both"]
+)
 def test_builtin_templates_render_black_clean(
     variant: str, tmp_path: Path, schema_doc: dict[str, object]
 ) -> None:
@@ -246,13 +248,18 @@ def test_builtin_templates_render_black_clean(
 
     from .test_structure import _with_prompts_get_augmentable
 
+    paths: tuple[Path, ...]
     if variant == "pinned":
-        path = SCHEMA
+        paths = (SCHEMA,)
     elif variant == "original":
-        path = SCHEMA_ORIGINAL
+        paths = (SCHEMA_ORIGINAL,)
+    elif variant == "extension":
+        paths = (SCHEMA_EXT,)
+    elif variant == "both":
+        paths = PINNED
     else:
-        path = write_schema(tmp_path / "schema.json", _with_prompts_get_augmentable(schema_doc))
-    files, preformatted = _rendered_templates(path)
+        paths = (write_schema(tmp_path / "schema.json", _with_prompts_get_augmentable(schema_doc)),)
+    files, preformatted = _rendered_templates(*paths)
     rendered = {
         rel: t for rel, t in files.items() if rel.endswith(".py") and rel not in preformatted
     }

@@ -25,4 +25,9 @@ def test_wheel_ships_templates_and_rules(tmp_path: Path) -> None:
     for path in (REPO / "schema").glob("*.toml"):
         assert f"mcptask_gen/rules/{path.name}" in names
     assert "mcptask_gen/cli.py" in names
+    # the generated package ships with both faces (a package list entry each)
+    generated = REPO / "generated"
+    for path in (generated / "mcp_tasks").rglob("*.py"):
+        if "__pycache__" not in path.parts:
+            assert path.relative_to(generated).as_posix() in names, path
     assert any(n.endswith("entry_points.txt") for n in names)

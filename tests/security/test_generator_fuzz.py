@@ -199,10 +199,9 @@ def test_mutated_schema(
     assert not Path("/tmp/pwned").exists()
 
 
-@st.composite
-def random_mutation(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
-    doc = copy.deepcopy(BASE)
-    target = draw(st.sampled_from(TASK_DEFS))
+def _mutate(draw: st.DrawFn, base: dict[str, Any], targets: list[str]) -> tuple[str, Any]:
+    doc = copy.deepcopy(base)
+    target = draw(st.sampled_from(targets))
     paths = [p for p in json_paths(doc["$defs"][target]) if p]
     ops = []
     for _ in range(draw(st.integers(1, 3))):
@@ -222,28 +221,49 @@ def random_mutation(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     return "; ".join(ops), doc
 
 
-def test_random_schema_mutations(
-    tmp_path_factory: pytest.TempPathFactory, fuzz_counter: Callable[[str, int], None]
+@st.composite
+def random_mutation(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    return _mutate(draw, BASE, TASK_DEFS)
+
+
+@st.composite
+def random_ext_mutation(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    """The tasks extension's schema (X-ID-1): its task definitions, mutated."""
+    return _mutate(draw, EXT_BASE, EXT_TASK_DEFS)
+
+
+def _run_random(
+    strategy: Any,
+    modules: list[str],
+    examples: int,
+    tmp_path_factory: pytest.TempPathFactory,
+    fuzz_counter: Callable[[str, int], None],
 ) -> None:
     outcomes: dict[int, int] = {}
 
     @settings(
-        max_examples=8,
+        max_examples=examples,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
         phases=[Phase.explicit, Phase.generate],
     )
-    @given(random_mutation())
+    @given(strategy)
     def run(case: tuple[str, dict[str, Any]]) -> None:
         tmp = tmp_path_factory.mktemp("genfuzz")
         schema = _write(tmp, "mutated", case[1])
-        code = check_outcome(schema, tmp / "out" / "pkg_rand")
+        code = check_outcome(schema, tmp / "out" / "pkg_rand", modules)
         outcomes[code] = outcomes.get(code, 0) + 1
         fuzz_counter("generator", 1)
 
     run()
     assert outcomes
+
+
+def test_random_schema_mutations(
+    tmp_path_factory: pytest.TempPathFactory, fuzz_counter: Callable[[str, int], None]
+) -> None:
+    _run_random(random_mutation(), RENDERED, 8, tmp_path_factory, fuzz_counter)
 
 
 def test_a_successful_mutation_passes_mypy_strict(tmp_path: Path) -> None:
@@ -374,46 +394,7 @@ def test_mutated_extension_schema(
     assert not Path("/tmp/pwned").exists()
 
 
-@st.composite
-def random_ext_mutation(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
-    doc = copy.deepcopy(EXT_BASE)
-    target = draw(st.sampled_from(EXT_TASK_DEFS))
-    paths = [p for p in json_paths(doc["$defs"][target]) if p]
-    ops = []
-    for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(paths))
-        try:
-            parent: Any = doc["$defs"][target]
-            for p in path[:-1]:
-                parent = parent[p]
-            parent[path[-1]] = draw(
-                st.sampled_from([None, 0, "x", [], {}, True, {"$ref": "#/$defs/Nope"}])
-            )
-        except (KeyError, IndexError, TypeError):
-            continue
-        ops.append(f"replace {target}{list(path)}")
-    return "; ".join(ops), doc
-
-
 def test_random_extension_schema_mutations(
     tmp_path_factory: pytest.TempPathFactory, fuzz_counter: Callable[[str, int], None]
 ) -> None:
-    outcomes: dict[int, int] = {}
-
-    @settings(
-        max_examples=6,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.explicit, Phase.generate],
-    )
-    @given(random_ext_mutation())
-    def run(case: tuple[str, dict[str, Any]]) -> None:
-        tmp = tmp_path_factory.mktemp("extfuzz")
-        schema = _write(tmp, "mutated", case[1])
-        code = check_outcome(schema, tmp / "out" / "pkg_rand", EXT_RENDERED)
-        outcomes[code] = outcomes.get(code, 0) + 1
-        fuzz_counter("generator", 1)
-
-    run()
-    assert outcomes
+    _run_random(random_ext_mutation(), EXT_RENDERED, 6, tmp_path_factory, fuzz_counter)

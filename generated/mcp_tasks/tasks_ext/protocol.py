@@ -71,6 +71,12 @@ RESULT_TYPE_COMPLETE: Final = "complete"
 CLIENT_CAPABILITIES_META_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 SERVER_CAPABILITY_PATH: Final[tuple[str, ...]] = ("capabilities", "extensions")
 
+# ``_meta`` keys of this face (rules overlay ``[[meta]]``).
+#: X-HTTP-5
+PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
+#: X-NOTIF-8
+SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
+
 #: Streamable HTTP routing (X-HTTP-1, X-HTTP-2, X-HTTP-4): the headers and the params member
 #: ``Mcp-Name`` must equal on ``tasks/*`` requests.
 ROUTING_METHOD_HEADER: Final = "Mcp-Method"
@@ -108,6 +114,13 @@ TaskStatus = models.TaskStatus
 TaskStatusNotificationParams = models.TaskStatusNotificationParams
 UpdateTaskParams: TypeAlias = models.UpdateTaskRequestParams
 UpdateTaskResult = models.UpdateTaskResult
+#: A task with what its status carries (``inputRequests``, ``result``, ``error``): a union
+#: discriminated on ``status`` (X-GET-1..3).
+DetailedTask: TypeAlias = models.DetailedTask
+#: The extension's settings in either side's ``extensions`` (X-CAP-3: none).
+ExtensionCapability: TypeAlias = models.TasksExtensionCapability
+#: ``subscriptions/listen`` params ``notifications`` member for tasks (X-NOTIF-2).
+TaskSubscriptionFilter: TypeAlias = models.TaskSubscriptionNotifications
 
 __all__ = [
     "AUGMENTABLE",
@@ -117,7 +130,9 @@ __all__ = [
     "CancelTaskParams",
     "CancelTaskResult",
     "CreateTaskResult",
+    "DetailedTask",
     "EXTENSION_ID",
+    "ExtensionCapability",
     "FAILED",
     "GATE_METHODS",
     "GetTaskParams",
@@ -128,6 +143,7 @@ __all__ = [
     "NOTIFICATIONS_TASKS",
     "NOTIFICATION_CHANNEL",
     "NOTIFICATION_FILTER",
+    "PROTOCOL_VERSION_KEY",
     "REMOVED_METHODS",
     "RESULT_TYPE_COMPLETE",
     "RESULT_TYPE_TASK",
@@ -137,6 +153,7 @@ __all__ = [
     "ROUTING_NAME_PARAM",
     "SERVER_CAPABILITY_PATH",
     "STATUSES",
+    "SUBSCRIPTION_ID_KEY",
     "Side",
     "TASKS_CANCEL",
     "TASKS_GET",
@@ -154,6 +171,7 @@ __all__ = [
     "Task",
     "TaskStatus",
     "TaskStatusNotificationParams",
+    "TaskSubscriptionFilter",
     "TaskSupportValue",
     "UpdateTaskParams",
     "UpdateTaskResult",
