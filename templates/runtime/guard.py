@@ -48,7 +48,11 @@ class StoreGuard:
         await guarded(self.store.create(record))
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        return await guarded(self.store.get(task_id))
+        # Spelled out (not through ``guarded``): the hot path of every task lookup.
+        try:
+            return await self.store.get(task_id)
+        except Exception as exc:
+            raise store_error(exc) from exc
 
     async def transition(
         self, task_id: str, status: TaskStatus, **change: Any
