@@ -59,8 +59,9 @@ __all__ = [
     "ext_task_json",
 ]
 
-#: The face's name (``TaskRecord.face`` of the tasks it creates): revision + extension id.
-FACE: Final = f"{ext.REVISION}+{ext.EXTENSION_ID}"
+#: The face's name (``TaskRecord.face`` of the tasks it creates): the revision it speaks,
+#: a key of ``protocol.FACES`` like the 2025-11-25 face's.
+FACE: Final = ext.REVISION
 #: ``RequestContext.extra`` key of the decoded ``Mcp-Name`` header, when the request had one.
 ROUTING_NAME: Final = "routing_name"
 #: The most ``inputResponses`` entries one ``tasks/update`` may carry (bad input otherwise).
