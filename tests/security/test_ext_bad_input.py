@@ -8,6 +8,7 @@ serving both faces. Another requestor's task id is answered exactly like an unkn
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -118,3 +119,26 @@ def test_bad_input_is_named_and_nothing_is_lost(
         assert again.wait(created["taskId"])["status"] == "completed"
     with RawHttp(server.url).initialize() as core:
         assert core.ok("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+
+
+def test_expired_and_unknown_tasks_are_invalid_params(
+    server_factory: Callable[..., HttpServer],
+) -> None:
+    """X-GET-8, R-TTL-3: an unknown or expired task id answers -32602 on every ``tasks/*``
+    request of the extension's face; the capability gate still comes first (X-CAP-9)."""
+    server = server_factory("--default-ttl", "300")
+    with ExtClient(server.url) as ext:
+        created = ext.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})
+        assert created["ttlMs"] == 300
+        tid = created["taskId"]
+        deadline = time.monotonic() + 30
+        while "error" not in (answer := ext.send("tasks/get", {"taskId": tid})):
+            assert time.monotonic() < deadline, answer
+            time.sleep(0.1)
+        expired = answer["error"]
+        assert expired["code"] == -32602 and "expired" in expired["message"].lower(), expired
+        for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            params: dict[str, Any] = {"taskId": "no-such-task", "inputResponses": {}}
+            err = _error(ext.send(method, params))
+            assert err["code"] == -32602 and "not found" in err["message"].lower(), (method, err)
+            assert _error(ext.send(method, params, tasks=False))["code"] == -32021
