@@ -213,7 +213,7 @@ def add_input_tools(mcp: MCPServer, tasks: McpTasks) -> None:
                 tg.start_soon(ask, question)
         return "answers: " + ", ".join(answers[q] for q in questions)
 
-    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED)
+    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED, gather_first=True)
     @mcp.tool()
     async def test_tool_with_task(
         who: Annotated[ElicitationResult[UserName], Resolve(user_name)],
