@@ -220,21 +220,36 @@ class ExtTaskRequestor:
     async def resolve(
         self, created: ext.CreateTaskResult, *, on_status: ExtStatusCallback | None = None
     ) -> types.CallToolResult:
-        """Wait for a created task and return the tool's result (X-GET-9): ``completed``
+        """Wait for a created task and return the tool's result (see :meth:`tool_result`)."""
+        return await self.tool_result(
+            created.taskId, first=created, on_status=on_status, cancel_on_abandon=True
+        )
+
+    async def tool_result(
+        self,
+        task_id: str,
+        *,
+        first: Any = None,
+        on_status: ExtStatusCallback | None = None,
+        cancel_on_abandon: bool = False,
+    ) -> types.CallToolResult:
+        """Poll a task to its end and return the tool's result (X-GET-9): ``completed``
         gives its ``CallToolResult`` (``isError`` included, X-ERR-1); ``failed`` raises its
-        JSON-RPC error as ``MCPError`` (X-ERR-3); ``cancelled`` raises ``-32800``. If the
-        caller gives up (cancellation), the task is cancelled on the server (X-CAN-1)."""
+        JSON-RPC error as ``MCPError`` (X-ERR-3); ``cancelled`` raises ``-32800``. With
+        ``cancel_on_abandon`` (a call in progress: :meth:`resolve`), a caller that gives up
+        cancels the task on the server too (X-CAN-1)."""
         try:
-            done: Any = await self.wait(created.taskId, first=created, on_status=on_status)
+            done: Any = await self.wait(task_id, first=first, on_status=on_status)
         except anyio.get_cancelled_exc_class():
-            with anyio.move_on_after(5, shield=True):
-                await self.cancel(created.taskId)
+            if cancel_on_abandon:
+                with anyio.move_on_after(5, shield=True):
+                    await self.cancel(task_id)
             raise
         if done.status == ext.COMPLETED:
             return types.CallToolResult.model_validate(done.result)
         if done.status == ext.FAILED:
             raise to_sdk_error(error_from_payload(done.error.model_dump(mode="json")))
-        raise to_sdk_error(RequestCancelled(detail=f"task {created.taskId} was cancelled"))
+        raise to_sdk_error(RequestCancelled(detail=f"task {task_id} was cancelled"))
 
     async def run_tool(
         self,
