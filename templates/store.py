@@ -52,6 +52,11 @@ def allowed_sources(
     return SOURCES[status] if expected is None else expected
 
 
+def source_values(status: TaskStatus, expected: Collection[TaskStatus] | None) -> list[str]:
+    """``allowed_sources`` as stored values, for stores that compare in SQL or Lua."""
+    return [s.value for s in allowed_sources(status, expected)]
+
+
 def rfc3339(ts: float) -> str:
     """RFC 3339 UTC with milliseconds, e.g. ``2025-11-25T10:30:00.000Z`` (R-TTL-1).
 

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .errors import InvalidParams, MethodNotFound, describe_validation_error
+from .errors import InvalidParams, MethodNotFound, TaskError, describe_validation_error
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -82,6 +82,17 @@ class HandlerBase:
     #: The model of a request's task metadata, and the params member carrying it.
     task_metadata: ClassVar[type[BaseModel]] = NoParams
     task_param: ClassVar[str] = "task"
+    #: Requests the client must declare the face's capability for, on the request itself;
+    #: checked before the params (a face of an extension: X-CAP-9, X-ERR-5).
+    gated: ClassVar[frozenset[str]] = frozenset()
+
+    def declared(self, ctx: RequestContext) -> bool:
+        """Whether the request of ``ctx`` declared the face's capability (gated methods)."""
+        return True
+
+    def missing_capability(self) -> TaskError:
+        """The error of a gated request that did not declare the capability."""
+        return MethodNotFound(detail="capability not declared")
 
     async def dispatch(
         self, method: str, params: Mapping[str, Any] | None, ctx: RequestContext
@@ -90,6 +101,8 @@ class HandlerBase:
         entry = self.requests.get(method)
         if entry is None:
             raise MethodNotFound(detail=method)
+        if method in self.gated and not self.declared(ctx):
+            raise self.missing_capability()
         model, handler = entry
         try:
             parsed = model.model_validate(params or {})

@@ -7,7 +7,8 @@
 
 """The ``_meta`` helpers behind the generated ``meta`` module: hand-written, copied verbatim.
 ``meta`` names each task-related key of the rules overlay and builds a ``RelatedTask`` over
-the one that ties a message to its task (R-META-1)."""
+the one that ties a message to its task (R-META-1); an extension's face checks the
+per-request capability envelope with ``DeclaredExtension`` (X-CAP-1)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,24 @@ class RelatedTask:
             return None
         out = {k: v for k, v in meta.items() if k != self.key}
         return out or None
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredExtension:
+    """An extension a client declares on one request: ``_meta[key].extensions[id]`` is an
+    object (the per-request capability envelope, X-CAP-1; never inferred from earlier
+    requests)."""
+
+    key: str
+    extension_id: str
+
+    def declared(self, meta: Mapping[str, Any] | None) -> bool:
+        caps = meta.get(self.key) if isinstance(meta, Mapping) else None
+        extensions = caps.get("extensions") if isinstance(caps, Mapping) else None
+        return isinstance(extensions, Mapping) and isinstance(
+            extensions.get(self.extension_id), Mapping
+        )
+
+    def required(self) -> dict[str, Any]:
+        """The ``requiredCapabilities`` of a request that lacked it (X-CAP-8)."""
+        return {"extensions": {self.extension_id: {}}}

@@ -22,9 +22,10 @@ Tools (a fixed contract other tests rely on):
   accept -> ``deleted {path}``, otherwise ``kept {path}``.
 - ``multi_input`` {}: optional; asks two questions at once (two elicitations outstanding
   together, answers ``{name, confirm}``); text ``answers: {name} {action}, {name} {action}``.
-- ``test_tool_with_task`` {}: required; asks for ``user_name`` (a resolver: elicitation
-  inside the task on 2025-11-25, an input round before the task where the client retries
-  with ``inputResponses``); text ``Hello, {name}!``.
+- ``test_tool_with_task`` {}: required; asks the user's name through the SDK resolver
+  ``user_name`` (``Resolve``): on 2025-11-25 an ``elicitation/create`` inside the task; on
+  2026-07-28 an input round (``input_required``) the client answers by retrying with
+  ``inputResponses``; text ``Hello, {name}!``.
 
 ``multi_input`` and ``test_tool_with_task`` are fixture tools of the official conformance
 suite's ``tasks-*`` scenarios; every tool has a description (its ``tools-list`` check).
@@ -205,7 +206,7 @@ def add_input_tools(mcp: MCPServer, tasks: McpTasks) -> None:
                 tg.start_soon(ask, question)
         return "answers: " + ", ".join(answers[q] for q in questions)
 
-    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED)
+    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED, gather_first=True)
     @mcp.tool()
     async def test_tool_with_task(
         who: Annotated[ElicitationResult[UserName], Resolve(user_name)],

@@ -27,6 +27,7 @@ from ..protocol import (
 )
 from ._sdk import PING, PROGRESS, connection_of, to_sdk_error
 from .engine import TaskContext
+from .runs import LazyEvent
 
 __all__ = ["INPUT_METHODS", "TaskOutbound", "request_client_task"]
 
@@ -57,13 +58,8 @@ class TaskOutbound:
         self.message_metadata: Any = None
         self._cancel_requested: anyio.Event | None = None
 
-    @property
-    def cancel_requested(self) -> anyio.Event:
-        # Made on first use: an anyio.Event per task is measurable (benchmarks/peers).
-        ev = self._cancel_requested
-        if ev is None:
-            ev = self._cancel_requested = anyio.Event()
-        return ev
+    #: Made on first use: an anyio.Event per task is measurable (benchmarks/peers).
+    cancel_requested = LazyEvent()
 
     @property
     def transport(self) -> Any:

@@ -38,6 +38,7 @@ Private SDK attributes are reached only through ``_sdk``.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import logging
 import secrets
 import weakref
@@ -52,7 +53,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..capabilities import build_tasks_capability, check_tool_call
-from ..errors import TaskError
+from ..errors import MethodNotFound, TaskError
 from ..handlers import RequestContext
 from ..meta import MODEL_IMMEDIATE_RESPONSE_KEY
 from ..protocol import (
@@ -111,6 +112,18 @@ class _RawParams(BaseModel):
     """Accept any params; the engine validates them and names the bad field."""
 
     model_config = ConfigDict(extra="allow")
+
+
+def _extension(tasks: McpTasks) -> Any:
+    """The extension face's ``ExtensionServing`` for ``tasks``; None when the package was
+    generated without the extension's schema (no ``tasks_ext`` bindings)."""
+    try:
+        module = importlib.import_module(f"{__package__}.mcp_extension")
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.endswith(("tasks_ext", "mcp_extension")):
+            return None
+        raise
+    return module.ExtensionServing(tasks)
 
 
 def check_task_support(task_support: Mapping[str, object]) -> dict[str, TaskSupportValue]:
@@ -178,7 +191,12 @@ class McpTasks:
         self._prune_at = 1024
         self._tools_checked = False
         self.server.middleware.append(self._middleware)
-        for method in TASK_REQUEST_METHODS:
+        #: The tasks extension's face (2026-07-28) when the package carries its bindings.
+        self.extension: Any = _extension(self)
+        methods = set(TASK_REQUEST_METHODS)
+        if self.extension is not None:
+            methods.update(self.extension.methods)
+        for method in sorted(methods):
             self.server.add_request_handler(method, _RawParams, self._make_handler(method))
 
     # ------------------------------------------------------------------ lifecycle
@@ -194,6 +212,8 @@ class McpTasks:
         self,
         name: str | None = None,
         task_support: TaskSupportValue = TASK_SUPPORT_OPTIONAL,
+        *,
+        gather_first: bool = False,
     ) -> Callable[[_F], _F]:
         """Declare a tool's ``execution.taskSupport``: ``tasks.tool("slow", TASK_SUPPORT_REQUIRED)``,
         or as a decorator beside ``@mcp.tool()`` (the function's name by default)::
@@ -201,13 +221,22 @@ class McpTasks:
             @tasks.tool(task_support=TASK_SUPPORT_REQUIRED)
             @mcp.tool()
             async def slow(...): ...
+
+        One declaration serves both faces. ``gather_first``: on the tasks extension's face,
+        a call without ``inputResponses`` runs inline so that the tool's SDK resolvers
+        (``Elicit``) answer ``input_required`` before any task exists (X-MRTR-1).
         """
+
+        def declare(key: str) -> None:
+            self.task_support.update(check_task_support({key: task_support}))
+            if gather_first and self.extension is not None:
+                self.extension.gather_first.add(key)
+
         if name is not None:
-            self.task_support.update(check_task_support({name: task_support}))
+            declare(name)
 
         def mark(fn: _F) -> _F:
-            key = name if name is not None else str(getattr(fn, "__name__", ""))
-            self.task_support.update(check_task_support({key: task_support}))
+            declare(name if name is not None else str(getattr(fn, "__name__", "")))
             return fn
 
         return mark
@@ -304,6 +333,12 @@ class McpTasks:
         if ctx.request_id is None:  # notifications pass untouched
             return await call_next(ctx)
         try:
+            ext = self.extension
+            if ext is not None and ext.speaks(ctx):
+                if ctx.method == TOOLS_CALL:
+                    answer: HandlerResult = await ext.tools_call(ctx, call_next)
+                    return answer
+                return await call_next(ctx)
             if ctx.method == TOOLS_CALL:
                 return await self._tools_call(ctx, call_next)
             result = await call_next(ctx)
@@ -412,6 +447,15 @@ class McpTasks:
         self, method: str
     ) -> Callable[[ServerRequestContext[Any, Any], _RawParams], Awaitable[dict[str, Any]]]:
         async def handler(ctx: ServerRequestContext[Any, Any], _: _RawParams) -> dict[str, Any]:
+            ext = self.extension
+            if ext is not None and ext.speaks(ctx):
+                try:
+                    result: dict[str, Any] = await ext.handle(method, ctx)
+                    return result
+                except TaskError as exc:
+                    raise to_sdk_error(exc) from None
+            if method not in TASK_REQUEST_METHODS:  # the extension's own methods
+                raise to_sdk_error(MethodNotFound(detail=method))
             requestor, _identified = self.requestor_of(ctx)
             self._remember(requestor, connection_of(ctx.session))
             params = dict(ctx.params or {})

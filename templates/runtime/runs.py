@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import anyio
 import anyio.abc
@@ -79,6 +79,30 @@ class PendingInput:
     error: TaskError | None = field(default=None, repr=False)
 
 
+class LazyEvent:
+    """An ``anyio.Event`` attribute made on first use and kept in ``_<name>`` (None until
+    then): most tasks end before anyone waits on them, and an ``anyio.Event`` costs a
+    backend lookup (about 1% of a task's CPU)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> LazyEvent: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> anyio.Event: ...
+
+    def __get__(self, obj: object, owner: type | None = None) -> anyio.Event | LazyEvent:
+        if obj is None:
+            return self
+        ev: anyio.Event | None = getattr(obj, self.slot)
+        if ev is None:
+            ev = anyio.Event()
+            setattr(obj, self.slot, ev)
+        return ev
+
+
 class Run:
     """A task running in this engine: its cancel scope, pending inputs, change signal."""
 
@@ -91,17 +115,10 @@ class Run:
         self.scope = anyio.CancelScope()
         self.pending: dict[str, PendingInput] = {}
         self.asked = 0  # input requests made so far (their ``seq``)
-        # Made on first use: most tasks finish before anyone waits on them, and an
-        # anyio.Event costs a backend lookup (about 1% of a task's CPU).
-        self._changed: anyio.Event | None = None
+        self._changed: anyio.Event | None = None  # ``changed``, made on first use
 
-    @property
-    def changed(self) -> anyio.Event:
-        """The event the next ``signal()`` sets."""
-        ev = self._changed
-        if ev is None:
-            ev = self._changed = anyio.Event()
-        return ev
+    #: The event the next ``signal()`` sets.
+    changed = LazyEvent()
 
     def signal(self) -> None:
         """Wake every waiter (each waits on the event it saw; a fresh one replaces it)."""
@@ -381,7 +398,9 @@ async def _deliver(
             error = InternalError(detail=f"input request failed: {type(exc).__name__}")
         done = await waiter.answer(p, answer, error)
     finally:
-        delivering.discard(p.id)
+        # An answered request stays in ``delivering``: a claim read before the answer was
+        # stored may list it once more, and input keys are never reused (R-INPUT-3).
         if not done:  # this waiter went away: let another tasks/result deliver it
+            delivering.discard(p.id)
             with anyio.CancelScope(shield=True):
                 await waiter.release(p)

@@ -18,6 +18,7 @@ Each test gets a fresh store and closes it (and its peers) afterwards.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,17 @@ def record(
     return TaskRecord(
         task_id, requestor, TOOLS_CALL, status, created_at, created_at, ttl_ms, 500, face=face
     )
+
+
+@asynccontextmanager
+async def running(*stores: TaskStore) -> AsyncIterator[None]:
+    """The stores' background work (change listener, heartbeat) runs inside; it stops on
+    leaving, as if the process had stopped."""
+    async with anyio.create_task_group() as tg:
+        for store in stores:
+            await store.start(tg)
+        yield
+        tg.cancel_scope.cancel()
 
 
 class StoreConformance:
@@ -294,6 +306,15 @@ class SharedStoreConformance(StoreConformance):
             await a.close()
             await b.close()
 
+    @pytest.fixture
+    async def asking(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> tuple[SharedTaskStore, SharedTaskStore]:
+        """``pair`` with alice's task ``t1`` waiting for input."""
+        await pair[0].create(record("t1"))
+        await pair[0].transition("t1", INPUT_REQUIRED, now=T0 + 1)
+        return pair
+
     async def test_is_shared(self, store: TaskStore) -> None:
         assert isinstance(store, SharedTaskStore) and store.shared is True
 
@@ -311,9 +332,7 @@ class SharedStoreConformance(StoreConformance):
         self, pair: tuple[SharedTaskStore, SharedTaskStore]
     ) -> None:
         a, b = pair
-        async with anyio.create_task_group() as tg:
-            await a.start(tg)
-            await b.start(tg)
+        async with running(a, b):
             await b.create(record("t1"))
             with a.watch("t1") as w:
                 await w.wait(0.05)  # drain any initial wake-up
@@ -324,14 +343,11 @@ class SharedStoreConformance(StoreConformance):
             with a.watch("t1") as w:
                 await w.wait(0.05)
                 assert await w.wait(0.05) is False
-            tg.cancel_scope.cancel()
 
     async def test_input_handover_between_peers_R_INPUT_3(
-        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+        self, asking: tuple[SharedTaskStore, SharedTaskStore]
     ) -> None:
-        a, b = pair
-        await a.create(record("t1"))
-        await a.transition("t1", INPUT_REQUIRED, now=T0 + 1)
+        a, b = asking
         item: dict[str, Any] = {"id": "i1", "method": "m", "params": {"message": "ok?"}}
         assert await a.put_input("t1", "alice", item)
         assert await b.claim_inputs("t1", "alice", "b-1", 30) == [item]
@@ -353,14 +369,12 @@ class SharedStoreConformance(StoreConformance):
         assert await b.claim_inputs("t1", "alice", "b-4", 30) == []
 
     async def test_pending_inputs_and_answer_visible_at_once(
-        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+        self, asking: tuple[SharedTaskStore, SharedTaskStore]
     ) -> None:
         """``pending_inputs`` lists every outstanding input oldest first (claimed ones too);
         an answer on one instance removes its input from the very next read on any
         instance; an unknown or answered key is refused (X-UPD-7, A-10)."""
-        a, b = pair
-        await a.create(record("t1"))
-        await a.transition("t1", INPUT_REQUIRED, now=T0 + 1)
+        a, b = asking
         second: dict[str, Any] = {"id": "k2", "method": "m", "params": {"n": 2}, "seq": 2}
         first: dict[str, Any] = {"id": "k1", "method": "m", "params": {"n": 1}, "seq": 1}
         assert await a.put_input("t1", "alice", second)
@@ -379,11 +393,9 @@ class SharedStoreConformance(StoreConformance):
         assert await b.pending_inputs("t1", "alice") == []
 
     async def test_inputs_are_per_requestor_R_SEC_1(
-        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+        self, asking: tuple[SharedTaskStore, SharedTaskStore]
     ) -> None:
-        a, b = pair
-        await a.create(record("t1"))
-        await a.transition("t1", INPUT_REQUIRED, now=T0 + 1)
+        a, b = asking
         await a.put_input("t1", "alice", {"id": "i1", "method": "m", "params": {}})
         assert await b.claim_inputs("t1", "mallory", "m-1", 30) == []
         assert not await b.answer_input("t1", "mallory", "i1", {"result": {}})
@@ -392,23 +404,19 @@ class SharedStoreConformance(StoreConformance):
         self, pair: tuple[SharedTaskStore, SharedTaskStore]
     ) -> None:
         dead, live = pair
-        async with anyio.create_task_group() as tg:
-            await live.start(tg)
-            async with anyio.create_task_group() as dead_tg:
-                await dead.start(dead_tg)
+        async with running(live):
+            async with running(dead):  # leaving it, `dead` stops renewing its lease
                 await dead.create(record("d1"))
                 await dead.create(record("d2"))
                 await dead.transition("d2", INPUT_REQUIRED, now=T0 + 1)
                 await dead.create(record("done"))
                 await dead.transition("done", COMPLETED, now=T0 + 1, result={"x": 1})
                 await live.create(record("mine"))
-                dead_tg.cancel_scope.cancel()  # `dead` stops renewing its lease
             reaped: list[TaskRecord] = []
             with anyio.fail_after(self.patience_s + 10):
                 while len(reaped) < 2:
                     reaped += await live.recover(T0 + 5, "lease expired")
                     await anyio.sleep(0.1)
-            tg.cancel_scope.cancel()
         assert sorted(r.task_id for r in reaped) == ["d1", "d2"]
         for tid in ("d1", "d2"):
             r = await live.get(tid)

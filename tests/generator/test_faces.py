@@ -4,6 +4,7 @@ the 2026-07-28 tasks extension ``io.modelcontextprotocol/tasks`` (its own schema
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import re
 import subprocess
@@ -231,3 +232,48 @@ def test_compat_names_are_the_core_face(generated_pkg: Path, import_package: Any
     assert pkg.protocol.Task is pkg.v2025_11_25.models.Task
     assert pkg.handlers.TasksHandlerBase is pkg.v2025_11_25.handlers.TasksHandlerBase
     assert set(pkg.protocol.FACES.values()) == {"v2025_11_25", "tasks_ext"}
+
+
+def test_extension_handler_base_gates_before_params(ext_only: Path, import_package: Any) -> None:
+    """X-CAP-9, X-ERR-5: -32021 (with data, X-CAP-8) before the params or the task are read;
+    X-COMPAT-4: tasks/result and tasks/list are -32601; declared requests reach the handler."""
+    import asyncio
+
+    pkg = import_package(ext_only)
+    handlers = importlib.import_module(f"{pkg.__name__}.tasks_ext.handlers")
+    models = importlib.import_module(f"{pkg.__name__}.tasks_ext.models")
+    errors = pkg.errors
+
+    class Mine(handlers.TasksHandlerBase):  # type: ignore[misc,name-defined]
+        async def tasks_get(self, params: Any, ctx: Any) -> Any:
+            return models.GetTaskResultWorking(
+                resultType="complete",
+                taskId=params.taskId,
+                status="working",
+                createdAt="2026-07-28T00:00:00Z",
+                lastUpdatedAt="2026-07-28T00:00:00Z",
+                ttlMs=None,
+            )
+
+    declared = {
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        }
+    }
+    plain = handlers.RequestContext(requestor="a", meta={})
+    opted = handlers.RequestContext(requestor="a", meta=declared)
+    run = asyncio.run
+    with pytest.raises(errors.MissingRequiredClientCapability) as gate:
+        run(Mine().dispatch("tasks/get", {"wrong": 1}, plain))
+    assert gate.value.to_error()["data"] == {
+        "requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    }
+    for removed in ("tasks/result", "tasks/list"):
+        with pytest.raises(errors.MethodNotFound):
+            run(Mine().dispatch(removed, {"taskId": "t"}, opted))
+    with pytest.raises(errors.InvalidParams):
+        run(Mine().dispatch("tasks/get", {}, opted))
+    answer = run(Mine().dispatch("tasks/get", {"taskId": "t1"}, opted))
+    assert answer["taskId"] == "t1" and answer["ttlMs"] is None
+    with pytest.raises(errors.MethodNotFound):  # not overridden: -32601
+        run(Mine().dispatch("tasks/cancel", {"taskId": "t1"}, opted))

@@ -154,13 +154,8 @@ class PeerServer:
         env: dict[str, str] | None = None,
         timeout: float = 60,
     ) -> None:
-        self.argv, self.log_dir, self.what, self.env, self.timeout = (
-            argv,
-            log_dir,
-            what,
-            env,
-            timeout,
-        )
+        self.argv, self.what, self.env, self.timeout = argv, what, env, timeout
+        self.log_dir = log_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.proc: subprocess.Popen[bytes] | None = None

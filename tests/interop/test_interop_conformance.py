@@ -8,7 +8,8 @@ non-zero on any other failure and on a baseline entry that starts passing. Every
 our server sends is validated against the spec's JSON schema (``wire-schema-valid``).
 
 The same suite's ten ``tasks-*`` scenarios check the 2026-07-28 tasks extension
-(``ext_conformance``): no baseline there, every check must pass.
+(``ext_conformance``): no baseline there, every check must pass. Both runs go against ONE
+server process (the module's ``example_server``): one process serves both faces.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 from ext_conformance import SKIPPED_BY_SUITE, TASK_SCENARIOS, failing, run_task_scenarios
 from interop import HERE, HttpServer, node_env, node_path
+from procs import running
 
 pytestmark = pytest.mark.usefixtures("node_modules")
 
@@ -29,33 +31,39 @@ CLI = HERE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" /
 BASELINE = HERE / "conformance-baseline.yml"
 
 
-def test_conformance_server_scenarios(tmp_path: Path) -> None:
-    server = HttpServer(log_dir=tmp_path)
-    try:
-        server.start()
-        out = subprocess.run(
-            [
-                str(node_path()),
-                str(CLI),
-                "server",
-                "--url",
-                server.url,
-                "--spec-version",
-                "2025-11-25",
-                "--expected-failures",
-                str(BASELINE),
-                "--output-dir",
-                str(tmp_path / "results"),
-            ],
-            cwd=tmp_path,
-            env=node_env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            stdin=subprocess.DEVNULL,
-        )
-    finally:
-        server.stop()
+@pytest.fixture(scope="module")
+def example_server(
+    node_modules: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HttpServer]:
+    """One example server process for the 2025-11-25 run and the ``tasks-*`` runs."""
+    with running(HttpServer(log_dir=tmp_path_factory.mktemp("conformance-server"))) as server:
+        yield server
+
+
+def test_conformance_server_scenarios(example_server: HttpServer, tmp_path: Path) -> None:
+    server = example_server
+    # the server outlives this test: the extension's runs use the same process
+    out = subprocess.run(
+        [
+            str(node_path()),
+            str(CLI),
+            "server",
+            "--url",
+            server.url,
+            "--spec-version",
+            "2025-11-25",
+            "--expected-failures",
+            str(BASELINE),
+            "--output-dir",
+            str(tmp_path / "results"),
+        ],
+        cwd=tmp_path,
+        env=node_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     report = out.stdout[-6000:] + out.stderr[-3000:]
     assert out.returncode == 0, report
     checks = [
@@ -74,16 +82,11 @@ def test_conformance_server_scenarios(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def extension_checks(
-    node_modules: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[list[dict[str, Any]]]:
-    """Every check of the ten ``tasks-*`` scenarios against one example server (run once)."""
+    example_server: HttpServer, tmp_path_factory: pytest.TempPathFactory
+) -> list[dict[str, Any]]:
+    """Every check of the ten ``tasks-*`` scenarios against the example server (run once)."""
     tmp = tmp_path_factory.mktemp("conformance-ext")
-    server = HttpServer(log_dir=tmp)
-    try:
-        server.start()
-        yield run_task_scenarios(server.url, tmp / "results")
-    finally:
-        server.stop()
+    return run_task_scenarios(example_server.url, tmp / "results")
 
 
 def test_extension_conformance_harness(extension_checks: list[dict[str, Any]]) -> None:
@@ -97,7 +100,6 @@ def test_extension_conformance_harness(extension_checks: list[dict[str, Any]]) -
     assert skipped <= {SKIPPED_BY_SUITE}
 
 
-@pytest.mark.xfail(strict=True, reason="the 2026-07-28 tasks extension face is not served yet")
 def test_extension_conformance(extension_checks: list[dict[str, Any]]) -> None:
     """X-CAP-2, X-CAP-5, X-CAP-8, X-GET-4, X-UPD-7, X-HTTP-4, X-COMPAT-4 and the rest of the
     extension as the official suite checks them: every check of every ``tasks-*`` scenario

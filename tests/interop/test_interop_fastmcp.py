@@ -20,6 +20,7 @@ import pytest
 from ext_wire import TASKS_EXTENSION, ExtClient
 from fastmcp_peer import CLIENT_SCRIPT, SERVER_SCRIPT, peer_python
 from interop import HttpServer, PeerServer
+from procs import running
 
 #: What ``fastmcp_client.py`` must get from a server with the example tool contract.
 EXPECTED_CALLS: dict[str, dict[str, Any]] = {
@@ -47,10 +48,8 @@ def fastmcp_url(fastmcp_python: Path, tmp_path_factory: pytest.TempPathFactory) 
         "fastmcp_server",
         timeout=90,
     )
-    try:
-        yield server.start().url
-    finally:
-        server.stop()
+    with running(server):
+        yield server.url
 
 
 def drive(python: Path, url: str) -> dict[str, Any]:
@@ -121,10 +120,6 @@ def test_fastmcp_client_drives_fastmcp_server(fastmcp_python: Path, fastmcp_url:
 @pytest.mark.xfail(strict=True, reason="the 2026-07-28 tasks extension face is not served yet")
 def test_fastmcp_client_drives_our_server(fastmcp_python: Path, tmp_path: Path) -> None:
     """FastMCP's client against our example server: the same contract, over tasks."""
-    server = HttpServer(log_dir=tmp_path)
-    try:
-        server.start()
+    with running(HttpServer(log_dir=tmp_path)) as server:
         report = drive(fastmcp_python, server.url)
-    finally:
-        server.stop()
     assert_contract(report)

@@ -6,7 +6,8 @@ with only the SDK's task wire types (``GetTaskRequest``, ``GetTaskPayloadRequest
 ``ListTasksRequest``, ``CancelTaskRequest``) through its public ``send_request``. The SDK has
 no task API for the task-augmented ``tools/call`` itself (its ``send_request`` validates
 ``tools/call`` results as ``CallToolResult``), so that one request goes raw. Also: the
-stock client negotiates 2026-07-28 by default, where our server must not offer tasks.
+stock client negotiates 2026-07-28 by default, where our server offers the tasks extension
+(which this client does not declare: no task for it).
 """
 
 from __future__ import annotations
@@ -143,14 +144,16 @@ async def test_elicitation_through_the_stock_callback(target: Any) -> None:
         assert (await get(c, tid)).status == "completed"  # R-INPUT-4
 
 
-async def test_modern_negotiation_offers_no_tasks(target: Any) -> None:
-    """The stock client's default ``mode="auto"`` negotiates 2026-07-28: tasks are a
-    2025-11-25 feature, so no capability, no taskSupport, and ``task`` is ignored."""
+async def test_modern_negotiation_offers_the_extension(target: Any) -> None:
+    """The stock client's default ``mode="auto"`` negotiates 2026-07-28: no core tasks
+    capability and no taskSupport there, but ``server/discover`` lists the tasks extension
+    (X-CAP-2); without the client declaring it, an optional tool runs plainly (X-CAP-5) and
+    the legacy ``task`` param is ignored (X-CREATE-5)."""
     async with Client(target) as c:
         assert c.protocol_version == "2026-07-28"
         assert c.server_capabilities.tasks is None
+        assert c.server_capabilities.extensions == {"io.modelcontextprotocol/tasks": {}}
         assert all(t.execution is None for t in (await c.list_tools()).tools)
-        # R-CREATE-4: without the declared capability, a task-augmented request runs normally
         request = types.CallToolRequest(
             params=types.CallToolRequestParams(
                 name="slow_compute", arguments={"seconds": 0}, task=types.TaskMetadata(ttl=1000)
@@ -160,7 +163,13 @@ async def test_modern_negotiation_offers_no_tasks(target: Any) -> None:
         assert text_of(plain) == "done after 0s (no label)"
 
 
-async def test_modern_negotiation_required_tool_runs_plainly(target: Any) -> None:
+async def test_modern_negotiation_required_tool_needs_the_extension(target: Any) -> None:
+    """X-CAP-8: a task-required tool called without the extension declared: -32021 with
+    ``data.requiredCapabilities`` naming it."""
     async with Client(target) as c:
-        res = await c.call_tool("failing_job", {})
-        assert res.is_error and text_of(res) == "job failed"
+        with pytest.raises(MCPError) as err:
+            await c.call_tool("failing_job", {})
+        assert err.value.code == -32021
+        assert err.value.error.data == {
+            "requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+        }

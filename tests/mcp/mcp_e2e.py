@@ -148,27 +148,25 @@ TOOL_TASK_SUPPORT = {
     "protocol_error_job": "required",
     "confirm_delete": "optional",
 }
-#: The example server's tools: the contract above plus the conformance suite's fixtures.
-EXAMPLE_TOOL_TASK_SUPPORT = {
-    **TOOL_TASK_SUPPORT,
-    "multi_input": "optional",
-    "test_tool_with_task": "required",
-}
+#: the official conformance suite's fixture tools: the example server has them, the TS peer not
+FIXTURE_TOOL_TASK_SUPPORT = {"multi_input": "optional", "test_tool_with_task": "required"}
 #: ``confirm_delete``'s answer to the user's elicitation action -> the word its result starts with
 CONFIRM_OUTCOMES = [("accept", "deleted"), ("decline", "kept")]
 
 
 async def assert_tasks_contract(
-    session: TasksClientSession, expected: dict[str, str] = TOOL_TASK_SUPPORT
+    session: TasksClientSession, fixtures: bool = False
 ) -> dict[str, Any]:
     """R-CAP-1, R-CAP-2: revision 2025-11-25, the tasks capability {list, cancel,
-    requests.tools.call} and each tool's taskSupport (``expected``). Returns the capabilities."""
+    requests.tools.call} and each example tool's taskSupport (``fixtures``: the conformance
+    fixture tools too). Returns the capabilities."""
+    wanted = {**TOOL_TASK_SUPPORT, **(FIXTURE_TOOL_TASK_SUPPORT if fixtures else {})}
     init = session.initialize_result
     assert init is not None and init.protocol_version == "2025-11-25"
     caps: dict[str, Any] = init.capabilities.model_dump(by_alias=True, exclude_none=True)
     assert caps["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     tools = (await session.list_tools()).tools
-    assert {t.name: await session.tasks.task_support(t.name) for t in tools} == expected
+    assert {t.name: await session.tasks.task_support(t.name) for t in tools} == wanted
     return caps
 
 

@@ -13,13 +13,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp_e2e import (
-    CONFIRM_OUTCOMES,
-    EXAMPLE_TOOL_TASK_SUPPORT,
-    assert_tasks_contract,
-    run_confirm_delete,
-    text_of,
-)
+from mcp_e2e import CONFIRM_OUTCOMES, assert_tasks_contract, run_confirm_delete, text_of
 
 from mcp_tasks import models
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, raw_request
@@ -32,7 +26,7 @@ WAIT = 60  # seconds; generous for loaded machines, never a timing assertion
 async def test_capabilities_and_task_support(connect: Any) -> None:
     # R-CAP-1, R-CAP-2: tasks {list, cancel, requests.tools.call}; taskSupport per tool
     async with connect() as s:
-        assert "tools" in await assert_tasks_contract(s, EXAMPLE_TOOL_TASK_SUPPORT)
+        assert "tools" in await assert_tasks_contract(s, fixtures=True)
 
 
 async def test_greet_plain_and_task_support_misuse(connect: Any) -> None:
@@ -178,3 +172,23 @@ async def test_invalid_params_name_the_field(connect: Any) -> None:
             await s.tasks.get("no-such-task")
         assert missing.value.code == -32602
         assert "not found" in missing.value.message.lower()
+
+
+async def test_input_fixture_tools(connect: Any) -> None:
+    """The conformance suite's fixture tools on the 2025-11-25 face: ``confirm_delete`` takes
+    ``filename`` too; ``multi_input`` has two elicitations outstanding at once; the required
+    ``test_tool_with_task`` asks for the user's name inside its task (R-INPUT-1)."""
+    asked: list[str] = []
+
+    async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada", "confirm": True})
+
+    async with connect(elicitation_callback=on_elicit) as s:
+        result = await s.tasks.run_tool("confirm_delete", {"filename": "rt.txt"})
+        assert text_of(result) == "deleted rt.txt"
+        result = await s.tasks.run_tool("multi_input", {})
+        assert text_of(result) == "answers: Ada accept, Ada accept"
+        result = await s.tasks.run_tool("test_tool_with_task", {})
+        assert text_of(result) == "Hello, Ada!"
+        assert len(asked) == 4

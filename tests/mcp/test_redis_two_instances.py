@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from ext_wire import ExtClient
 from mcp.shared.exceptions import MCPError
 from mcp_e2e import HttpServer, http_session
 from redis_fixtures import (  # noqa: F401
@@ -138,6 +139,38 @@ async def test_input_required_created_on_a_answered_through_b(two_servers: TwoSe
         assert _text(result) == "deleted /x"
         assert len(asked) == 1
         assert (await sa.tasks.get(tid)).status == models.TaskStatus.completed
+
+
+async def test_extension_face_across_instances(two_servers: TwoServers) -> None:
+    """The tasks extension's face on a shared store: a task created through A is read,
+    answered (``tasks/update``) and cancelled through B, and the answered key is gone from
+    B's very next ``tasks/get`` (read-your-writes across instances, A-10); another
+    requestor's request for it is answered like an unknown id (X-SEC-2)."""
+    a, b = two_servers("--stateless")
+    alice = {"Authorization": "Bearer tok-alice"}
+    with (
+        ExtClient(a.url, headers=alice) as ea,
+        ExtClient(b.url, headers=alice) as eb,
+        ExtClient(b.url, headers={"Authorization": "Bearer tok-bob"}) as bob,
+    ):
+        call = {"name": "confirm_delete", "arguments": {"filename": "r.txt"}}
+        tid = ea.result("tools/call", call)["taskId"]
+        asking = eb.wait(tid, until=frozenset({"input_required"}), timeout=60)
+        assert asking["status"] == "input_required", asking
+        (key,) = asking["inputRequests"]
+        answer = {"action": "accept", "content": {"confirm": True}}
+        ack = eb.result("tasks/update", {"taskId": tid, "inputResponses": {key: answer}})
+        assert ack.get("resultType") == "complete" and "taskId" not in ack
+        after = eb.result("tasks/get", {"taskId": tid})
+        assert key not in after.get("inputRequests", {})
+        done = ea.wait(tid, timeout=60)
+        assert done["status"] == "completed" and _text(done["result"]) == "deleted r.txt"
+        unknown = bob.send("tasks/get", {"taskId": "no-such-task"})["error"]
+        assert bob.send("tasks/get", {"taskId": tid})["error"] == unknown
+
+        slow = ea.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 120}})
+        assert eb.result("tasks/cancel", {"taskId": slow["taskId"]}).get("resultType") == "complete"
+        assert ea.wait(slow["taskId"], timeout=60)["status"] == "cancelled"
 
 
 async def test_sigkill_mid_task_fails_after_lease_others_unaffected(

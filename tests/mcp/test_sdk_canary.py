@@ -16,7 +16,7 @@ import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
 from mcp.server.connection import Connection
-from mcp.server.lowlevel.server import Server
+from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.session import ServerSession
 from mcp.shared.dispatcher import DispatchContext
@@ -25,7 +25,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_tasks import protocol
 from mcp_tasks.errors import InvalidParams, TaskError, TaskNotFound
 from mcp_tasks.runtime import _sdk
+from mcp_tasks.runtime.mcp_extension import PollOutbound
 from mcp_tasks.runtime.mcp_outbound import TaskOutbound
+from mcp_tasks.tasks_ext import protocol as ext
 
 VERSION = _sdk.mcp_version()
 
@@ -86,12 +88,15 @@ def test_serversession_constructor() -> None:
 def test_dispatch_context_members() -> None:
     """DispatchContext members: TaskOutbound duck-types every one of them."""
     wanted = {name for name, _ in inspect.getmembers(DispatchContext) if not name.startswith("_")}
-    missing = sorted(
-        n
-        for n in wanted
-        if not hasattr(TaskOutbound, n) and n not in {"request_id", "message_metadata"}
-    )
-    assert not missing, changed(f"DispatchContext gained {missing} (TaskOutbound lacks them)")
+    for outbound in (TaskOutbound, PollOutbound):
+        missing = sorted(
+            n
+            for n in wanted
+            if not hasattr(outbound, n) and n not in {"request_id", "message_metadata"}
+        )
+        assert not missing, changed(
+            f"DispatchContext gained {missing} ({outbound.__name__} lacks them)"
+        )
 
 
 def test_connection_exit_stack() -> None:
@@ -216,3 +221,42 @@ def test_error_bridge_round_trip() -> None:
         back = _sdk.from_sdk_error(sdk)
         assert isinstance(back, TaskError) and type(back) is type(exc)
         assert (back.code, back.message, back.data) == (exc.code, exc.message, exc.data)
+
+
+def test_server_extensions() -> None:
+    """Server.extensions: the map server/discover advertises (X-CAP-2)."""
+    server: Server[Any] = Server("canary")
+    assert isinstance(getattr(server, "extensions", None), dict), changed(
+        "Server.extensions is gone"
+    )
+    server.extensions[ext.EXTENSION_ID] = {}
+    caps = server.get_capabilities(NotificationOptions(), {})
+    assert (caps.extensions or {}).get(ext.EXTENSION_ID) == {}, changed(
+        "Server.get_capabilities no longer advertises Server.extensions"
+    )
+
+
+def test_connection_from_envelope() -> None:
+    """Connection.from_envelope: a born-ready connection from a request's envelope."""
+    conn = Connection.from_envelope(ext.REVISION, None, {"extensions": {ext.EXTENSION_ID: {}}})
+    caps = conn.client_capabilities
+    assert caps is not None and (caps.extensions or {}).get(ext.EXTENSION_ID) == {}, changed(
+        "Connection.from_envelope no longer records the envelope's capabilities"
+    )
+
+
+def test_name_bearing_methods() -> None:
+    """NAME_BEARING_METHODS lacks tasks/*: the SDK does not check Mcp-Name on them."""
+    from mcp.shared.inbound import NAME_BEARING_METHODS
+
+    ours = set(NAME_BEARING_METHODS) & set(ext.TASK_REQUEST_METHODS)
+    assert not ours, changed(f"the SDK checks Mcp-Name on {sorted(ours)} itself now")
+
+
+def test_core_result_types() -> None:
+    """CORE_RESULT_TYPES lacks task: the runner passes a task answer of tools/call as is."""
+    from mcp_types import CORE_RESULT_TYPES
+
+    assert ext.RESULT_TYPE_TASK not in CORE_RESULT_TYPES, changed(
+        "resultType task is a core result type now (sieved as CallToolResult?)"
+    )

@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from redis_fixtures import RedisServer, redis_server  # noqa: F401
+from redis_fixtures import RedisServer
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_redis.py"
 
 
-def test_bench_redis_quick(redis_server: RedisServer) -> None:  # noqa: F811
+def test_bench_redis_quick(redis_server: RedisServer) -> None:
     out = subprocess.run(
         [sys.executable, str(BENCH), "--quick", "--url", redis_server.url],
         capture_output=True,

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from redis_fixtures import RedisServer, redis_server, unique_namespace  # noqa: F401
+from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import TaskNotFound
 from mcp_tasks.handlers import RequestContext
@@ -208,7 +208,7 @@ async def test_a_face_cannot_see_another_faces_task_X_SEC_2(engine: TaskEngine) 
 
 
 async def test_answer_on_one_instance_is_visible_on_the_other_A_10(
-    redis_server: RedisServer,  # noqa: F811
+    redis_server: RedisServer,
 ) -> None:
     """Two engines on one Redis: the work runs on ``a``, ``b`` answers; ``a`` and ``b``
     both see the answered key gone on their very next view."""

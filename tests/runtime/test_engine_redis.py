@@ -9,13 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from redis_fixtures import (  # noqa: F401
-    RedisServer,
-    fresh_redis_server,
-    redis_server,
-    redis_url,
-    unique_namespace,
-)
+from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import JsonRpcError, RequestCancelled, TaskError
 from mcp_tasks.handlers import RequestContext
@@ -41,7 +35,7 @@ async def two_engines(url: str, **store_kw: Any) -> AsyncIterator[tuple[TaskEngi
         await sb.close()
 
 
-async def test_result_on_b_wakes_when_a_finishes(redis_url: str) -> None:  # noqa: F811
+async def test_result_on_b_wakes_when_a_finishes(redis_url: str) -> None:
     release = anyio.Event()
 
     async def work(tc: TaskContext) -> dict[str, Any]:
@@ -70,7 +64,7 @@ async def test_result_on_b_wakes_when_a_finishes(redis_url: str) -> None:  # noq
         assert [t["taskId"] for t in listed["tasks"]] == [tid]
 
 
-async def test_cancel_on_b_stops_work_on_a(redis_url: str) -> None:  # noqa: F811
+async def test_cancel_on_b_stops_work_on_a(redis_url: str) -> None:
     started, stopped = anyio.Event(), anyio.Event()
 
     async def work(tc: TaskContext) -> dict[str, Any]:
@@ -97,7 +91,7 @@ async def test_cancel_on_b_stops_work_on_a(redis_url: str) -> None:  # noqa: F81
         assert ei.value.code == -32800
 
 
-async def test_input_required_delivered_by_other_instance(redis_url: str) -> None:  # noqa: F811
+async def test_input_required_delivered_by_other_instance(redis_url: str) -> None:
     async def work(tc: TaskContext) -> dict[str, Any]:
         answer = await tc.request_input(
             "elicitation/create", {"message": "Delete?", "requestedSchema": {"type": "object"}}
@@ -120,7 +114,7 @@ async def test_input_required_delivered_by_other_instance(redis_url: str) -> Non
         assert (await a.handle("tasks/get", {"taskId": tid}, ALICE))["status"] == "completed"
 
 
-async def test_input_error_answer_reaches_work(redis_url: str) -> None:  # noqa: F811
+async def test_input_error_answer_reaches_work(redis_url: str) -> None:
     async def work(tc: TaskContext) -> dict[str, Any]:
         try:
             await tc.request_input("sampling/createMessage", {"messages": [], "maxTokens": 5})
@@ -138,7 +132,7 @@ async def test_input_error_answer_reaches_work(redis_url: str) -> None:  # noqa:
         assert out["content"] == [{"type": "text", "text": "refused -1"}]
 
 
-async def test_abandoned_delivery_is_offered_again(redis_url: str) -> None:  # noqa: F811
+async def test_abandoned_delivery_is_offered_again(redis_url: str) -> None:
     async def work(tc: TaskContext) -> dict[str, Any]:
         answer = await tc.request_input("elicitation/create", {"message": "?"})
         return {"content": [{"type": "text", "text": str(answer["n"])}]}
@@ -160,7 +154,7 @@ async def test_abandoned_delivery_is_offered_again(redis_url: str) -> None:  # n
 
 
 async def test_store_outage_is_clear_error_and_recovers(
-    fresh_redis_server: RedisServer,  # noqa: F811
+    fresh_redis_server: RedisServer,
 ) -> None:
     async def work(tc: TaskContext) -> dict[str, Any]:
         return {"content": []}
@@ -191,7 +185,7 @@ async def test_store_outage_is_clear_error_and_recovers(
 
 
 async def test_list_cursor_from_a_accepted_by_b_without_configured_secret(
-    redis_url: str,  # noqa: F811
+    redis_url: str,
 ) -> None:
     """No cursor_secret configured: the engines share one through the store."""
 

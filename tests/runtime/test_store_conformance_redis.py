@@ -11,16 +11,10 @@ from typing import Any
 
 import anyio
 import pytest
-from redis_fixtures import (  # noqa: F401
-    RedisServer,
-    fresh_redis_server,
-    redis_server,
-    redis_url,
-    unique_namespace,
-)
+from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import StoreUnavailable
-from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING
+from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED
 from mcp_tasks.runtime.cursor import CursorCodec
 from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import SharedTaskStore
@@ -31,7 +25,7 @@ pytestmark = pytest.mark.anyio
 
 class TestRedisTaskStore(SharedStoreConformance):
     @pytest.fixture(autouse=True)
-    def _redis(self, redis_server: RedisServer) -> None:  # noqa: F811
+    def _redis(self, redis_server: RedisServer) -> None:
         self.url = redis_server.url
 
     async def make_store(self, tmp_path: Path) -> SharedTaskStore:
@@ -46,7 +40,7 @@ async def _keys(store: RedisTaskStore) -> list[str]:
     return sorted(str(k) for k in await store.redis.keys(f"{store.ns}:*"))
 
 
-async def test_keys_namespaced_with_requestor_hash_tag(redis_url: str) -> None:  # noqa: F811
+async def test_keys_namespaced_with_requestor_hash_tag(redis_url: str) -> None:
     ns = unique_namespace()
     store = RedisTaskStore(redis_url, namespace=ns)
     try:
@@ -66,7 +60,7 @@ async def test_keys_namespaced_with_requestor_hash_tag(redis_url: str) -> None: 
         await store.close()
 
 
-async def test_redis_expiry_backstop_and_no_leftovers(redis_url: str) -> None:  # noqa: F811
+async def test_redis_expiry_backstop_and_no_leftovers(redis_url: str) -> None:
     """Task keys carry a Redis expiry (ttl + grace); deleting/expiring leaves no keys."""
     store = RedisTaskStore(redis_url, namespace=unique_namespace(), expiry_grace_s=0.2)
     try:
@@ -94,7 +88,7 @@ async def test_redis_expiry_backstop_and_no_leftovers(redis_url: str) -> None:  
         await store.close()
 
 
-async def test_late_completion_after_cancel_on_other_instance(redis_url: str) -> None:  # noqa: F811
+async def test_late_completion_after_cancel_on_other_instance(redis_url: str) -> None:
     ns = unique_namespace()
     a = RedisTaskStore(redis_url, namespace=ns)
     b = RedisTaskStore(redis_url, namespace=ns)
@@ -111,7 +105,7 @@ async def test_late_completion_after_cancel_on_other_instance(redis_url: str) ->
         await b.close()
 
 
-async def test_watch_wakes_on_change_from_other_instance(redis_url: str) -> None:  # noqa: F811
+async def test_watch_wakes_on_change_from_other_instance(redis_url: str) -> None:
     ns = unique_namespace()
     async with (
         RedisTaskStore(redis_url, namespace=ns) as a,
@@ -129,67 +123,8 @@ async def test_watch_wakes_on_change_from_other_instance(redis_url: str) -> None
             assert await w.wait(0.05) is False
 
 
-async def test_input_handover_between_instances(redis_url: str) -> None:  # noqa: F811
-    ns = unique_namespace()
-    a = RedisTaskStore(redis_url, namespace=ns)
-    b = RedisTaskStore(redis_url, namespace=ns)
-    try:
-        await a.create(record("t1"))
-        await a.transition("t1", INPUT_REQUIRED, now=T0 + 1)
-        item = {"id": "i1", "method": "elicitation/create", "params": {"message": "ok?"}}
-        assert await a.put_input("t1", "alice", item)
-        assert await b.claim_inputs("t1", "alice", "b-1", 30) == [item]
-        assert await b.claim_inputs("t1", "alice", "b-2", 30) == []  # claimed by b-1
-        await b.release_input("t1", "alice", "i1", "b-1")  # that call went away
-        assert await b.claim_inputs("t1", "alice", "b-2", 30) == [item]
-        assert await b.answer_input("t1", "alice", "i1", {"result": {"action": "accept"}})
-        assert not await b.answer_input("t1", "alice", "i1", {"result": {}})  # once only
-        assert await a.take_answer("t1", "alice", "i1") == {"result": {"action": "accept"}}
-        assert await a.take_answer("t1", "alice", "i1") is None
-        # a terminal transition drops the task's input keys
-        await a.put_input("t1", "alice", {"id": "i2", "method": "m", "params": {}})
-        await a.transition("t1", CANCELLED, now=T0 + 2)
-        assert await b.claim_inputs("t1", "alice", "b-3", 30) == []
-    finally:
-        await a.close()
-        await b.close()
-
-
-async def test_lease_expiry_fails_dead_instance_tasks(redis_url: str) -> None:  # noqa: F811
-    ns = unique_namespace()
-    dead = RedisTaskStore(redis_url, namespace=ns, lease_s=0.3)
-    live = RedisTaskStore(redis_url, namespace=ns, lease_s=0.3)
-    try:
-        async with anyio.create_task_group() as tg:
-            await dead.start(tg)
-            await dead.create(record("d1"))
-            await dead.create(record("d2"))
-            await dead.transition("d2", INPUT_REQUIRED, now=T0 + 1)
-            await dead.create(record("done"))
-            await dead.transition("done", COMPLETED, now=T0 + 1, result={"x": 1})
-            await live.create(record("mine"))
-            tg.cancel_scope.cancel()  # `dead` stops heartbeating (as if SIGKILLed)
-        reaped: list[Any] = []
-        with anyio.fail_after(30):
-            while len(reaped) < 2:
-                reaped += await live.recover(T0 + 5, "lease expired")
-                await anyio.sleep(0.1)
-        assert sorted(r.task_id for r in reaped) == ["d1", "d2"]
-        for tid in ("d1", "d2"):
-            r = await live.get(tid)
-            assert r is not None and r.status == FAILED and r.status_message == "lease expired"
-            assert r.error == {"code": -32603, "message": "lease expired"}
-        done, mine = await live.get("done"), await live.get("mine")
-        assert done is not None and done.status == COMPLETED
-        assert mine is not None and mine.status == WORKING  # a live instance's task is untouched
-        assert await live.recover(T0 + 6, "again") == []
-    finally:
-        await dead.close()
-        await live.close()
-
-
 async def test_unreachable_redis_is_store_unavailable_and_recovers(
-    fresh_redis_server: RedisServer,  # noqa: F811
+    fresh_redis_server: RedisServer,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """R-ERR-1: clients get a plain "Task store unavailable"; the address and the
@@ -231,7 +166,7 @@ async def test_unreachable_redis_is_store_unavailable_and_recovers(
 
 
 async def test_cursor_secret_agreed_again_after_redis_lost_it(
-    fresh_redis_server: RedisServer,  # noqa: F811
+    fresh_redis_server: RedisServer,
 ) -> None:
     """R-LIST-2: no cursor_secret configured; Redis restarts without persistence and one
     instance restarts: cursors of either instance verify on the other, no other restart."""
@@ -263,7 +198,7 @@ async def test_cursor_secret_agreed_again_after_redis_lost_it(
 
 
 async def test_cursor_secret_followed_without_a_noticed_outage(
-    redis_url: str,  # noqa: F811
+    redis_url: str,
 ) -> None:
     """An instance that saw no error still adopts a secret Redis replaced (the heartbeat
     re-reads it), and ``shared_secret`` costs no round trip while cached."""
@@ -291,7 +226,7 @@ async def test_cursor_secret_followed_without_a_noticed_outage(
 
 
 async def test_scripts_load_from_package_files_with_matching_sha(
-    redis_url: str,  # noqa: F811
+    redis_url: str,
 ) -> None:
     from mcp_tasks.runtime.redis import scripting
 
@@ -318,7 +253,7 @@ def test_redis_fixture_fails_under_ci_when_missing(monkeypatch: pytest.MonkeyPat
 
 
 async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
-    redis_url: str,  # noqa: F811
+    redis_url: str,
 ) -> None:
     from mcp_tasks.runtime.redis import scripting
 

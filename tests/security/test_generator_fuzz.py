@@ -378,7 +378,7 @@ def test_mutated_extension_schema(
 def random_ext_mutation(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     doc = copy.deepcopy(EXT_BASE)
     target = draw(st.sampled_from(EXT_TASK_DEFS))
-    paths = [p for p in _paths(doc["$defs"][target]) if p]
+    paths = [p for p in json_paths(doc["$defs"][target]) if p]
     ops = []
     for _ in range(draw(st.integers(1, 3))):
         path = draw(st.sampled_from(paths))

@@ -17,10 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
+from ext_wire import ExtClient
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from sec_harness import HttpServer, RawHttp, RawStdio, Reply, assert_no_leak
-from wire_strategies import Case, cases
+from sec_harness import HttpServer, RawHttp, RawStdio, Reply, assert_no_leak, parse_body
+from wire_strategies import Case, cases, ext_cases
 
 HTTP_EXAMPLES = 300
 STDIO_EXAMPLES = 200
@@ -145,6 +146,67 @@ def test_fuzz_streamable_http(
     log = server.log()
     assert "Exception in ASGI application" not in log, log[-3000:]
     assert set(kinds) >= {"valid", "bad_json", "megabyte_string", "deep_nesting"}, kinds
+
+
+# --------------------------------------------------------------------------- the extension's face
+
+EXT_EXAMPLES = 200
+
+
+def ext_end_to_end(url: str) -> None:
+    """A task of the extension's face still works: create, poll, the exact result inlined."""
+    with ExtClient(url) as ext:
+        args = {"seconds": 0.1, "label": "after"}
+        created = ext.result("tools/call", {"name": "slow_compute", "arguments": args})
+        task = ext.wait(created["taskId"])
+        assert task["status"] == "completed", task
+        assert task["result"]["content"][0]["text"] == "done after 0.1s (after)"
+
+
+def test_fuzz_extension_face(
+    http_target: tuple[HttpServer, RawHttp], fuzz_counter: Callable[[str, int], None]
+) -> None:
+    """The same properties on the 2026-07-28 face of the same server: stateless requests
+    with the ``_meta`` capability envelope and routing headers, mutated (wrong types,
+    missing fields, bad envelopes, unknown methods, huge ``inputResponses``, headers that
+    disagree with the body: X-CAP-1, X-HTTP-4, X-UPD-7, X-COMPAT-4)."""
+    server, client = http_target
+    with ExtClient(server.url) as ext:
+        known = [
+            ext.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})[
+                "taskId"
+            ]
+            for _ in range(3)
+        ]
+    http = httpx.Client(timeout=MESSAGE_DEADLINE)
+    base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    kinds: dict[str, int] = {}
+
+    @settings(FUZZ_SETTINGS, max_examples=EXT_EXAMPLES)
+    @given(data=st.data())
+    def run(data: st.DataObject) -> None:
+        case = data.draw(ext_cases(known, next(_ids)))
+        kinds[case.kind] = kinds.get(case.kind, 0) + 1
+        try:
+            r = http.post(server.url, content=case.body, headers={**base, **(case.headers or {})})
+        except httpx.TimeoutException:
+            pytest.fail(f"no answer within {MESSAGE_DEADLINE}s (hang) for {case!r}")
+        reply = Reply(r.status_code, parse_body(r.headers.get("content-type", ""), r.text), r.text)
+        check_http(case, reply)
+        answer = reply.response(case.request_id)
+        if case.kind == "header_mismatch" and answer is not None and "error" in answer:
+            assert answer["error"]["code"] in (-32020, -32021, -32602, -32601), answer
+        fuzz_counter("http-ext", 1)
+
+    try:
+        run()
+    finally:
+        http.close()
+    assert server.alive(), server.log()[-3000:]
+    ext_end_to_end(server.url)
+    end_to_end(client)  # the 2025-11-25 face of the same process too
+    assert "Exception in ASGI application" not in server.log()
+    assert set(kinds) >= {"valid", "bad_envelope_meta", "header_mismatch"}, kinds
 
 
 # --------------------------------------------------------------------------- stdio

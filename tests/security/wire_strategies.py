@@ -9,6 +9,7 @@ of mutation produced it.
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from json_tree import drop_at, json_paths, set_at
 from pydantic import BaseModel
 
 from mcp_tasks import models
+from mcp_tasks.tasks_ext import protocol as ext_protocol
 
 #: the example server's tools and arguments that answer at once when not run as a task
 QUICK_TOOLS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
@@ -142,6 +144,7 @@ class Case:
     notification: bool = False
     well_formed: bool = True  # valid JSON and a JSON-RPC envelope the id can be read from
     sent_id: Any = None  # the id in the bytes, if any (an error may echo it)
+    headers: dict[str, str] | None = None  # HTTP headers of its own (the extension's face)
 
     def __repr__(self) -> str:
         body = (
@@ -311,3 +314,127 @@ def cases(draw: st.DrawFn, known_ids: list[str], request_id: int) -> Case:
         if not isinstance(params.get("task"), dict):
             params["name"] = "greet"  # run inline it would (rightly) wait for the user's answer
     return Case(kind, json.dumps(msg, ensure_ascii=draw(st.booleans())).encode(), rid)
+
+
+# --------------------------------------------------------------------------- the extension's face
+#: The tasks extension (2026-07-28): stateless requests, the capability envelope in
+#: ``params._meta``, routing headers (X-HTTP-1). Facts from the generated face.
+EXT_REVISION = ext_protocol.REVISION
+EXT_ID = ext_protocol.EXTENSION_ID
+ENVELOPE = "io.modelcontextprotocol/"
+EXT_METHODS = ext_protocol.TASK_REQUEST_METHODS
+EXT_UNKNOWN_METHODS = ["tasks/result", "tasks/list", "tasks/frobnicate", "TASKS/UPDATE", ""]
+EXT_MUTATIONS = [
+    "valid",
+    "wrong_type",
+    "missing_field",
+    "megabyte_string",
+    "unicode",
+    "unknown_method",
+    "bad_envelope_meta",
+    "huge_input_responses",
+    "header_mismatch",
+]
+
+
+def ext_envelope(declared: bool) -> dict[str, Any]:
+    caps: dict[str, Any] = {"extensions": {EXT_ID: {}}} if declared else {}
+    return {
+        f"{ENVELOPE}protocolVersion": EXT_REVISION,
+        f"{ENVELOPE}clientInfo": {"name": "fuzz", "version": "0"},
+        f"{ENVELOPE}clientCapabilities": caps,
+    }
+
+
+def _header_value(value: str) -> str:
+    """A routing header value as the SDK reads it: plain ASCII, else ``=?base64?...?=``."""
+    if value.isascii() and value.isprintable() and value == value.strip():
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8", "surrogatepass")).decode() + "?="
+
+
+def ext_headers(msg: Any) -> dict[str, str]:
+    """``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name`` for a message (X-HTTP-1)."""
+    head = {"MCP-Protocol-Version": EXT_REVISION}
+    if not isinstance(msg, dict):
+        return head
+    method = msg.get("method")
+    if isinstance(method, str) and method.isascii() and method.isprintable() and method:
+        head["Mcp-Method"] = method
+    params = msg.get("params")
+    if isinstance(params, dict):
+        for key in ("name", ext_protocol.ROUTING_NAME_PARAM):
+            value = params.get(key)
+            if isinstance(value, str) and len(value) < 1000:
+                head["Mcp-Name"] = _header_value(value)
+    return head
+
+
+@st.composite
+def ext_valid_messages(draw: st.DrawFn, known_ids: list[str]) -> dict[str, Any]:
+    """A well-formed request of the extension's face: a quick ``tools/call`` or a
+    ``tasks/get|update|cancel`` (with or without the capability declared)."""
+    params: dict[str, Any]
+    if draw(st.integers(0, 3)) == 0:
+        method = ext_protocol.TOOLS_CALL
+        tool = draw(st.sampled_from(sorted(QUICK_TOOLS)))
+        params = {"name": tool, "arguments": draw(QUICK_TOOLS[tool])}
+    else:
+        method = draw(st.sampled_from(EXT_METHODS))
+        if known_ids and draw(st.booleans()):
+            task_id = draw(st.sampled_from(known_ids))
+        else:
+            task_id = draw(st.text(max_size=40))
+        params = {"taskId": task_id}
+        if method == ext_protocol.TASKS_UPDATE:
+            params["inputResponses"] = draw(
+                st.dictionaries(st.text(max_size=10), json_values(), max_size=3)
+            )
+    params["_meta"] = ext_envelope(draw(st.booleans()))
+    return {"jsonrpc": "2.0", "id": 0, "method": method, "params": params}
+
+
+@st.composite
+def ext_cases(draw: st.DrawFn, known_ids: list[str], request_id: int) -> Case:
+    """A case on the extension's face; ``Case.headers`` are its routing headers."""
+    msg = draw(ext_valid_messages(known_ids))
+    msg["id"] = request_id
+    kind = draw(st.sampled_from(EXT_MUTATIONS))
+    params = msg["params"]
+    if kind == "wrong_type":
+        paths = [p for p in _params_paths(msg) if len(p) > 1]
+        msg = set_at(msg, draw(st.sampled_from(paths)), draw(st.sampled_from([None, 0, [], {}])))
+    elif kind == "missing_field":
+        msg = drop_at(msg, draw(st.sampled_from([p for p in _params_paths(msg) if len(p) == 2])))
+    elif kind == "megabyte_string":
+        big = draw(st.sampled_from(["a", "\u00e9", "\x00"])) * (1 << 20)
+        key = "name" if "name" in params else ext_protocol.ROUTING_NAME_PARAM
+        params[key] = big
+    elif kind == "unicode":
+        key = "name" if "name" in params else ext_protocol.ROUTING_NAME_PARAM
+        params[key] = draw(st.text(min_size=1, max_size=50))
+    elif kind == "unknown_method":
+        msg["method"] = draw(st.sampled_from(EXT_UNKNOWN_METHODS))
+    elif kind == "bad_envelope_meta":
+        meta = params["_meta"]
+        caps_key = f"{ENVELOPE}clientCapabilities"
+        choice = draw(st.integers(0, 4))
+        if choice == 0:
+            del params["_meta"]
+        elif choice == 1:
+            meta[caps_key] = draw(json_values())
+        elif choice == 2:
+            meta[caps_key] = {"extensions": draw(json_values())}
+        elif choice == 3:
+            meta[caps_key] = {"extensions": {EXT_ID: draw(json_values())}}
+        else:
+            params["_meta"] = draw(json_values())
+    elif kind == "huge_input_responses":
+        msg["method"] = ext_protocol.TASKS_UPDATE
+        params.setdefault(ext_protocol.ROUTING_NAME_PARAM, draw(st.text(max_size=20)))
+        params["inputResponses"] = {f"k{i}": {"action": "accept"} for i in range(5000)}
+    headers = ext_headers(msg)
+    if kind == "header_mismatch":
+        which = draw(st.sampled_from(["Mcp-Name", "Mcp-Method"]))
+        headers[which] = draw(st.sampled_from(["other", "tasks/get", "tools/call", "x" * 200]))
+    return Case(kind, json.dumps(msg).encode(), request_id, headers=headers)

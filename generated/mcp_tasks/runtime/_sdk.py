@@ -85,6 +85,11 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ("modern stamp _meta envelope", "a raw request's clientCapabilities can be extended"),
     ("mcp_types.methods.parse_server_request", "a server request's typed model"),
     ('"Validation error" message prefix', "how the SDK's HTTP transport reports a bad envelope"),
+    # the tasks extension's face (mcp_extension): public names, structural assumptions
+    ("Server.extensions", "what server/discover advertises under capabilities.extensions"),
+    ("Connection.from_envelope", "a task's session on the extension's face, from the envelope"),
+    ("NAME_BEARING_METHODS lacks tasks/*", "the Mcp-Name check of tasks/* requests is ours"),
+    ("CORE_RESULT_TYPES lacks task", "a resultType task answer passes the runner unsieved"),
 )
 
 

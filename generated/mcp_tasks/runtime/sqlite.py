@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from ..errors import InternalError
 from ..protocol import FAILED, NON_TERMINAL, REVISION, TaskStatus
-from ..store import Change, TaskRecord, TaskStore, allowed_sources, encode_json
+from ..store import Change, TaskRecord, TaskStore, encode_json, source_values
 
 T = TypeVar("T")
 
@@ -171,8 +171,7 @@ class SqliteTaskStore(TaskStore):
     async def transition(
         self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        allowed = [s.value for s in allowed_sources(status, change.get("expected"))]
-        if not allowed:
+        if not (allowed := source_values(status, change.get("expected"))):
             return None
         # Serialised before the lock: a result that is not JSON fails here, changing nothing.
         result_json, error_json = (

@@ -34,7 +34,7 @@ from redis.backoff import ExponentialBackoff
 from ...errors import StoreUnavailable
 from ...models import TaskStatus
 from ...protocol import TERMINAL
-from ...store import Change, SharedTaskStore, TaskRecord, allowed_sources
+from ...store import Change, SharedTaskStore, TaskRecord, source_values
 from .codec import TERMINAL_VALUES, as_dict, decode, dumps, fields, text
 from .events import Events, TaskWatchHandle
 from .inputs import Inputs
@@ -91,6 +91,10 @@ class RedisTaskStore(SharedTaskStore):
             f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         )
         self._run = Runner(client, where)
+        self.ns, self.channel = self.keys.ns, self.keys.channel
+        #: The Redis address (for logs only).
+        self.where = where
+        self.lease_s = lease_s
         self.events = Events(client, self.keys.channel)
         self.leases = Leases(self._run, self.keys, self.instance_id, lease_s)
         self.inputs = Inputs(self._run, self.keys)
@@ -117,23 +121,6 @@ class RedisTaskStore(SharedTaskStore):
                 rest.append((key, value))
         clean = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(rest)))
         return cls(clean, **kwargs)
-
-    @property
-    def ns(self) -> str:
-        return self.keys.ns
-
-    @property
-    def channel(self) -> str:
-        return self.keys.channel
-
-    @property
-    def where(self) -> str:
-        """The Redis address (for logs only)."""
-        return self._run.where
-
-    @property
-    def lease_s(self) -> float:
-        return self.leases.lease_s
 
     @property
     def round_trips(self) -> int:
@@ -216,8 +203,7 @@ class RedisTaskStore(SharedTaskStore):
     async def transition(
         self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        allowed = [s.value for s in allowed_sources(status, change.get("expected"))]
-        if not allowed:
+        if not (allowed := source_values(status, change.get("expected"))):
             return None
         # Serialised first: a result that is not JSON fails here, changing nothing.
         result, error, message = (

@@ -31,8 +31,12 @@ TERMINAL = frozenset({"completed", "failed", "cancelled"})
 class ExtClient:
     """``send(method, params)`` on the stateless 2026-07-28 wire of one server URL."""
 
-    def __init__(self, url: str, timeout: float = 30) -> None:
+    def __init__(
+        self, url: str, timeout: float = 30, headers: dict[str, str] | None = None
+    ) -> None:
         self.url = url
+        #: sent with every request (e.g. ``Authorization``), before per-call ``headers``
+        self.headers = dict(headers or {})
         self.http = httpx.Client(timeout=timeout)
         self._ids = itertools.count(1)
 
@@ -70,6 +74,7 @@ class ExtClient:
         }
         if method in NAME_PARAM and NAME_PARAM[method] in params:
             head["Mcp-Name"] = str(params[NAME_PARAM[method]])
+        head.update(self.headers)
         head.update(headers or {})
         body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
         response = self.http.post(self.url, json=body, headers=head)

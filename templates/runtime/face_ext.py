@@ -1,0 +1,203 @@
+"""The face of the tasks extension ``io.modelcontextprotocol/tasks`` (2026-07-28): every
+translation between the protocol-neutral engine and the extension's wire.
+
+Same engine, same store, same limits, ttl policy, rate limit, audit and isolation as the
+2025-11-25 face (``face_2025.py``); only the wire differs (the facts and models come from
+the generated ``tasks_ext`` subpackage):
+
+- a task is flat: ``ttlMs`` and ``pollIntervalMs`` instead of ``ttl`` and ``pollInterval``;
+  the create answer is the task itself with ``resultType: "task"`` (X-TASK-1, X-RT-1);
+- ``tasks/get`` inlines the outcome: ``result`` when completed, ``error`` when failed,
+  ``inputRequests`` (key -> request, the engine's keys: unique for the task's life, X-UPD-5)
+  when input is required; a tool result with ``isError`` ends ``completed`` (X-ERR-4);
+- ``tasks/update`` answers outstanding input requests by key; keys that are not outstanding
+  are ignored without reading their values (X-UPD-7, A-9), the answered ones are gone from
+  the very next ``tasks/get`` (read-your-writes, A-10); the ack is ``{resultType:
+  "complete"}`` (X-UPD-9);
+- ``tasks/cancel`` is an ack, the same for a task that is already terminal (X-CAN-8);
+- no ``tasks/result``, no ``tasks/list`` (``-32601``: not in the dispatch table);
+- every ``tasks/*`` request must declare the extension in its own ``_meta`` capability
+  envelope, checked before its params are read (``-32021``, X-CAP-9, X-ERR-5), and an
+  ``Mcp-Name`` routing header, when sent, must equal ``params.taskId`` (``-32020``,
+  X-HTTP-4; checked before the lookup).
+
+No status notifications: the ``mcp`` SDK's ``subscriptions/listen`` has no ``taskIds``
+filter to hang ``notifications/tasks`` on (X-NOTIF-1 is optional); clients poll.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from .. import protocol
+from ..errors import HeaderMismatch, InternalError, InvalidParams, describe_validation_error
+from ..handlers import RequestContext
+from ..store import TaskRecord, rfc3339
+from ..tasks_ext import models
+from ..tasks_ext import protocol as ext
+from ..tasks_ext.handlers import DISPATCH, TasksHandlerBase
+from .runs import IsErrorResult, TaskView, Work
+
+if TYPE_CHECKING:
+    from .engine import TaskEngine
+
+__all__ = [
+    "FACE",
+    "MAX_INPUT_RESPONSES",
+    "ROUTING_NAME",
+    "FaceExt",
+    "ext_task_json",
+]
+
+#: The face's name (``TaskRecord.face`` of the tasks it creates): revision + extension id.
+FACE: Final = f"{ext.REVISION}+{ext.EXTENSION_ID}"
+#: ``RequestContext.extra`` key of the decoded ``Mcp-Name`` header, when the request had one.
+ROUTING_NAME: Final = "routing_name"
+#: The most ``inputResponses`` entries one ``tasks/update`` may carry (bad input otherwise).
+MAX_INPUT_RESPONSES: Final = 256
+#: The engine's status of a tool result with ``isError`` on this face (X-ERR-4).
+TOOL_ERROR: Final = next(s for s in protocol.STATUSES if s.value == ext.TOOL_ERROR_STATUS.value)
+
+_GET_RESULT: TypeAdapter[Any] = TypeAdapter(models.GetTaskResult)
+_INPUT_RESPONSE: TypeAdapter[Any] = TypeAdapter(models.InputResponse)
+
+
+class UpdateParams(models.UpdateTaskRequestParams):
+    """``tasks/update`` params with the values left unread: only the values under
+    outstanding keys are validated, by the handler (X-UPD-7, A-9)."""
+
+    inputResponses: dict[str, Any]
+
+
+_REQUESTS: Final[dict[str, tuple[type[BaseModel], str]]] = {
+    **DISPATCH,
+    ext.TASKS_UPDATE: (UpdateParams, DISPATCH[ext.TASKS_UPDATE][1]),
+}
+
+
+def ext_task_json(rec: TaskRecord) -> dict[str, Any]:
+    """The task's common fields on this face (``Task``: ``ttlMs``, ``pollIntervalMs``)."""
+    out: dict[str, Any] = {
+        "taskId": rec.task_id,
+        "status": rec.status.value,
+        "createdAt": rfc3339(rec.created_at),
+        "lastUpdatedAt": rfc3339(rec.last_updated_at),
+        "ttlMs": rec.ttl_ms,
+    }
+    if rec.poll_interval_ms is not None:
+        out["pollIntervalMs"] = rec.poll_interval_ms
+    if rec.status_message is not None:
+        out["statusMessage"] = rec.status_message
+    return out
+
+
+def detailed(view: TaskView) -> dict[str, Any]:
+    """``tasks/get``'s answer: the task with its outcome or its input requests inlined
+    (X-GET-*), no related-task ``_meta`` anywhere (the result is the tool's own)."""
+    rec = view.record
+    out = ext_task_json(rec)
+    out["resultType"] = ext.RESULT_TYPE_COMPLETE
+    if rec.status == protocol.COMPLETED:
+        out["result"] = dict(rec.result or {})
+    elif rec.status == protocol.FAILED:
+        out["error"] = dict(rec.error or InternalError(detail="the task failed").to_error())
+    elif rec.status == protocol.INPUT_REQUIRED:
+        out["inputRequests"] = {i.key: {"method": i.method, "params": i.params} for i in view.inputs}
+    return out
+
+
+class FaceExt(TasksHandlerBase):
+    """The ``tasks/*`` handlers and task creation of the extension over a ``TaskEngine``."""
+
+    face = FACE
+    requests: ClassVar[Mapping[str, tuple[type[BaseModel], str]]] = _REQUESTS
+
+    def __init__(self, engine: TaskEngine) -> None:
+        self.engine = engine
+
+    async def notify_status(self, rec: TaskRecord) -> None:
+        """No notification channel on this face (see the module's docstring)."""
+        return None
+
+    async def create(
+        self,
+        requestor: str,
+        method: str,
+        work: Work,
+        *,
+        progress_token: str | int | None = None,
+        is_error_result: IsErrorResult | None = None,
+    ) -> dict[str, Any]:
+        """Store a task and start its work; its flat ``CreateTaskResult`` once ``tasks/get``
+        finds it (X-CREATE-3). The ttl is the server's policy (no ttl is asked on this face)."""
+        rec = await self.engine.create(
+            requestor,
+            FACE,
+            method,
+            work,
+            tool_error=TOOL_ERROR,
+            progress_token=progress_token,
+            is_error_result=is_error_result,
+        )
+        out = ext_task_json(rec)
+        out["resultType"] = ext.RESULT_TYPE_TASK
+        return out
+
+    @staticmethod
+    def _route(task_id: str, ctx: RequestContext) -> None:
+        """X-HTTP-4: the ``Mcp-Name`` header, when sent, names the task of the body
+        (a missing header is tolerated: A-19)."""
+        name = ctx.extra.get(ROUTING_NAME)
+        if name is not None and name != task_id:
+            raise HeaderMismatch(
+                detail=f"the {ext.ROUTING_NAME_HEADER} header does not match"
+                f" params.{ext.ROUTING_NAME_PARAM}"
+            )
+
+    async def tasks_get(
+        self, params: models.GetTaskRequestParams, ctx: RequestContext
+    ) -> models.GetTaskResult:
+        self._route(params.taskId, ctx)
+        view = await self.engine.view(ctx.requestor, params.taskId, face=FACE)
+        result: models.GetTaskResult = _GET_RESULT.validate_python(detailed(view))
+        return result
+
+    async def tasks_update(  # type: ignore[override]
+        self, params: UpdateParams, ctx: RequestContext
+    ) -> models.UpdateTaskResult:
+        self._route(params.taskId, ctx)
+        responses = params.inputResponses
+        if len(responses) > MAX_INPUT_RESPONSES:
+            raise InvalidParams(
+                detail=f"params.inputResponses: {len(responses)} entries"
+                f" (at most {MAX_INPUT_RESPONSES})"
+            )
+        view = await self.engine.view(ctx.requestor, params.taskId, face=FACE)
+        rec = view.record
+        if rec.status in protocol.TERMINAL and responses:
+            raise InvalidParams(
+                detail=f"params.taskId: the task is {rec.status.value}; it takes no more input"
+            )
+        outstanding = {i.key for i in view.inputs}
+        answers: dict[str, Mapping[str, Any]] = {}
+        for key in sorted(responses.keys() & outstanding):
+            value = responses[key]
+            try:
+                _INPUT_RESPONSE.validate_python(value)
+            except ValidationError as exc:
+                where = f"params.inputResponses.{key}"
+                raise InvalidParams(detail=describe_validation_error(exc, where)) from None
+            answers[key] = value
+        if answers:
+            await self.engine.answer(ctx.requestor, params.taskId, answers, face=FACE)
+        return models.UpdateTaskResult(resultType=ext.RESULT_TYPE_COMPLETE)
+
+    async def tasks_cancel(
+        self, params: models.CancelTaskRequestParams, ctx: RequestContext
+    ) -> models.CancelTaskResult:
+        self._route(params.taskId, ctx)
+        await self.engine.cancel(ctx.requestor, params.taskId, face=FACE)  # terminal: the same ack
+        return models.CancelTaskResult(resultType=ext.RESULT_TYPE_COMPLETE)

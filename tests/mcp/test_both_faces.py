@@ -1,0 +1,112 @@
+"""One example server process, one store, both faces: 2025-11-25 sessions and stateless
+2026-07-28 requests of the tasks extension create tasks in the same store, under the same
+limits, each face serving only its own tasks.
+
+The server runs with ``--tokens`` so one bearer token is one requestor on both faces
+(without auth a 2025-11-25 requestor is its session and a 2026-07-28 one is "anonymous"),
+and with ``--store sqlite:PATH`` so the test can read the one store behind both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ext_wire import ExtClient
+from mcp.shared.exceptions import MCPError
+from mcp_e2e import HttpServer, http_session
+
+from mcp_tasks.runtime.face_2025 import FACE as CORE_FACE
+from mcp_tasks.runtime.face_ext import FACE as EXT_FACE
+from mcp_tasks.runtime.sqlite import SqliteTaskStore
+
+pytestmark = pytest.mark.anyio
+
+ALICE = {"Authorization": "Bearer tok-alice"}
+BOB = {"Authorization": "Bearer tok-bob"}
+SLOW = {"name": "slow_compute", "arguments": {"seconds": 60}}
+
+
+async def test_both_faces_share_one_store_and_its_limits(
+    http_server_factory: Callable[..., HttpServer], tokens_file: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "tasks.db"
+    server = http_server_factory(
+        "--tokens", str(tokens_file), "--store", f"sqlite:{db}", "--max-active", "3"
+    )
+    with ExtClient(server.url) as ext:
+        async with http_session(server.url, token="tok-alice") as s:
+            core_ids = [
+                (await s.tasks.call_tool_as_task("slow_compute", {"seconds": 60})).task.taskId
+                for _ in range(2)
+            ]
+            ext_id = ext.result("tools/call", SLOW, headers=ALICE)["taskId"]
+
+            # R-SEC-3: the active-task limit counts the tasks of both faces
+            over = ext.send("tools/call", SLOW, headers=ALICE)
+            assert over["error"]["code"] == -32000, over
+            assert "active" in over["error"]["message"].lower()
+            with pytest.raises(MCPError) as core_over:
+                await s.tasks.call_tool_as_task("slow_compute", {"seconds": 60})
+            assert core_over.value.code == -32000
+            # another requestor has a limit of its own
+            bob_id = ext.result("tools/call", SLOW, headers=BOB)["taskId"]
+
+            # both live in the one store, each marked with the face that created it
+            store = SqliteTaskStore(str(db))
+            try:
+                mine = await store.list_tasks("subject:alice", after=None, limit=100)
+            finally:
+                await store.close()
+            assert {(r.task_id, r.face) for r in mine} == {
+                (core_ids[0], CORE_FACE),
+                (core_ids[1], CORE_FACE),
+                (ext_id, EXT_FACE),
+            }
+
+            # each face serves its own tasks; another face's task is answered like an
+            # unknown one (X-SEC-2, R-SEC-1)
+            listed = {t.taskId for t in await s.tasks.list_all()}
+            assert listed == set(core_ids)
+            assert ext.result("tasks/get", {"taskId": ext_id}, headers=ALICE)["status"] == "working"
+            unknown = ext.send("tasks/get", {"taskId": "no-such-task"}, headers=ALICE)["error"]
+            cross = ext.send("tasks/get", {"taskId": core_ids[0]}, headers=ALICE)["error"]
+            assert cross == unknown and cross["code"] == -32602
+            with pytest.raises(MCPError) as core_cross:
+                await s.tasks.get(ext_id)
+            assert core_cross.value.code == -32602
+
+            # cancelling through one face frees a slot for the other (X-CAN-8: an ack)
+            ack = ext.result("tasks/cancel", {"taskId": ext_id}, headers=ALICE)
+            assert ack.get("resultType") == "complete" and "taskId" not in ack
+            again = await s.tasks.call_tool_as_task("slow_compute", {"seconds": 60})
+            for tid in [*core_ids, again.task.taskId]:
+                await s.tasks.cancel(tid)
+        ext.result("tasks/cancel", {"taskId": bob_id}, headers=BOB)
+
+
+def _error(answer: dict[str, Any]) -> dict[str, Any]:
+    assert "error" in answer, answer
+    err: dict[str, Any] = answer["error"]
+    return err
+
+
+async def test_extension_tasks_without_auth_are_anonymous(
+    http_server_factory: Callable[..., HttpServer],
+) -> None:
+    """Without auth the 2026-07-28 face has no session to bind a task to: every task is
+    the "anonymous" requestor's and its unguessable id is the capability (X-SEC-1); a
+    2025-11-25 session never sees them."""
+    server = http_server_factory()
+    with ExtClient(server.url) as a, ExtClient(server.url) as b:
+        tid = a.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})[
+            "taskId"
+        ]
+        assert b.wait(tid)["status"] == "completed"
+        async with http_session(server.url) as s:
+            with pytest.raises(MCPError) as err:
+                await s.tasks.get(tid)
+            assert err.value.code == -32602
+            assert tid not in {t.taskId for t in await s.tasks.list_all()}
