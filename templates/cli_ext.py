@@ -3,7 +3,8 @@
 answered through ``tasks/update``, or the result at once), ``tasks get|cancel`` use the
 extension's requests, ``tasks result`` polls ``tasks/get`` to the end, ``tasks list`` is
 refused (the extension has none: X-COMPAT-4). Used by ``cli`` when that revision was
-negotiated."""
+negotiated; refusals are ``TaskNotSupported`` (exit 2), the one class ``cli`` shares with
+this module when it runs as ``__main__``."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from typing import Any
 
 import anyio
 
-from .cli import _print_json, _print_result, _Progress, _StatusLine, _Usage, coerce_arguments
+from .cli import _print_json, _print_result, _Progress, _StatusLine, coerce_arguments
 from .protocol import REVISION
+from .runtime.mcp_client import TaskNotSupported
 
 __all__ = ["run_ext"]
 
@@ -25,7 +27,7 @@ async def _run_task(
 ) -> int:
     """``call`` on the tasks extension: the server decides (a task, or the result at once)."""
     if (args.task or args.detach) and not ext.server_offers_tasks():
-        raise _Usage("the server does not offer the tasks extension: no task possible")
+        raise TaskNotSupported("the server does not offer the tasks extension: no task possible")
     if args.ttl is not None:
         print("mcptask: note: --ttl is not sent (the extension's server sets ttlMs)", file=sys.stderr)
     line = _StatusLine()
@@ -76,7 +78,7 @@ async def run_ext(args: argparse.Namespace, session: Any, progress: _Progress) -
         arguments = coerce_arguments(args.arguments, tool.input_schema if tool else None)
         return await _run_task(args, ext, arguments, progress)
     if args.action == "list":
-        raise _Usage(
+        raise TaskNotSupported(
             f"tasks list does not exist on protocol {session.protocol_version} (the tasks "
             f"extension has no tasks/list); try --protocol {REVISION}"
         )
