@@ -22,7 +22,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -71,12 +70,15 @@ def fastmcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def url(request: pytest.FixtureRequest) -> str:
     if request.param == "ours":
         server: HttpServer = request.getfixturevalue("example_http")
-        return server.url
+        ours: str = server.url
+        return ours
     got: str = request.getfixturevalue("fastmcp_url")
     return got
 
 
-async def on_elicit(ctx: ClientRequestContext, params: Any) -> types.ElicitResult:
+async def on_elicit(
+    context: ClientRequestContext, params: types.ElicitRequestParams
+) -> types.ElicitResult:
     return types.ElicitResult(action="accept", content={"confirm": True, "name": "Ada"})
 
 
