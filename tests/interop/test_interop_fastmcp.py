@@ -4,8 +4,7 @@ Its virtualenv (``tests/interop/.venv-fastmcp``) is made on demand by ``fastmcp_
 skipped without a package registry, a failure under ``CI``. First the peer itself is
 proven: its server serves the extension's task lifecycle to a raw stateless 2026-07-28
 client (``ext_wire``), and its client drives its server through the example tool contract.
-Then the same FastMCP client drives our example server: strict-xfail until our server
-serves the extension face.
+Then the same FastMCP client drives our example server's extension face.
 """
 
 from __future__ import annotations
@@ -117,7 +116,6 @@ def test_fastmcp_client_drives_fastmcp_server(fastmcp_python: Path, fastmcp_url:
     assert_contract(drive(fastmcp_python, fastmcp_url))
 
 
-@pytest.mark.xfail(strict=True, reason="the 2026-07-28 tasks extension face is not served yet")
 def test_fastmcp_client_drives_our_server(fastmcp_python: Path, tmp_path: Path) -> None:
     """FastMCP's client against our example server: the same contract, over tasks."""
     with running(HttpServer(log_dir=tmp_path)) as server:

@@ -6,7 +6,8 @@ enough for several ``tasks/list`` pages). Every cross access (``tasks/get``,
 ``tasks/result``, ``tasks/cancel`` with the other's IDs, guessed IDs next to them,
 ``tasks/list``, the other's cursors) is refused exactly like a truly unknown ID:
 same code, same message, same data, and the same timing class (medians compared
-loosely). The victim's tasks are untouched afterwards.
+loosely). The victim's tasks are untouched afterwards. The same holds on the tasks
+extension's face (2026-07-28) for ``tasks/get|update|cancel``.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from typing import Any
 
 import httpx
 import pytest
+from ext_wire import ExtClient
 from sec_harness import HttpServer, RawHttp
+from wire_strategies import _header_value
 
 CONFIG = {"page_size": 2, "rate_limit_calls": 100_000}
 TIMING_SAMPLES = 40
+ASKING = frozenset({"input_required"})
 
 
 def _error(resp: dict[str, Any]) -> dict[str, Any]:
@@ -179,3 +183,49 @@ def test_stateless_without_identity_never_lists(
     caps = parse_body(r.headers["content-type"], r.text)[0]["result"]["capabilities"]
     assert "list" not in caps["tasks"], caps
     client.close()
+
+
+def test_extension_isolation_between_token_subjects(
+    server_factory: Callable[..., HttpServer], tokens_file: Path
+) -> None:
+    """X-SEC-2, R-SEC-1: bob's tasks/get|update|cancel of alice's task ids (and guesses next
+    to them) get exactly the answer of an unknown id; alice's tasks are untouched."""
+    server = server_factory("--tokens", str(tokens_file), engine_config=CONFIG)
+    alice = ExtClient(server.url, headers={"Authorization": "Bearer tok-alice"})
+    bob = ExtClient(server.url, headers={"Authorization": "Bearer tok-bob"})
+    with alice, bob:
+        done = alice.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})
+        working = alice.result(
+            "tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}}
+        )
+        asking = alice.result(
+            "tools/call", {"name": "confirm_delete", "arguments": {"filename": "secret"}}
+        )
+        alice.wait(done["taskId"])
+        key = next(iter(alice.wait(asking["taskId"], until=ASKING)["inputRequests"]))
+        ids = [done["taskId"], working["taskId"], asking["taskId"]]
+
+        def params(method: str, task_id: str) -> dict[str, Any]:
+            if method == "tasks/update":
+                return {"taskId": task_id, "inputResponses": {key: {"action": "decline"}}}
+            return {"taskId": task_id}
+
+        methods = ("tasks/get", "tasks/update", "tasks/cancel")
+        unknown = secrets.token_urlsafe(16)
+        reference = {m: _error(bob.send(m, params(m, unknown))) for m in methods}
+        for m, err in reference.items():
+            assert err["code"] == -32602 and "not found" in err["message"].lower(), (m, err)
+        for tid in ids:
+            for guess in [tid, *_guesses(tid)]:
+                for m in methods:
+                    route = {"Mcp-Name": _header_value(guess)}  # X-HTTP-1 (base64 if need be)
+                    err = _error(bob.send(m, params(m, guess), headers=route))
+                    assert err == reference[m], (m, guess)
+
+        # nothing of alice's changed
+        assert alice.result("tasks/get", {"taskId": ids[1]})["status"] == "working"
+        still = alice.result("tasks/get", {"taskId": ids[2]})
+        assert still["status"] == "input_required" and key in still["inputRequests"]
+        assert alice.result("tasks/get", {"taskId": ids[0]})["status"] == "completed"
+        for tid in ids[1:]:
+            alice.result("tasks/cancel", {"taskId": tid})

@@ -381,7 +381,8 @@ def ext_valid_messages(draw: st.DrawFn, known_ids: list[str]) -> dict[str, Any]:
         params = {"name": tool, "arguments": draw(QUICK_TOOLS[tool])}
     else:
         method = draw(st.sampled_from(EXT_METHODS))
-        if known_ids and draw(st.booleans()):
+        known: bool = draw(st.booleans())
+        if known_ids and known:
             task_id = draw(st.sampled_from(known_ids))
         else:
             task_id = draw(st.text(max_size=40))

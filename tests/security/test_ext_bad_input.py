@@ -1,0 +1,120 @@
+"""Bad input on the tasks extension's face (2026-07-28).
+
+Each bad request gets a JSON-RPC error that names the problem (the field, the header, the
+method), nothing is lost (the task that was asked about is unchanged) and the server keeps
+serving both faces. Another requestor's task id is answered exactly like an unknown one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from ext_wire import ExtClient
+from sec_harness import HttpServer, RawHttp
+
+from mcp_tasks.runtime.face_ext import MAX_INPUT_RESPONSES
+
+ASKING = frozenset({"input_required"})
+
+
+def _error(answer: dict[str, Any]) -> dict[str, Any]:
+    assert "error" in answer, f"bad input was answered: {answer}"
+    err: dict[str, Any] = answer["error"]
+    return err
+
+
+def _names(err: dict[str, Any], *words: str) -> None:
+    for word in words:
+        assert word.lower() in err["message"].lower(), (word, err)
+
+
+def test_bad_input_is_named_and_nothing_is_lost(
+    server_factory: Callable[..., HttpServer],
+) -> None:
+    server = server_factory()
+    with ExtClient(server.url) as ext:
+        call = {"name": "confirm_delete", "arguments": {"filename": "keep.txt"}}
+        tid = ext.result("tools/call", call)["taskId"]
+        asking = ext.wait(tid, until=ASKING)
+        (key,) = asking["inputRequests"]
+
+        # malformed _meta envelope: a capability set that is no object is "not declared"
+        # (X-CAP-1), and the gate comes before the params (X-CAP-9): -32021 with data
+        for caps in (7, {"extensions": 7}, {"extensions": {"io.modelcontextprotocol/tasks": 1}}):
+            meta = {"io.modelcontextprotocol/clientCapabilities": caps}
+            err = _error(ext.send("tasks/get", {"taskId": tid, "_meta": meta}))
+            assert err["code"] == -32021 and "requiredCapabilities" in err["data"], err
+        err = _error(ext.send("tasks/update", {"taskId": 5, "inputResponses": []}, tasks=False))
+        assert err["code"] == -32021, err
+
+        # wrong types: -32602 naming the field
+        err = _error(ext.send("tasks/get", {"taskId": 123}))
+        assert err["code"] == -32602 and "params.taskId" in err["message"], err
+        err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": []}))
+        assert err["code"] == -32602 and "params.inputResponses" in err["message"], err
+        err = _error(ext.send("tasks/cancel", {}))
+        assert err["code"] == -32602 and "params.taskId" in err["message"], err
+
+        # an outstanding key with a value that answers nothing: named, the key stays listed
+        bad = {key: {"action": "maybe"}}
+        err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": bad}))
+        assert err["code"] == -32602 and f"params.inputResponses.{key}" in err["message"], err
+        assert key in ext.result("tasks/get", {"taskId": tid})["inputRequests"]
+
+        # oversized inputResponses: refused, named, nothing answered
+        many: dict[str, Any] = {f"k{i}": {"action": "accept"} for i in range(MAX_INPUT_RESPONSES + 1)}
+        many[key] = {"action": "accept", "content": {"confirm": True}}
+        err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": many}))
+        assert err["code"] == -32602 and "params.inputResponses" in err["message"], err
+        assert ext.result("tasks/get", {"taskId": tid})["status"] == "input_required"
+
+        # unknown and removed methods: -32601 naming the method (X-COMPAT-4)
+        for method in ("tasks/frobnicate", "tasks/result", "tasks/list"):
+            err = _error(ext.send(method, {"taskId": tid}))
+            assert err["code"] == -32601, (method, err)
+        _names(_error(ext.send("tasks/result", {"taskId": tid})), "tasks/result")
+
+        # a routing header that disagrees with the body: -32020 naming the header (X-HTTP-4)
+        err = _error(ext.send("tasks/get", {"taskId": tid}, headers={"Mcp-Name": "other"}))
+        assert err["code"] == -32020, err
+        _names(err, "Mcp-Name")
+
+        # the task was not touched by any of it: answer it, it completes
+        good = {key: {"action": "accept", "content": {"confirm": True}}}
+        ext.result("tasks/update", {"taskId": tid, "inputResponses": good})
+        done = ext.wait(tid)
+        assert done["status"] == "completed", done
+        assert done["result"]["content"][0]["text"] == "deleted keep.txt"
+
+        # tasks/update on a terminal task: refused, naming its status; cancel stays an ack
+        err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": good}))
+        assert err["code"] == -32602, err
+        _names(err, "completed")
+        assert ext.result("tasks/cancel", {"taskId": tid}).get("resultType") == "complete"
+        assert ext.result("tasks/update", {"taskId": tid, "inputResponses": {}})
+
+        # no _meta envelope at all: the SDK refuses the request before dispatch
+        raw = {"jsonrpc": "2.0", "id": 99, "method": "tasks/get", "params": {"taskId": tid}}
+        r = httpx.post(
+            server.url,
+            content=json.dumps(raw),
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "Content-Type": "application/json",
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tasks/get",
+            },
+            timeout=30,
+        )
+        assert r.status_code == 400 and "_meta" in r.text, r.text
+
+    # the server keeps serving both faces
+    assert server.alive(), server.log()[-3000:]
+    with ExtClient(server.url) as again:
+        created = again.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})
+        assert again.wait(created["taskId"])["status"] == "completed"
+    with RawHttp(server.url).initialize() as core:
+        assert core.ok("tools/call", {"name": "greet", "arguments": {"name": "x"}})
