@@ -28,8 +28,8 @@ import anyio
 import mcp_types as types
 import pytest
 from fastmcp_peer import SERVER_SCRIPT, peer_python
-from interop import HttpServer, PeerServer
-from mcp import Client
+from interop import SERVER_MODULE, HttpServer, PeerServer, node_env
+from mcp import Client, StdioServerParameters
 from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
@@ -169,6 +169,23 @@ async def test_abandoned_call_cancels_its_task(url: str) -> None:
         assert ids
         requestor = extension.requestor(c.session)
         assert (await requestor.wait(ids[0])).status == ext.CANCELLED
+
+
+async def test_stock_client_with_our_extension_over_stdio() -> None:
+    """The same claim over stdio against our example server (one connection, 2026-07-28)."""
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", SERVER_MODULE, "--stdio"], env=node_env()
+    )
+    seen: list[Any] = []
+    extension = TasksClientExtension(on_status=seen.append)
+    async with Client(server, extensions=[extension], elicitation_callback=on_elicit) as c:
+        assert c.session.protocol_version == ext.REVISION
+        for tool in ("slow_compute", "confirm_delete", "test_tool_with_task"):
+            arguments, is_error, text = CONTRACT[tool]
+            seen.clear()
+            result = await c.call_tool(tool, arguments)
+            assert (result.is_error, text_of(result)) == (is_error, text), tool
+            assert seen and seen[-1].status == ext.COMPLETED, (tool, seen)  # X-CAP-4
 
 
 def mcptask(*args: str) -> subprocess.CompletedProcess[str]:

@@ -19,7 +19,8 @@ Receiver side, :class:`TasksClientSession` (a ``ClientSession``): declares
 (R-CAP-1), accepts such task-augmented requests from the server with
 ``CreateTaskResult`` (R-CREATE-2), runs the ordinary callbacks inside the task
 engine, and serves ``tasks/get|result|list|cancel`` for them. It also receives
-``notifications/tasks/status`` (never relied upon: R-NOTIFY-2).
+``notifications/tasks/status`` (never relied upon: R-NOTIFY-2), and on the tasks
+extension's face ``notifications/tasks``, which wake its polls early (X-NOTIF-6).
 
 Both faces: on a session that negotiated the tasks extension's revision (2026-07-28,
 ``session.protocol_version``), :attr:`TaskRequestor.ext` is the extension's requestor
@@ -145,6 +146,14 @@ async def _call(callback: StatusCallback | None, task: protocol.Task) -> None:
     out = callback(task)
     if out is not None:
         await out
+
+
+def _wakeups() -> TaskWakeups | None:
+    try:
+        from .mcp_ext_client import TaskWakeups
+    except ImportError:  # generated without the extension's schema
+        return None
+    return TaskWakeups()
 
 
 class TaskRequestor:
@@ -384,10 +393,13 @@ class TasksClientSession(ClientSessionHooks):
         self.task_statuses: list[dict[str, Any]] = []
         self._on_task_status = on_task_status
         bindings = [*(notification_bindings or ()), status_binding(self._status_received)]
+        self.task_wakeups = _wakeups()
+        if self.task_wakeups is not None:  # notifications/tasks of the extension's face
+            bindings.append(self.task_wakeups.binding())
         super().__init__(read_stream, write_stream, *args, notification_bindings=bindings, **kwargs)
         self.receive_tasks = receive_tasks
         self.engine = TaskEngine(task_store, task_config)
-        self.tasks = TaskRequestor(self)
+        self.tasks = TaskRequestor(self, wakeups=self.task_wakeups)
 
     async def __aenter__(self) -> TasksClientSession:
         await self.engine.__aenter__()
