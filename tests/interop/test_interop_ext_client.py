@@ -19,9 +19,14 @@ client raises the task's JSON-RPC error instead (X-ERR-3), as the SEP asks.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -211,6 +216,39 @@ def test_mcptask_on_the_extension_face(url: str) -> None:
     assert result.returncode == 1 and str(RequestCancelled.code) in result.stderr, result
     listed = mcptask("tasks", "list", url, *pin)  # X-COMPAT-4: no tasks/list on this face
     assert listed.returncode == 2 and "tasks list does not exist" in listed.stderr, listed
+
+
+def test_mcptask_sigint_cancels_the_task(url: str, tmp_path: Path) -> None:
+    """Ctrl-C on ``call --task`` sends ``tasks/cancel`` (X-CAN-1) and exits 130; the task
+    then settles ``cancelled`` (X-CAN-5: eventually)."""
+    err_path = tmp_path / "stderr.txt"
+    argv = [sys.executable, "-m", "mcp_tasks.cli", "call", url, "slow_compute", "seconds=60"]
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(
+            [*argv, "--task", "--protocol", ext.REVISION],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while "working" not in err_path.read_text() and time.monotonic() < deadline:
+                assert proc.poll() is None, err_path.read_text()
+                time.sleep(0.1)
+            task_id = err_path.read_text().split("task ", 1)[1].split(":", 1)[0]
+            os.kill(proc.pid, signal.SIGINT)
+            assert proc.wait(timeout=60) == 130, err_path.read_text()
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert f"interrupted; task {task_id}" in err_path.read_text()
+    for _ in range(50):
+        got = json.loads(mcptask("tasks", "get", url, task_id, "--protocol", ext.REVISION).stdout)
+        if got["status"] != ext.WORKING:
+            break
+    assert got["status"] == ext.CANCELLED
 
 
 def test_mcptask_auto_takes_the_extension_when_the_handshake_has_no_tasks(
