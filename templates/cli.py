@@ -6,6 +6,7 @@ commands:
   mcptask tasks get    TARGET TASK_ID [--token TOKEN]
   mcptask tasks result TARGET TASK_ID [--token TOKEN]
   mcptask tasks cancel TARGET TASK_ID [--token TOKEN]
+  (every command also takes --protocol auto|REVISION|MODERN, default auto)
 
 TARGET is a Streamable HTTP URL (http://127.0.0.1:8000/mcp) or a command that
 serves MCP over stdio ("python -m PACKAGE.examples.server --stdio", PACKAGE
@@ -26,6 +27,14 @@ Tasks belong to whoever created them: the bearer token's subject, else the
 session. Every mcptask run opens a new session, so tasks get|result|cancel|list
 reach the tasks of an earlier run only when both runs pass the same --token.
 
+Protocol: auto connects with the initialize handshake and uses its tasks when
+the server declares them (tasks list and result exist only there); a server that
+does not is asked again with server/discover, and its tasks extension
+(io.modelcontextprotocol/tasks) is used: call polls tasks/get at pollIntervalMs
+and answers the server's input requests through tasks/update, tasks get|cancel
+work, tasks result polls to the end, tasks list is refused (the extension has
+none). --protocol pins one revision.
+
 Exit status: 0 done; 1 the tool or the server reported an error; 2 usage, or the
 call cannot be made as asked; 130 interrupted (the task was cancelled).
 """
@@ -44,8 +53,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .protocol import TASK_SUPPORT_REQUIRED, TERMINAL
+from .protocol import REVISION, TASK_SUPPORT_REQUIRED, TERMINAL
 
 __all__ = ["coerce_arguments", "main"]
 
@@ -122,7 +132,8 @@ class _StatusLine:
 
     def show(self, task: Any) -> None:
         message = f" - {task.statusMessage}" if task.statusMessage else ""
-        self.head = f"task {task.taskId}: {task.status.value}{message}"
+        status = getattr(task.status, "value", task.status)
+        self.head = f"task {task.taskId}: {status}{message}"
         self._write()
 
     def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
@@ -198,9 +209,42 @@ class _Progress:
             self.line.on_progress(p.progress, p.total, p.message)
 
 
+AUTO = "auto"
+
+
 @asynccontextmanager
 async def _connect(
-    target: str, token: str | None, http: _Http, progress: _Progress
+    target: str, token: str | None, http: _Http, progress: _Progress, protocol: str = AUTO
+) -> AsyncIterator[Any]:
+    """A session on ``protocol``; ``auto``: the handshake's tasks when the server declares
+    them, else the tasks extension's revision (a second connection), else the handshake."""
+    if protocol != AUTO:
+        async with _open(target, token, http, progress, protocol != REVISION) as session:
+            yield session
+        return
+    async with _open(target, token, http, progress, False) as session:
+        caps = session.initialize_result.capabilities
+        if caps.tasks is not None:
+            yield session
+            return
+    from mcp.shared.exceptions import MCPError
+
+    entered = False
+    try:
+        async with _open(target, token, http, progress, True) as session:
+            entered = True
+            yield session
+        return
+    except MCPError:
+        if entered:
+            raise
+    async with _open(target, token, http, progress, False) as session:  # no server/discover
+        yield session
+
+
+@asynccontextmanager
+async def _open(
+    target: str, token: str | None, http: _Http, progress: _Progress, modern: bool
 ) -> AsyncIterator[Any]:
     from .runtime.mcp_client import TasksClientSession
 
@@ -221,7 +265,7 @@ async def _connect(
         ) as client:
             async with streamable_http_client(target, http_client=client) as (read, write):
                 async with TasksClientSession(read, write, **options) as session:
-                    await session.initialize()
+                    await (session.discover() if modern else session.initialize())
                     yield session
         return
     from mcp import StdioServerParameters, stdio_client
@@ -232,7 +276,7 @@ async def _connect(
     params = StdioServerParameters(command=argv[0], args=argv[1:])
     async with stdio_client(params) as (read, write):
         async with TasksClientSession(read, write, **options) as session:
-            await session.initialize()
+            await (session.discover() if modern else session.initialize())
             yield session
 
 
@@ -315,8 +359,12 @@ async def _run_task(
 
 async def _run(args: argparse.Namespace, http: _Http) -> int:
     progress = _Progress()
-    async with _connect(args.target, args.token, http, progress) as session:
+    async with _connect(args.target, args.token, http, progress, args.protocol) as session:
         requestor = session.tasks
+        if requestor.ext is not None:
+            from .cli_ext import run_ext
+
+            return await run_ext(args, session, progress)
         if args.command == "call":
             tool = await requestor.tool(args.tool)
             arguments = coerce_arguments(args.arguments, tool.input_schema if tool else None)
@@ -357,8 +405,10 @@ def _sync_progress(line: _StatusLine) -> Any:
 
 def _parser() -> argparse.ArgumentParser:
     assert __doc__ is not None
-    doc = __doc__.replace("PACKAGE.", f"{__package__}.").replace(
-        ", PACKAGE\nbeing this package's import name", ""
+    doc = (
+        __doc__.replace("PACKAGE.", f"{__package__}.")
+        .replace(", PACKAGE\nbeing this package's import name", "")
+        .replace("REVISION|MODERN", "|".join([REVISION, *MODERN_PROTOCOL_VERSIONS]))
     )
     parser = argparse.ArgumentParser(
         prog="mcptask",
@@ -370,6 +420,12 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--token", help="bearer token (Streamable HTTP); tasks are bound to its subject"
+    )
+    common.add_argument(
+        "--protocol",
+        default=AUTO,
+        choices=[AUTO, REVISION, *MODERN_PROTOCOL_VERSIONS],
+        help="protocol revision (default auto: the handshake's tasks, else the extension's)",
     )
 
     call = sub.add_parser(
@@ -415,7 +471,7 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
-_VALUE_OPTIONS = frozenset({"--token", "--ttl"})
+_VALUE_OPTIONS = frozenset({"--token", "--ttl", "--protocol"})
 _FLAGS = frozenset({"--task", "--detach", "-h", "--help"})
 
 

@@ -156,6 +156,43 @@ def test_clientsession_dispatch_input_request() -> None:
     )
 
 
+def test_modern_stamp_envelope() -> None:
+    """modern stamp _meta envelope: a raw request's clientCapabilities can be extended.
+
+    X-CAP-1, X-CAP-11: the tasks extension is declared on one request by adding it to the
+    envelope the SDK's modern stamp writes; X-HTTP-1: ``Mcp-Name`` for ``tasks/*``."""
+    from mcp.client import session as client_session
+    from mcp_types import CLIENT_CAPABILITIES_META_KEY
+
+    from mcp_tasks.tasks_ext import protocol as ext
+
+    make = getattr(client_session, "_make_modern_stamp", None)
+    assert make is not None, changed("mcp.client.session._make_modern_stamp is gone")
+    stamp = make(ext.REVISION, {"name": "c", "version": "0"}, {}, lambda name, args: {})
+    data: dict[str, Any] = {"method": ext.TASKS_GET, "params": {"taskId": "t-1"}}
+    opts: dict[str, Any] = {}
+    stamp(data, opts)
+    caps = data["params"]["_meta"].get(CLIENT_CAPABILITIES_META_KEY)
+    assert isinstance(caps, dict), changed("the modern stamp writes no clientCapabilities dict")
+    _sdk._extend_envelope(data, opts, {ext.EXTENSION_ID: {}}, "t-1")  # type: ignore[arg-type]
+    declared = data["params"]["_meta"][CLIENT_CAPABILITIES_META_KEY]["extensions"]
+    assert declared == {ext.EXTENSION_ID: {}}
+    assert opts["headers"]["mcp-name"] == "t-1", changed(f"stamp headers are {opts['headers']}")
+
+
+def test_claim_model_is_accepted() -> None:
+    """The SDK's ResultClaim checks accept our claim of the extension's task answer (X-RT-1)."""
+    from mcp_tasks.runtime.mcp_ext_client import TasksClientExtension
+    from mcp_tasks.tasks_ext import protocol as ext
+
+    try:
+        (claim,) = TasksClientExtension().claims()
+    except ValueError as exc:
+        pytest.fail(changed(f"ResultClaim refuses the task claim: {exc}"))
+    assert claim.result_type == ext.RESULT_TYPE_TASK
+    assert claim.protocol_versions == frozenset({ext.REVISION})
+
+
 def test_parse_server_request() -> None:
     """mcp_types.methods.parse_server_request: a server request's typed model."""
     from mcp_types import methods

@@ -34,8 +34,10 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.session import ServerSession
 from mcp.shared.dispatcher import CallOptions, DispatchContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types import methods as _methods
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from ..errors import InternalError, InvalidParams, TaskError, error_from_payload
 from ..errors import describe_validation_error as _describe
@@ -44,6 +46,7 @@ __all__ = [
     "ASSUMPTIONS",
     "MCP_SUPPORTED",
     "ClientSessionHooks",
+    "answer_input_request",
     "connection_of",
     "create_context_streams",
     "internal_error",
@@ -79,6 +82,7 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ("ClientSession._on_request", "overridden: the stock one answers tasks/* with -32601"),
     ("ClientSession._build_capabilities", "overridden: extended with capabilities.tasks"),
     ("ClientSession.dispatch_input_request", "runs the elicitation/sampling callbacks"),
+    ("modern stamp _meta envelope", "a raw request's clientCapabilities can be extended"),
     ("mcp_types.methods.parse_server_request", "a server request's typed model"),
     ('"Validation error" message prefix', "how the SDK's HTTP transport reports a bad envelope"),
     # the tasks extension's face (mcp_extension): public names, structural assumptions
@@ -191,19 +195,63 @@ async def send_raw_request(
     params: Mapping[str, Any] | None,
     *,
     timeout: float | None = None,
+    declare: Mapping[str, Mapping[str, Any]] | None = None,
+    name: str | None = None,
 ) -> dict[str, Any]:
-    """Send any request on ``session`` and return the raw result (no SDK validation)."""
+    """Send any request on ``session`` and return the raw result (no SDK validation).
+
+    On a modern (per-request ``_meta``) connection, ``declare`` adds extensions to this one
+    request's capability envelope and ``name`` becomes its ``Mcp-Name`` header; on a
+    handshake connection both are ignored (the envelope and the header do not exist there).
+    """
     data: dict[str, Any] = {"method": method}
     if params is not None:
         data["params"] = dict(params)
     opts: CallOptions = {}
     session._stamp(data, opts)
+    _extend_envelope(data, opts, declare, name)
     if timeout is not None:
         opts["timeout"] = timeout
     result: dict[str, Any] = await session._dispatcher.send_raw_request(
         method, data.get("params"), opts
     )
     return result
+
+
+def _extend_envelope(
+    data: dict[str, Any],
+    opts: CallOptions,
+    declare: Mapping[str, Mapping[str, Any]] | None,
+    name: str | None,
+) -> None:
+    meta = (data.get("params") or {}).get("_meta")
+    caps = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
+    if not isinstance(caps, dict):
+        return  # a handshake-era stamp: no per-request envelope
+    if declare:
+        extensions = dict(caps.get("extensions") or {})
+        extensions.update({k: dict(v) for k, v in declare.items()})
+        meta[CLIENT_CAPABILITIES_META_KEY] = {**caps, "extensions": extensions}  # type: ignore[index]
+    if name is not None:
+        opts.setdefault("headers", {})[MCP_NAME_HEADER] = encode_header_value(name)
+
+
+_INPUT_REQUEST: TypeAdapter[types.InputRequest] = TypeAdapter(types.InputRequest)
+
+
+async def answer_input_request(
+    session: ClientSession, key: str, request: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Answer one ``inputRequests`` entry with the session's own elicitation/sampling/roots
+    callbacks, exactly as the standalone server request; the wire result, or the
+    callback's refusal raised as a :class:`TaskError`."""
+    parsed = _INPUT_REQUEST.validate_python(dict(request))
+    ctx = ClientRequestContext(session=session, request_id=key)
+    response = await session.dispatch_input_request(ctx, parsed)
+    if isinstance(response, types.ErrorData):
+        raise error_from_payload(response.model_dump(mode="json", exclude_none=True))
+    dumped: dict[str, Any] = response.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
 
 
 async def run_input_callback(

@@ -19,7 +19,16 @@ Receiver side, :class:`TasksClientSession` (a ``ClientSession``): declares
 (R-CAP-1), accepts such task-augmented requests from the server with
 ``CreateTaskResult`` (R-CREATE-2), runs the ordinary callbacks inside the task
 engine, and serves ``tasks/get|result|list|cancel`` for them. It also receives
-``notifications/tasks/status`` (never relied upon: R-NOTIFY-2).
+``notifications/tasks/status`` (never relied upon: R-NOTIFY-2), and on the tasks
+extension's face ``notifications/tasks``, which wake its polls early (X-NOTIF-6).
+
+Both faces: on a session that negotiated the tasks extension's revision (2026-07-28,
+``session.protocol_version``), :attr:`TaskRequestor.ext` is the extension's requestor
+(``mcp_ext_client.ExtTaskRequestor``: ``tasks/get`` polled at ``pollIntervalMs``,
+``inputRequests`` answered through ``tasks/update``, cancel) and the face-neutral calls
+(``run_tool``, ``call_tool``, ``result``, ``tool_result``) use it; the 2025-11-25-only calls
+say so (:class:`TaskNotSupported`). A package generated without the extension's schema
+has no ``mcp_ext_client`` and serves the 2025-11-25 face only.
 
 Private SDK attributes (raw requests that bypass the SDK's CallToolResult
 validation, the request and capability hooks) are reached only through ``_sdk``.
@@ -30,12 +39,13 @@ from __future__ import annotations
 import builtins
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
 from mcp.client.extension import NotificationBinding
 from mcp.client.session import ClientSession
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import protocol
 from ..capabilities import (
@@ -64,6 +74,9 @@ from ..store import TaskStore
 from ._sdk import ClientSessionHooks, run_input_callback, send_raw_request
 from .engine import EngineConfig, TaskContext, TaskEngine
 
+if TYPE_CHECKING:
+    from .mcp_ext_client import ExtTaskRequestor, TaskWakeups
+
 __all__ = [
     "TERMINAL",
     "StatusCallback",
@@ -80,7 +93,24 @@ CLIENT_TASK_METHODS = tuple(sorted(AUGMENTABLE["client"]))
 
 
 class TaskNotSupported(Exception):
-    """The server did not declare what a task-augmented call needs (R-CAP-3, R-TOOL-1/2)."""
+    """The server did not declare what a task-augmented call needs (R-CAP-3, R-TOOL-1/2),
+    or the negotiated revision has no such request (``tasks/list`` on the tasks extension,
+    X-COMPAT-4)."""
+
+
+def _ext_requestor(
+    session: ClientSession, default_poll_ms: int, wakeups: TaskWakeups | None
+) -> ExtTaskRequestor | None:
+    """The tasks extension's requestor when ``session`` negotiated its revision."""
+    if session.protocol_version in (None, REVISION):
+        return None
+    try:
+        from .mcp_ext_client import ExtTaskRequestor, is_modern
+    except ImportError:  # generated without the extension's schema: 2025-11-25 only
+        return None
+    if not is_modern(session):
+        return None
+    return ExtTaskRequestor(session, default_poll_ms=default_poll_ms, wakeups=wakeups)
 
 
 def status_binding(
@@ -118,19 +148,49 @@ async def _call(callback: StatusCallback | None, task: protocol.Task) -> None:
         await out
 
 
+def _wakeups() -> TaskWakeups | None:
+    try:
+        from .mcp_ext_client import TaskWakeups
+    except ImportError:  # generated without the extension's schema
+        return None
+    return TaskWakeups()
+
+
 class TaskRequestor:
     """Requestor helpers over a ``ClientSession`` that has been initialized."""
 
-    def __init__(self, session: ClientSession, *, default_poll_ms: int = 500) -> None:
+    def __init__(
+        self,
+        session: ClientSession,
+        *,
+        default_poll_ms: int = 500,
+        wakeups: TaskWakeups | None = None,
+    ) -> None:
         self.session = session
         self.default_poll_ms = default_poll_ms
+        self.wakeups = wakeups
         self._tools: dict[str, types.Tool] = {}
 
     # ---------------------------------------------------------------- negotiation
     @property
+    def ext(self) -> ExtTaskRequestor | None:
+        """The tasks extension face when the session negotiated its revision, else None
+        (the 2025-11-25 face: every other method of this class)."""
+        return _ext_requestor(self.session, self.default_poll_ms, self.wakeups)
+
+    def _legacy_only(self, what: str) -> None:
+        if self.ext is not None:
+            raise TaskNotSupported(
+                f"{what} does not exist in protocol revision {self.session.protocol_version} "
+                "(the tasks extension, X-COMPAT-4); use TaskRequestor.ext there"
+            )
+
+    @property
     def server_capabilities(self) -> types.ServerCapabilities | None:
         init = self.session.initialize_result
-        return init.capabilities if init is not None else None
+        if init is None:
+            return self.session.server_capabilities
+        return init.capabilities
 
     async def tool(self, name: str) -> types.Tool | None:
         if name not in self._tools:
@@ -151,7 +211,10 @@ class TaskRequestor:
         return tool_task_support(tool.model_dump(by_alias=True) if tool else None)
 
     async def may_call_as_task(self, name: str) -> bool:
-        """R-CAP-3 and R-TOOL-1 (server capability first), then R-TOOL-2/3/4."""
+        """R-CAP-3 and R-TOOL-1 (server capability first), then R-TOOL-2/3/4. On the tasks
+        extension: the server lists it (X-CAP-2); no tool-level flag exists there."""
+        if (ext := self.ext) is not None:
+            return ext.server_offers_tasks()
         tool = await self.tool(name)
         return may_call_tool_as_task(
             self.server_capabilities, tool.model_dump(by_alias=True) if tool else None
@@ -167,7 +230,9 @@ class TaskRequestor:
         progress_token: str | int | None = None,
         check: bool = True,
     ) -> protocol.CreateTaskResult:
-        """Send a task-augmented ``tools/call``; answers ``CreateTaskResult`` (R-CREATE-2)."""
+        """Send a task-augmented ``tools/call``; answers ``CreateTaskResult`` (R-CREATE-2).
+        2025-11-25 only (the extension's is ``ext.call_tool``)."""
+        self._legacy_only("a task-augmented tools/call with a task parameter")
         if check and not await self.may_call_as_task(name):
             raise TaskNotSupported(
                 f"tool {name!r} cannot be called as a task here (R-CAP-3, R-TOOL-1, R-TOOL-2)"
@@ -180,14 +245,21 @@ class TaskRequestor:
         return protocol.CreateTaskResult.model_validate(raw)
 
     async def get(self, task_id: str) -> protocol.Task:
-        """``tasks/get`` (R-GET-3)."""
+        """``tasks/get`` (R-GET-3); on the tasks extension ``ext.get`` (another model)."""
+        self._legacy_only("the 2025-11-25 Task of tasks/get")
         raw = await self._send(TASKS_GET, {"taskId": task_id})
         return protocol.Task.model_validate(raw)
 
     async def result(self, task_id: str) -> dict[str, Any]:
         """``tasks/result``: blocks until terminal (R-RESULT-2); raises ``MCPError`` with the
         stored JSON-RPC error (R-RESULT-1). Input requests arriving meanwhile are answered
-        by the session's callbacks."""
+        by the session's callbacks. On the tasks extension, where ``tasks/result`` is gone
+        (X-COMPAT-4): polls ``tasks/get`` to the end instead (X-GET-2), answering its
+        ``inputRequests``, and returns the inlined result (X-GET-9)."""
+        if (ext := self.ext) is not None:
+            done = await ext.tool_result(task_id)
+            dumped: dict[str, Any] = done.model_dump(by_alias=True, mode="json", exclude_none=True)
+            return dumped
         return await self._send(TASKS_RESULT, {"taskId": task_id})
 
     async def tool_result(self, task_id: str) -> types.CallToolResult:
@@ -195,7 +267,8 @@ class TaskRequestor:
         return types.CallToolResult.model_validate(await self.result(task_id))
 
     async def list(self, cursor: str | None = None) -> protocol.ListTasksResult:
-        """``tasks/list`` (one page; follow ``nextCursor``)."""
+        """``tasks/list`` (one page; follow ``nextCursor``); 2025-11-25 only."""
+        self._legacy_only(TASKS_LIST)
         if not peer_supports_list(self.server_capabilities):
             raise TaskNotSupported("the server did not declare tasks.list")
         raw = await self._send(TASKS_LIST, {"cursor": cursor} if cursor else {})
@@ -212,7 +285,9 @@ class TaskRequestor:
                 return out
 
     async def cancel(self, task_id: str) -> protocol.Task:
-        """``tasks/cancel``; ``-32602`` for a terminal task (R-CANCEL-1)."""
+        """``tasks/cancel``; ``-32602`` for a terminal task (R-CANCEL-1). On the tasks
+        extension ``ext.cancel`` (an empty ack)."""
+        self._legacy_only("the 2025-11-25 Task of tasks/cancel")
         if not peer_supports_cancel(self.server_capabilities):
             raise TaskNotSupported("the server did not declare tasks.cancel")
         raw = await self._send(TASKS_CANCEL, {"taskId": task_id})
@@ -253,7 +328,14 @@ class TaskRequestor:
     ) -> types.CallToolResult:
         """Call a tool as a task and return its CallToolResult: poll, and on
         ``input_required`` or a terminal status fetch ``tasks/result`` (R-INPUT-3,
-        R-RESULT-1). A task that failed with a JSON-RPC error raises ``MCPError``."""
+        R-RESULT-1). A task that failed with a JSON-RPC error raises ``MCPError``.
+        On the tasks extension the call declares it and the server decides (X-CAP-4);
+        ``ttl`` has no request parameter there (the server sets ``ttlMs``)."""
+        if (ext := self.ext) is not None:
+            if not ext.server_offers_tasks():
+                raise TaskNotSupported("the server does not list the tasks extension (X-CAP-2)")
+            meta = {"progressToken": progress_token} if progress_token is not None else None
+            return await ext.run_tool(name, arguments, on_status=on_status, meta=meta)
         created = await self.call_tool_as_task(
             name, arguments, ttl=ttl, progress_token=progress_token
         )
@@ -273,6 +355,10 @@ class TaskRequestor:
     ) -> types.CallToolResult:
         """Call a tool, as a task when allowed and asked for (``as_task=None``: when the
         tool requires it, R-TOOL-4)."""
+        if (ext := self.ext) is not None and as_task is not False:
+            if as_task is None and not ext.server_offers_tasks():
+                return await self.session.call_tool(name, dict(arguments or {}))
+            return await self.run_tool(name, arguments, **kwargs)
         if as_task is None:
             as_task = (await self.task_support(name)) == TASK_SUPPORT_REQUIRED and (
                 await self.may_call_as_task(name)
@@ -307,10 +393,13 @@ class TasksClientSession(ClientSessionHooks):
         self.task_statuses: list[dict[str, Any]] = []
         self._on_task_status = on_task_status
         bindings = [*(notification_bindings or ()), status_binding(self._status_received)]
+        self.task_wakeups = _wakeups()
+        if self.task_wakeups is not None:  # notifications/tasks of the extension's face
+            bindings.append(self.task_wakeups.binding())
         super().__init__(read_stream, write_stream, *args, notification_bindings=bindings, **kwargs)
         self.receive_tasks = receive_tasks
         self.engine = TaskEngine(task_store, task_config)
-        self.tasks = TaskRequestor(self)
+        self.tasks = TaskRequestor(self, wakeups=self.task_wakeups)
 
     async def __aenter__(self) -> TasksClientSession:
         await self.engine.__aenter__()
@@ -333,7 +422,9 @@ class TasksClientSession(ClientSessionHooks):
             await self._on_task_status(task)
 
     def extend_capabilities(self, caps: types.ClientCapabilities, version: str) -> None:
-        if self.receive_tasks:
+        # capabilities.tasks is 2025-11-25's; a modern envelope declaring it would read as
+        # "not declared" anyway (X-COMPAT-2)
+        if self.receive_tasks and version not in MODERN_PROTOCOL_VERSIONS:
             caps.tasks = types.ClientTasksCapability.model_validate(
                 build_tasks_capability("client", requests=CLIENT_TASK_METHODS)
             )

@@ -1,0 +1,92 @@
+"""``mcptask`` on the tasks extension's revision (2026-07-28, ``io.modelcontextprotocol/tasks``):
+``call`` lets the server decide (a task, polled at ``pollIntervalMs`` with its input requests
+answered through ``tasks/update``, or the result at once), ``tasks get|cancel`` use the
+extension's requests, ``tasks result`` polls ``tasks/get`` to the end, ``tasks list`` is
+refused (the extension has none: X-COMPAT-4). Used by ``cli`` when that revision was
+negotiated; refusals are ``TaskNotSupported`` (exit 2), the one class ``cli`` shares with
+this module when it runs as ``__main__``."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any
+
+import anyio
+
+from .cli import _print_json, _print_result, _Progress, _StatusLine, coerce_arguments
+from .protocol import REVISION
+from .runtime.mcp_client import TaskNotSupported
+
+__all__ = ["run_ext"]
+
+
+async def _run_task(
+    args: argparse.Namespace, ext: Any, arguments: dict[str, Any], progress: _Progress
+) -> int:
+    """``call`` on the tasks extension: the server decides (a task, or the result at once)."""
+    if (args.task or args.detach) and not ext.server_offers_tasks():
+        raise TaskNotSupported("the server does not offer the tasks extension: no task possible")
+    if args.ttl is not None:
+        print("mcptask: note: --ttl is not sent (the extension's server sets ttlMs)", file=sys.stderr)
+    line = _StatusLine()
+    progress.line = line
+    task_id: str | None = None
+    answer: Any = None
+    interrupted = False
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async with anyio.create_task_group() as tg:
+
+                async def on_signal() -> None:
+                    nonlocal interrupted
+                    async for _ in signals:
+                        interrupted = True
+                        tg.cancel_scope.cancel()
+                        return
+
+                tg.start_soon(on_signal)
+                meta = {"progressToken": progress.token}
+                answer = await ext.call_tool(args.tool, arguments, meta=meta)
+                if hasattr(answer, "taskId"):
+                    task_id = answer.taskId
+                    if args.detach:
+                        print(task_id)
+                        tg.cancel_scope.cancel()
+                        return 0
+                    answer = await ext.tool_result(task_id, first=answer, on_status=line.show)
+                tg.cancel_scope.cancel()
+    finally:
+        line.done()
+    if interrupted:
+        if task_id is not None:
+            with anyio.move_on_after(10, shield=True):
+                await ext.cancel(task_id)  # tasks/cancel: an ack, the status settles later
+                status = getattr((await ext.get(task_id)).status, "value", "?")
+                print(f"mcptask: interrupted; task {task_id} is {status}", file=sys.stderr)
+        return 130
+    return _print_result(answer)
+
+
+async def run_ext(args: argparse.Namespace, session: Any, progress: _Progress) -> int:
+    """The tasks extension's revision (2026-07-28): its own requests, no tasks/list."""
+    requestor = session.tasks
+    ext = requestor.ext
+    if args.command == "call":
+        tool = await requestor.tool(args.tool)
+        arguments = coerce_arguments(args.arguments, tool.input_schema if tool else None)
+        return await _run_task(args, ext, arguments, progress)
+    if args.action == "list":
+        raise TaskNotSupported(
+            f"tasks list does not exist on protocol {session.protocol_version} (the tasks "
+            f"extension has no tasks/list); try --protocol {REVISION}"
+        )
+    if args.action == "get":
+        _print_json(await ext.get(args.task_id))
+    elif args.action == "result":
+        _print_json(await requestor.result(args.task_id))  # polls tasks/get to the end
+    elif args.action == "cancel":
+        await ext.cancel(args.task_id)  # an empty ack (X-CAN-3); show where the task is
+        _print_json(await ext.get(args.task_id))
+    return 0
