@@ -29,7 +29,9 @@ async def _run_task(
     if (args.task or args.detach) and not ext.server_offers_tasks():
         raise TaskNotSupported("the server does not offer the tasks extension: no task possible")
     if args.ttl is not None:
-        print("mcptask: note: --ttl is not sent (the extension's server sets ttlMs)", file=sys.stderr)
+        print(
+            "mcptask: note: --ttl is not sent (the extension's server sets ttlMs)", file=sys.stderr
+        )
     line = _StatusLine()
     progress.line = line
     task_id: str | None = None

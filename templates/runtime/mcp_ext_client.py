@@ -43,6 +43,7 @@ __all__ = [
     "is_modern",
 ]
 
+
 #: The claim model the SDK validates a ``resultType: "task"`` answer into: an
 #: ``mcp_types.Result`` whose ``result_type`` is the generated ``CreateTaskResult``'s
 #: literal; every other member is kept as sent and re-read with the generated model.
@@ -150,8 +151,10 @@ class ExtTaskRequestor:
                 return types.CallToolResult.model_validate(raw)
             asked = types.InputRequiredResult.model_validate(raw)
             params["inputResponses"] = await self._answer(
-                {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
-                 for k, v in (asked.input_requests or {}).items()}
+                {
+                    k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
+                    for k, v in (asked.input_requests or {}).items()
+                }
             )
             params.pop("requestState", None)
             if asked.request_state is not None:
@@ -209,8 +212,10 @@ class ExtTaskRequestor:
                 return cast(ext.GetTaskResult, task)
             if task.status == ext.INPUT_REQUIRED and fresh:
                 seen.update(fresh)
-                wire = {k: v.model_dump(by_alias=True, mode="json", exclude_unset=True)
-                        for k, v in fresh.items()}
+                wire = {
+                    k: v.model_dump(by_alias=True, mode="json", exclude_unset=True)
+                    for k, v in fresh.items()
+                }
                 await self.update(task_id, await self._answer(wire))
             else:
                 interval = task.pollIntervalMs or self.default_poll_ms
@@ -298,13 +303,10 @@ class TasksClientExtension(ClientExtension):
         return [self.wakeups.binding()]
 
     def requestor(self, session: ClientSession) -> ExtTaskRequestor:
-        return ExtTaskRequestor(
-            session, default_poll_ms=self.default_poll_ms, wakeups=self.wakeups
-        )
+        return ExtTaskRequestor(session, default_poll_ms=self.default_poll_ms, wakeups=self.wakeups)
 
     async def resolve(self, claimed: types.Result, ctx: ClaimContext) -> types.CallToolResult:
         created = ext_methods.parse_create_task_result(
             claimed.model_dump(mode="json", by_alias=True, exclude_unset=True)
         )
         return await self.requestor(ctx.session).resolve(created, on_status=self.on_status)
-

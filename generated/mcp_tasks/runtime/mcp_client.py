@@ -74,8 +74,11 @@ from ..store import TaskStore
 from ._sdk import ClientSessionHooks, run_input_callback, send_raw_request
 from .engine import EngineConfig, TaskContext, TaskEngine
 
-if TYPE_CHECKING:
-    from .mcp_ext_client import ExtTaskRequestor, TaskWakeups
+if TYPE_CHECKING:  # absent from a package generated without the extension's schema
+    from .mcp_ext_client import (  # type: ignore[import-not-found, unused-ignore]
+        ExtTaskRequestor,
+        TaskWakeups,
+    )
 
 __all__ = [
     "TERMINAL",
@@ -214,7 +217,7 @@ class TaskRequestor:
         """R-CAP-3 and R-TOOL-1 (server capability first), then R-TOOL-2/3/4. On the tasks
         extension: the server lists it (X-CAP-2); no tool-level flag exists there."""
         if (ext := self.ext) is not None:
-            return ext.server_offers_tasks()
+            return bool(ext.server_offers_tasks())
         tool = await self.tool(name)
         return may_call_tool_as_task(
             self.server_capabilities, tool.model_dump(by_alias=True) if tool else None
@@ -335,7 +338,10 @@ class TaskRequestor:
             if not ext.server_offers_tasks():
                 raise TaskNotSupported("the server does not list the tasks extension (X-CAP-2)")
             meta = {"progressToken": progress_token} if progress_token is not None else None
-            return await ext.run_tool(name, arguments, on_status=on_status, meta=meta)
+            done: types.CallToolResult = await ext.run_tool(
+                name, arguments, on_status=on_status, meta=meta
+            )
+            return done
         created = await self.call_tool_as_task(
             name, arguments, ttl=ttl, progress_token=progress_token
         )
