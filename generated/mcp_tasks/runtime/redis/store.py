@@ -19,6 +19,7 @@ round trips per batch, work proportional to the expired tasks only.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
@@ -241,14 +242,13 @@ class RedisTaskStore(SharedTaskStore):
             return []
         tag = self.keys.tag(requestor)
         after_lex = "" if after is None else lexkey(after[0], after[1])
-        rows = await self._run.eval(
+        reply = await self._run.eval(
             LIST,
             [self.keys.idx(tag), self.keys.active(tag)],
             [self.keys.task(tag, ""), after_lex, limit],
         )
         out: list[TaskRecord] = []
-        for flat in rows:
-            h = as_dict(flat)
+        for h in json.loads(reply):  # one JSON array of hashes: one reply to parse
             rec = decode(h, h["k"][LEX_PREFIX:])
             if rec is not None:
                 out.append(rec)
