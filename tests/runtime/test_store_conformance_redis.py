@@ -287,3 +287,28 @@ async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
     finally:
         await dead.close()
         await live.close()
+
+
+async def test_create_with_a_taken_id_undoes_its_writes_in_one_trip(redis_url: str) -> None:
+    """``create`` is one round trip (pointer, task, expiry, lease); an ID already taken, by
+    the same or another requestor, raises ``KeyError`` and leaves the first task as it was
+    (R-CREATE-2) with no stray key or index entry."""
+    store = RedisTaskStore(redis_url, namespace=unique_namespace())
+    try:
+        await store.create(record("t1", "alice"))
+        before = await _keys(store)
+        snapshot = {k: await store.redis.dump(k) for k in before}
+        trips = store.round_trips
+        await store.create(record("t2", "alice"))
+        assert store.round_trips == trips + 1
+        await store.delete("t2")
+        for other in ("alice", "bob"):
+            with pytest.raises(KeyError):
+                await store.create(record("t1", other))
+        assert await _keys(store) == before
+        assert {k: await store.redis.dump(k) for k in before} == snapshot
+        got = await store.get("t1")
+        assert got is not None and got.requestor == "alice"
+        assert [t.task_id for t in await store.list_tasks("bob", after=None, limit=10)] == []
+    finally:
+        await store.close()

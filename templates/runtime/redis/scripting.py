@@ -145,23 +145,30 @@ class Runner:
         for script, _ in calls:
             if script is not None and script.name not in self._loaded:
                 await self._load(script)
-        for attempt in (0, 1):
-            pipe = self.redis.pipeline(transaction=False)
-            for script, a in calls:
-                if script is None:
-                    pipe.execute_command(*a)
-                else:
-                    keys, args = a
-                    pipe.evalsha(script.sha, len(keys), *keys, *args)
-            self.round_trips += 1
-            out = await pipe.execute(raise_on_error=False)
-            if attempt == 0 and any(isinstance(r, NoScriptError) for r in out):
-                for script, _ in calls:
-                    if script is not None:
-                        await self._load(script)
-                continue  # every pipelined command is idempotent
-            for r in out:
-                if isinstance(r, Exception):
-                    raise r
-            return list(out)
-        raise AssertionError("unreachable")
+        out = await self._send(calls)
+        # A Redis that lost the scripts (restart, SCRIPT FLUSH) answered NOSCRIPT to those
+        # alone: load them and send only those again (the others ran, and need not be
+        # idempotent, e.g. create's SET NX).
+        again = [i for i, r in enumerate(out) if isinstance(r, NoScriptError)]
+        if again:
+            for i in again:
+                script = calls[i][0]
+                assert script is not None
+                await self._load(script)
+            for i, r in zip(again, await self._send([calls[i] for i in again]), strict=True):
+                out[i] = r
+        for r in out:
+            if isinstance(r, Exception):
+                raise r
+        return out
+
+    async def _send(self, calls: list[Call]) -> list[Any]:
+        pipe = self.redis.pipeline(transaction=False)
+        for script, a in calls:
+            if script is None:
+                pipe.execute_command(*a)
+            else:
+                keys, args = a
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+        self.round_trips += 1
+        return list(await pipe.execute(raise_on_error=False))
