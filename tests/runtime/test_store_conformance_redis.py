@@ -205,8 +205,12 @@ async def test_cursor_secret_followed_without_a_noticed_outage(
     ns = unique_namespace()
     a = RedisTaskStore(redis_url, namespace=ns, lease_s=0.3)
     try:
+        subscribed = anyio.Event()
+        a.events.on_subscribed.append(subscribed.set)
         async with anyio.create_task_group() as tg:
             await a.start(tg)
+            with anyio.fail_after(10):  # subscribing forgets the cached secret once
+                await subscribed.wait()
             first = await a.shared_secret()
             trips = a.round_trips
             assert await a.shared_secret() == first and a.round_trips == trips
@@ -267,17 +271,17 @@ async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
             tg.cancel_scope.cancel()
         await anyio.sleep(0.5)
         run = live._run
-        real_eval = run._eval
+        real_send = run._send
 
-        async def failing_forget(script: scripting.Script, keys: list[str], args: list[Any]) -> Any:
-            if script is scripting.FORGET_DEAD:
+        async def failing_forget(calls: list[scripting.Call]) -> list[Any]:
+            if any(script is scripting.FORGET_DEAD for script, _ in calls):
                 raise OSError("reaper died here")
-            return await real_eval(script, keys, args)
+            return await real_send(calls)
 
-        run._eval = failing_forget  # type: ignore[method-assign]
+        run._send = failing_forget  # type: ignore[method-assign]
         with pytest.raises(StoreUnavailable):
             await live.recover(T0 + 5, "lease expired")
-        run._eval = real_eval  # type: ignore[method-assign]
+        run._send = real_send  # type: ignore[method-assign]
         got = await live.get("d1")
         assert got is not None and got.status == FAILED  # failed before the interruption
         assert dead.instance_id in await live.redis.zrange(live.keys.instances, 0, -1)
