@@ -5,8 +5,8 @@ together in one transaction per tick, in a worker thread (``anyio.to_thread``) o
 writer connection, so the event loop never blocks on disk. Each caller returns only
 after the transaction holding its write committed (``create`` returning means the task
 is durable), and a batch that fails to commit fails each of its callers with
-``errors.StoreUnavailable``. Each write runs in a savepoint, so one write's own error
-(a duplicate ID) undoes that write only. Reads run inline on a reader connection.
+``errors.StoreUnavailable``. One write's own error (a duplicate ID) undoes that write
+only: SQLite undoes a failed statement, and a write of several runs in a savepoint. Reads run inline on a reader connection.
 ``synchronous=NORMAL`` in WAL mode survives a killed process (not a power cut) with
 every committed task and result. ``transition`` is one ``UPDATE ... WHERE status IN (...) RETURNING``: the
 compare and the write are one statement (R-CANCEL-3). On start, ``recover`` marks
@@ -74,10 +74,13 @@ def _migrate(c: sqlite3.Connection) -> None:
 class _Write:
     """One queued write: the function, then its outcome once its batch committed."""
 
-    __slots__ = ("fn", "done", "lead", "value", "exc")
+    __slots__ = ("fn", "steps", "done", "lead", "value", "exc")
 
-    def __init__(self, fn: Callable[[sqlite3.Connection], Any]) -> None:
+    def __init__(self, fn: Callable[[sqlite3.Connection], Any], steps: int) -> None:
         self.fn = fn
+        #: Statements that write: a write of one needs no savepoint (SQLite undoes a
+        #: failed statement by itself, keeping the transaction).
+        self.steps = steps
         self.done = anyio.Event()
         #: Set instead of an outcome: this caller commits the next batch.
         self.lead = False
@@ -95,18 +98,18 @@ def _commit(c: sqlite3.Connection, batch: list[_Write]) -> None:
     c.execute("BEGIN IMMEDIATE")
     try:
         for w in batch:
-            c.execute("SAVEPOINT w")
+            if w.steps > 1:
+                c.execute("SAVEPOINT w")
             try:
                 w.value = w.fn(c)
-            except sqlite3.Error as exc:
+            except Exception as exc:  # the write's own answer (e.g. KeyError)
                 if not c.in_transaction:
                     raise  # SQLite rolled the whole transaction back
-                c.execute("ROLLBACK TO w")
+                if w.steps > 1:
+                    c.execute("ROLLBACK TO w")
                 w.exc = exc
-            except Exception as exc:  # the write's own answer (e.g. KeyError)
-                c.execute("ROLLBACK TO w")
-                w.exc = exc
-            c.execute("RELEASE w")
+            if w.steps > 1:
+                c.execute("RELEASE w")
         c.execute("COMMIT")
     except BaseException:
         if c.in_transaction:
@@ -158,13 +161,13 @@ class SqliteTaskStore(TaskStore):
             self._reader.execute("PRAGMA busy_timeout=5000")
             self._reader.execute("PRAGMA query_only=1")
 
-    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def _call(self, fn: Callable[[sqlite3.Connection], T], steps: int = 1) -> T:
         """Queue the write ``fn``; return once the transaction holding it committed.
 
         Whoever finds no commit running commits the queue; writes queued meanwhile form
         the next batch, handed to its first caller. Waits are shielded: a cancelled
         caller's write, once queued, still commits (as a write in a thread would)."""
-        w = _Write(fn)
+        w = _Write(fn, steps)
         self._queue.append(w)
         with anyio.CancelScope(shield=True):
             if self._committing:
@@ -317,7 +320,7 @@ class SqliteTaskStore(TaskStore):
             c.executemany("DELETE FROM tasks WHERE task_id = ?", [(r[0],) for r in rows])
             return [_row(r) for r in rows]
 
-        return await self._call(op)
+        return await self._call(op, steps=2)
 
     async def count_active(self, requestor: str) -> int:
         marks = ",".join("?" * len(_ACTIVE))
