@@ -17,6 +17,11 @@ Measured:
   through ``RedisTaskStore`` (sequential, and 32 concurrent lifecycles);
 - round trips per lifecycle: counted by Redis itself (``INFO commandstats`` deltas:
   every command, scripts counted once) and by the store's own counter (pipelines = 1);
+- engine lifecycle (create -> complete -> ``tasks/result`` through ``TaskEngine``), memory
+  store and Redis alternating, 8 and 32 concurrent clients: tasks/s, this process's CPU
+  per task, and the ratio to the memory store in the same run;
+- ``tasks/list`` through the engine at 5,000 retained tasks (1,000 with ``--quick``): the
+  first page and a later one, with the store's round trips per page;
 - wake-up: instance A's engine waits in ``tasks/result``; instance B's engine finishes the
   task; time from B starting the completing write to A's ``tasks/result`` returning
   (p50/p99), i.e. script + pub/sub delivery + A's re-read of the task.

@@ -1,4 +1,5 @@
-"""Runtime benchmark: store operations, tasks/result wake-up, tasks/list pages, memory.
+"""Runtime benchmark: store operations, engine lifecycle (memory vs SQLite), tasks/result
+wake-up, tasks/list pages, memory.
 
     .venv/bin/python benchmarks/bench_runtime.py [--quick]
 
