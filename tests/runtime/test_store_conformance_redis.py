@@ -316,3 +316,35 @@ async def test_create_with_a_taken_id_undoes_its_writes_in_one_trip(redis_url: s
         assert [t.task_id for t in await store.list_tasks("bob", after=None, limit=10)] == []
     finally:
         await store.close()
+
+
+async def test_auto_pipelining_shares_round_trips_and_keeps_errors_per_caller(
+    redis_url: str,
+) -> None:
+    """Concurrent calls go out together (fewer pipelines than calls); a reply that is an
+    error fails its own caller only, as ``StoreUnavailable`` (R-ERR-1)."""
+    store = RedisTaskStore(redis_url, namespace=unique_namespace())
+    run = store._run
+    try:
+        await store.redis.set(f"{store.ns}:text", "not a number")
+        sent, failed, ok = run.sent, [], []
+
+        async def bad() -> None:
+            try:
+                await run.command("INCR", f"{store.ns}:text")
+            except StoreUnavailable as exc:
+                failed.append(exc)
+
+        async def good(i: int) -> None:
+            await store.create(record(f"p{i}"))
+            ok.append(i)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(good, i)
+            tg.start_soon(bad)
+        assert len(failed) == 1 and sorted(ok) == list(range(20))
+        assert run.sent - sent < 21
+        assert len(await store.list_tasks("alice", after=None, limit=50)) == 20
+    finally:
+        await store.close()
