@@ -17,6 +17,11 @@ Measured:
   through ``RedisTaskStore`` (sequential, and 32 concurrent lifecycles);
 - round trips per lifecycle: counted by Redis itself (``INFO commandstats`` deltas:
   every command, scripts counted once) and by the store's own counter (pipelines = 1);
+- engine lifecycle (create -> complete -> ``tasks/result`` through ``TaskEngine``), memory
+  store and Redis alternating, 8 and 32 concurrent clients: tasks/s, this process's CPU
+  per task, and the ratio to the memory store in the same run;
+- ``tasks/list`` through the engine at 5,000 retained tasks (1,000 with ``--quick``): the
+  first page and a later one, with the store's round trips per page;
 - wake-up: instance A's engine waits in ``tasks/result``; instance B's engine finishes the
   task; time from B starting the completing write to A's ``tasks/result`` returning
   (p50/p99), i.e. script + pub/sub delivery + A's re-read of the task.
@@ -40,9 +45,12 @@ from typing import Any
 
 import anyio
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_runtime import lifecycle_rows, print_lifecycle
+
 from mcp_tasks.handlers import RequestContext
 from mcp_tasks.lifecycle import COMPLETED, WORKING
-from mcp_tasks.runtime import EngineConfig, TaskContext, TaskEngine
+from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
 from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import TaskRecord
 
@@ -214,6 +222,47 @@ async def bench_wakeup(url: str, n: int) -> list[float]:
     return lat
 
 
+async def bench_list(url: str, retained: int, pages: int) -> dict[str, float]:
+    """``tasks/list`` through the engine with ``retained`` tasks of one requestor: the first
+    page and a later page (median ms of ``pages`` each), and the round trips per page."""
+    ns = "bench-" + uuid.uuid4().hex[:8]
+    store = RedisTaskStore(url, namespace=ns)
+    ctx = RequestContext(requestor="lister")
+    cfg = EngineConfig(cursor_secret=b"x", rate_limit_calls=10**9)
+    out: dict[str, float] = {}
+    try:
+        recs = [record(i, "lister") for i in range(retained)]
+
+        async def filler(w: int) -> None:
+            for r in recs[w::16]:
+                await store.create(r)
+
+        async with anyio.create_task_group() as tg:
+            for w in range(16):
+                tg.start_soon(filler, w)
+        eng = TaskEngine(store, cfg)
+        first = await eng.handle("tasks/list", {}, ctx)  # warm up (script load, secret)
+        cursor = first["nextCursor"]
+        for name, params in (("first", {}), ("later", {"cursor": cursor})):
+            times, trips = [], store.round_trips
+            for _ in range(pages):
+                t = time.perf_counter()
+                page = await eng.handle("tasks/list", params, ctx)
+                times.append((time.perf_counter() - t) * 1000)
+                assert page["tasks"]
+            out[name] = statistics.median(times)
+            out[name + "_trips"] = (store.round_trips - trips) / pages
+        out["size"] = len(first["tasks"])
+        await store.redis.eval(
+            "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end",
+            0,
+            ns + ":*",
+        )
+    finally:
+        await store.close()
+    return out
+
+
 def pct(xs: list[float], p: float) -> float:
     s = sorted(xs)
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
@@ -228,6 +277,17 @@ async def run(url: str, quick: bool) -> None:
     base = redis_benchmark(m.group(1), int(m.group(2)), n_base)
     life = await bench_lifecycle(url, n_life)
     lat = await bench_wakeup(url, n_wake)
+    pages = await bench_list(url, 1_000 if quick else 5_000, 10 if quick else 200)
+    seq = iter(range(10**6))
+    engine = await lifecycle_rows(
+        {
+            "memory": InMemoryTaskStore,
+            "redis": lambda: RedisTaskStore(url, namespace=f"life-{uuid.uuid4().hex[:8]}-{next(seq)}"),
+        },
+        400 if quick else 4_000,
+        (8, 32),
+        1 if quick else 5,
+    )
     print(f"bench_redis ({'quick' if quick else 'full'}), Redis at {url}")
     if base:
         print(
@@ -256,6 +316,13 @@ async def run(url: str, quick: bool) -> None:
         f"p50 {statistics.median(lat):.2f} ms  p99 {pct(lat, 99):.2f} ms  "
         f"max {max(lat):.2f} ms  (target p99 < 10 ms)"
     )
+    print(
+        f"  tasks/list page of {pages['size']:.0f} (engine, {1_000 if quick else 5_000:,} retained): "
+        f"first {pages['first']:.2f} ms ({pages['first_trips']:.0f} round trips), "
+        f"later {pages['later']:.2f} ms ({pages['later_trips']:.0f} round trips)  "
+        f"(target first page < 2 ms at 5,000)"
+    )
+    print_lifecycle(engine, "memory")
 
 
 def main() -> None:

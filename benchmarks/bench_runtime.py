@@ -1,4 +1,5 @@
-"""Runtime benchmark: store operations, tasks/result wake-up, tasks/list pages, memory.
+"""Runtime benchmark: store operations, engine lifecycle (memory vs SQLite), tasks/result
+wake-up, tasks/list pages, memory.
 
     .venv/bin/python benchmarks/bench_runtime.py [--quick]
 
@@ -201,6 +202,68 @@ async def bytes_per_task(n: int) -> tuple[float, int]:
     return used / n, len(eng.store)  # type: ignore[arg-type]
 
 
+async def engine_lifecycle(
+    store: TaskStore, n: int, conc: int, config: EngineConfig | None = None
+) -> tuple[float, float]:
+    """Engine-level lifecycle (create -> complete -> ``tasks/result``) with ``conc``
+    concurrent clients: (tasks/s wall, ms of this process's CPU per task)."""
+    cfg = config or EngineConfig(
+        cursor_secret=b"bench", rate_limit_calls=10**9, max_active_per_requestor=10**6
+    )
+    per = max(1, n // conc)
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        return RESULT
+
+    async with TaskEngine(store, cfg) as eng:
+
+        async def client(w: int) -> None:
+            ctx = RequestContext(requestor=f"life-{w % 4}")
+            for _ in range(per):
+                tid = (await eng.create_task(ctx, TOOLS_CALL, work))["task"]["taskId"]
+                await eng.handle(TASKS_RESULT, {"taskId": tid}, ctx)
+
+        await client(0)  # warm up (scripts, statements, caches)
+        t, cpu = time.perf_counter(), time.process_time()
+        async with anyio.create_task_group() as tg:
+            for w in range(conc):
+                tg.start_soon(client, w)
+        wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+    return conc * per / wall, cpu / (conc * per) * 1000
+
+
+async def lifecycle_rows(
+    makers: dict[str, Callable[[], TaskStore]], n: int, concs: tuple[int, ...], rounds: int
+) -> dict[tuple[str, int], tuple[float, float]]:
+    """Median (tasks/s, CPU ms/task) per store and concurrency; the stores alternate
+    within each round so that load on a shared machine hits them alike."""
+    got: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for _ in range(rounds):
+        for conc in concs:
+            for name, make in makers.items():
+                store = make()
+                try:
+                    got.setdefault((name, conc), []).append(
+                        await engine_lifecycle(store, n, conc)
+                    )
+                finally:
+                    await store.close()
+    return {
+        k: (statistics.median(a for a, _ in v), statistics.median(c for _, c in v))
+        for k, v in got.items()
+    }
+
+
+def print_lifecycle(rows: dict[tuple[str, int], tuple[float, float]], base: str) -> None:
+    print(f"engine lifecycle (create -> complete -> tasks/result), ratio to {base} in this run")
+    for (name, conc), (rate, cpu) in rows.items():
+        ratio = rate / rows[(base, conc)][0]
+        print(
+            f"  {name:<8} {conc:>3} concurrent: {rate:>8,.0f} tasks/s  "
+            f"{cpu:6.3f} ms CPU/task  ({ratio:4.2f}x {base})"
+        )
+
+
 def row(label: str, value: float, base: float | None = None, unit: str = "ops/s") -> None:
     ratio = f"   ({value / base:6.2f}x dict)" if base else ""
     print(f"  {label:<34} {value:>14,.0f} {unit}{ratio}")
@@ -238,6 +301,18 @@ async def main(quick: bool) -> None:
         f"  ratio {large:,}/{small:,}: store {g_large / g_small:.2f}, "
         f"dict baseline {d_large / d_small:.2f} (same access pattern)"
     )
+    with tempfile.TemporaryDirectory() as tmp:
+        seq = iter(range(10**6))
+        life = await lifecycle_rows(
+            {
+                "memory": InMemoryTaskStore,
+                "sqlite": lambda: SqliteTaskStore(Path(tmp) / f"life{next(seq)}.db"),
+            },
+            400 if quick else 4_000,
+            (8, 32),
+            1 if quick else 5,
+        )
+    print_lifecycle(life, "memory")
     p50, p99 = await wakeup_latency(50 if quick else 1_000)
     print("tasks/result wake-up latency after completion (memory)")
     print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms")

@@ -205,8 +205,12 @@ async def test_cursor_secret_followed_without_a_noticed_outage(
     ns = unique_namespace()
     a = RedisTaskStore(redis_url, namespace=ns, lease_s=0.3)
     try:
+        subscribed = anyio.Event()
+        a.events.on_subscribed.append(subscribed.set)
         async with anyio.create_task_group() as tg:
             await a.start(tg)
+            with anyio.fail_after(10):  # subscribing forgets the cached secret once
+                await subscribed.wait()
             first = await a.shared_secret()
             trips = a.round_trips
             assert await a.shared_secret() == first and a.round_trips == trips
@@ -267,17 +271,17 @@ async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
             tg.cancel_scope.cancel()
         await anyio.sleep(0.5)
         run = live._run
-        real_eval = run._eval
+        real_send = run._send
 
-        async def failing_forget(script: scripting.Script, keys: list[str], args: list[Any]) -> Any:
-            if script is scripting.FORGET_DEAD:
+        async def failing_forget(calls: list[scripting.Call]) -> list[Any]:
+            if any(script is scripting.FORGET_DEAD for script, _ in calls):
                 raise OSError("reaper died here")
-            return await real_eval(script, keys, args)
+            return await real_send(calls)
 
-        run._eval = failing_forget  # type: ignore[method-assign]
+        run._send = failing_forget  # type: ignore[method-assign]
         with pytest.raises(StoreUnavailable):
             await live.recover(T0 + 5, "lease expired")
-        run._eval = real_eval  # type: ignore[method-assign]
+        run._send = real_send  # type: ignore[method-assign]
         got = await live.get("d1")
         assert got is not None and got.status == FAILED  # failed before the interruption
         assert dead.instance_id in await live.redis.zrange(live.keys.instances, 0, -1)
@@ -287,3 +291,60 @@ async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
     finally:
         await dead.close()
         await live.close()
+
+
+async def test_create_with_a_taken_id_undoes_its_writes_in_one_trip(redis_url: str) -> None:
+    """``create`` is one round trip (pointer, task, expiry, lease); an ID already taken, by
+    the same or another requestor, raises ``KeyError`` and leaves the first task as it was
+    (R-CREATE-2) with no stray key or index entry."""
+    store = RedisTaskStore(redis_url, namespace=unique_namespace())
+    try:
+        await store.create(record("t1", "alice"))
+        before = await _keys(store)
+        snapshot = {k: await store.redis.dump(k) for k in before}
+        trips = store.round_trips
+        await store.create(record("t2", "alice"))
+        assert store.round_trips == trips + 1
+        await store.delete("t2")
+        for other in ("alice", "bob"):
+            with pytest.raises(KeyError):
+                await store.create(record("t1", other))
+        assert await _keys(store) == before
+        assert {k: await store.redis.dump(k) for k in before} == snapshot
+        got = await store.get("t1")
+        assert got is not None and got.requestor == "alice"
+        assert [t.task_id for t in await store.list_tasks("bob", after=None, limit=10)] == []
+    finally:
+        await store.close()
+
+
+async def test_auto_pipelining_shares_round_trips_and_keeps_errors_per_caller(
+    redis_url: str,
+) -> None:
+    """Concurrent calls go out together (fewer pipelines than calls); a reply that is an
+    error fails its own caller only, as ``StoreUnavailable`` (R-ERR-1)."""
+    store = RedisTaskStore(redis_url, namespace=unique_namespace())
+    run = store._run
+    try:
+        await store.redis.set(f"{store.ns}:text", "not a number")
+        sent, failed, ok = run.sent, [], []
+
+        async def bad() -> None:
+            try:
+                await run.command("INCR", f"{store.ns}:text")
+            except StoreUnavailable as exc:
+                failed.append(exc)
+
+        async def good(i: int) -> None:
+            await store.create(record(f"p{i}"))
+            ok.append(i)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(good, i)
+            tg.start_soon(bad)
+        assert len(failed) == 1 and sorted(ok) == list(range(20))
+        assert run.sent - sent < 21
+        assert len(await store.list_tasks("alice", after=None, limit=50)) == 20
+    finally:
+        await store.close()

@@ -7,10 +7,15 @@
 
 """``SqliteTaskStore``: durable tasks in one SQLite file (stdlib ``sqlite3``, WAL mode).
 
-Every call runs in a worker thread (``anyio.to_thread``) on one connection guarded
-by a lock, so the event loop never blocks on disk. ``synchronous=NORMAL`` in WAL
-mode survives a killed process (not a power cut) with every committed task and
-result. ``transition`` is one ``UPDATE ... WHERE status IN (...) RETURNING``: the
+Writes use group commit: they queue, and the writes of concurrent tasks are committed
+together in one transaction per tick, in a worker thread (``anyio.to_thread``) on one
+writer connection, so the event loop never blocks on disk. Each caller returns only
+after the transaction holding its write committed (``create`` returning means the task
+is durable), and a batch that fails to commit fails each of its callers with
+``errors.StoreUnavailable``. One write's own error (a duplicate ID) undoes that write
+only: SQLite undoes a failed statement, and a write of several runs in a savepoint. Reads run inline on a reader connection.
+``synchronous=NORMAL`` in WAL mode survives a killed process (not a power cut) with
+every committed task and result. ``transition`` is one ``UPDATE ... WHERE status IN (...) RETURNING``: the
 compare and the write are one statement (R-CANCEL-3). On start, ``recover`` marks
 tasks a dead process left ``working``/``input_required`` as ``failed``.
 """
@@ -18,19 +23,23 @@ tasks a dead process left ``working``/``input_required`` as ``failed``.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, Unpack
 
+import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
-from ..errors import InternalError
+from ..errors import InternalError, StoreUnavailable
 from ..protocol import FAILED, NON_TERMINAL, REVISION, TaskStatus
 from ..store import Change, TaskRecord, TaskStore, encode_json, source_values
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _COLUMNS = (
     "task_id, requestor, method, status, created_at, last_updated_at, ttl_ms, "
@@ -69,6 +78,52 @@ def _migrate(c: sqlite3.Connection) -> None:
         c.execute(_ADD_FACE)
 
 
+class _Write:
+    """One queued write: the function, then its outcome once its batch committed."""
+
+    __slots__ = ("fn", "steps", "done", "lead", "value", "exc")
+
+    def __init__(self, fn: Callable[[sqlite3.Connection], Any], steps: int) -> None:
+        self.fn = fn
+        #: Statements that write: a write of one needs no savepoint (SQLite undoes a
+        #: failed statement by itself, keeping the transaction).
+        self.steps = steps
+        self.done = anyio.Event()
+        #: Set instead of an outcome: this caller commits the next batch.
+        self.lead = False
+        self.value: Any = None
+        self.exc: BaseException | None = None
+
+    def outcome(self) -> Any:
+        if self.exc is not None:
+            raise self.exc
+        return self.value
+
+
+def _commit(c: sqlite3.Connection, batch: list[_Write]) -> None:
+    """Run ``batch`` in one transaction (worker thread; the caller holds the lock)."""
+    c.execute("BEGIN IMMEDIATE")
+    try:
+        for w in batch:
+            if w.steps > 1:
+                c.execute("SAVEPOINT w")
+            try:
+                w.value = w.fn(c)
+            except Exception as exc:  # the write's own answer (e.g. KeyError)
+                if not c.in_transaction:
+                    raise  # SQLite rolled the whole transaction back
+                if w.steps > 1:
+                    c.execute("ROLLBACK TO w")
+                w.exc = exc
+            if w.steps > 1:
+                c.execute("RELEASE w")
+        c.execute("COMMIT")
+    except BaseException:
+        if c.in_transaction:
+            c.execute("ROLLBACK")
+        raise
+
+
 def _row(row: tuple[Any, ...]) -> TaskRecord:
     return TaskRecord(
         task_id=row[0],
@@ -101,6 +156,8 @@ class SqliteTaskStore(TaskStore):
             self._conn.executescript(_SCHEMA)
             _migrate(self._conn)
         self._closed = False
+        self._queue: list[_Write] = []
+        self._committing = False
         # Reads run inline with a connection of their own: in WAL mode a reader never waits
         # for the writer, and a hop to a worker thread costs several times a keyed SELECT.
         # Writes stay on the worker thread. ":memory:" is one database per connection, so it
@@ -111,14 +168,47 @@ class SqliteTaskStore(TaskStore):
             self._reader.execute("PRAGMA busy_timeout=5000")
             self._reader.execute("PRAGMA query_only=1")
 
-    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        def run() -> T:
-            with self._lock:
-                if self._closed:
-                    raise RuntimeError("SqliteTaskStore is closed")
-                return fn(self._conn)
+    async def _call(self, fn: Callable[[sqlite3.Connection], T], steps: int = 1) -> T:
+        """Queue the write ``fn``; return once the transaction holding it committed.
 
-        return await anyio.to_thread.run_sync(run)
+        Whoever finds no commit running commits the queue; writes queued meanwhile form
+        the next batch, handed to its first caller. Waits are shielded: a cancelled
+        caller's write, once queued, still commits (as a write in a thread would)."""
+        w = _Write(fn, steps)
+        self._queue.append(w)
+        with anyio.CancelScope(shield=True):
+            if self._committing:
+                await w.done.wait()
+                if not w.lead:
+                    return w.outcome()  # type: ignore[no-any-return]
+            self._committing = True
+            await anyio.lowlevel.checkpoint()  # one tick: let concurrent writes queue
+            batch, self._queue = self._queue, []
+            try:
+                await anyio.to_thread.run_sync(self._commit_batch, batch)
+            finally:
+                if self._queue:  # the next batch's first caller commits it
+                    self._queue[0].lead = True
+                    self._queue[0].done.set()
+                else:
+                    self._committing = False
+                for b in batch:
+                    b.done.set()
+        return w.outcome()  # type: ignore[no-any-return]
+
+    def _commit_batch(self, batch: list[_Write]) -> None:
+        with self._lock:
+            if self._closed:
+                failure: BaseException = RuntimeError("SqliteTaskStore is closed")
+            else:
+                try:
+                    _commit(self._conn, batch)
+                    return
+                except Exception as exc:
+                    log.warning("SQLite write of %d tasks failed: %r", len(batch), exc)
+                    failure = StoreUnavailable()
+        for w in batch:
+            w.value, w.exc = None, failure
 
     async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         reader = self._reader
@@ -228,21 +318,16 @@ class SqliteTaskStore(TaskStore):
 
     async def pop_expired(self, now: float, limit: int) -> list[TaskRecord]:
         def op(c: sqlite3.Connection) -> list[TaskRecord]:
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                rows = c.execute(
-                    f"SELECT {_COLUMNS} FROM tasks WHERE expires_at IS NOT NULL "
-                    "AND expires_at <= ? ORDER BY expires_at LIMIT ?",
-                    (now, limit),
-                ).fetchall()
-                c.executemany("DELETE FROM tasks WHERE task_id = ?", [(r[0],) for r in rows])
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
+            # One savepoint of the batch's transaction: the read and the deletes are atomic.
+            rows = c.execute(
+                f"SELECT {_COLUMNS} FROM tasks WHERE expires_at IS NOT NULL "
+                "AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            c.executemany("DELETE FROM tasks WHERE task_id = ?", [(r[0],) for r in rows])
             return [_row(r) for r in rows]
 
-        return await self._call(op)
+        return await self._call(op, steps=2)
 
     async def count_active(self, requestor: str) -> int:
         marks = ",".join("?" * len(_ACTIVE))

@@ -53,8 +53,11 @@ def fields(record: TaskRecord, lex: str, owner: str | None) -> list[Any]:
     return out
 
 
-def as_dict(flat: Iterable[Any]) -> dict[str, str]:
-    """An ``HGETALL`` reply (flat field, value list) as a dict."""
+def as_dict(flat: Iterable[Any] | str | bytes) -> dict[str, str]:
+    """An ``HGETALL`` reply (flat field, value list), or a script's ``hash_json`` reply
+    (one JSON object, '' for none), as a dict."""
+    if isinstance(flat, str | bytes):
+        return json.loads(flat) if flat else {}
     items = [text(v) for v in flat]
     return dict(zip(items[::2], items[1::2], strict=True))
 

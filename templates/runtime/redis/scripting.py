@@ -1,5 +1,9 @@
 """Every Redis round trip of the store: Lua scripts, commands and pipelines.
 
+Auto-pipelining: the calls of concurrent tasks that wait while a pipeline is out are sent
+together in the next one (one round trip per tick, on one connection at a time), so the
+per-command cost of the client (packing, pool, syscalls, wake-ups) is shared.
+
 The scripts are ``scripts/NAME.lua`` (package data, read with ``importlib.resources``);
 ``scripts/_prelude.lua`` (shared helpers such as ``now_ms()``) is prepended to each one.
 Scripts run by ``EVALSHA``; a Redis that lost them (restart, ``SCRIPT FLUSH``) gets them
@@ -20,6 +24,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 from redis.exceptions import NoScriptError, RedisError
 
 from ...errors import StoreUnavailable
@@ -64,6 +70,25 @@ WITHDRAW_INPUT = load("withdraw_input")
 Call = tuple[Script | None, list[Any]]
 
 
+class _Batch:
+    """One caller's calls, then their replies (or the error) once their pipeline returned."""
+
+    __slots__ = ("calls", "done", "lead", "replies", "exc")
+
+    def __init__(self, calls: list[Call]) -> None:
+        self.calls = calls
+        self.done = anyio.Event()
+        #: Set instead of replies: this caller sends the next pipeline.
+        self.lead = False
+        self.replies: list[Any] = []
+        self.exc: StoreUnavailable | None = None
+
+    def outcome(self) -> list[Any]:
+        if self.exc is not None:
+            raise self.exc
+        return self.replies
+
+
 class Runner:
     """Runs commands, scripts and pipelines on one client; counts round trips."""
 
@@ -77,6 +102,10 @@ class Runner:
         self.on_down: list[Callable[[], None]] = []
         self._down = False
         self._loaded: set[str] = set()
+        #: Pipelines actually sent (several callers' round trips may share one).
+        self.sent = 0
+        self._queue: list[_Batch] = []
+        self._sending = False
 
     def unavailable(self, exc: BaseException) -> StoreUnavailable:
         """The error for clients; logs what failed, once per outage."""
@@ -98,32 +127,10 @@ class Runner:
             log.warning("task store available again: Redis at %s", self.where)
 
     async def command(self, *args: Any) -> Any:
-        self.round_trips += 1
-        try:
-            out = await self.redis.execute_command(*args)
-        except (RedisError, OSError) as exc:
-            raise self.unavailable(exc) from exc
-        self._up()
-        return out
+        return (await self.pipeline([(None, list(args))]))[0]
 
     async def eval(self, script: Script, keys: list[str], args: list[Any]) -> Any:
-        try:
-            out = await self._eval(script, keys, args)
-        except (RedisError, OSError) as exc:
-            raise self.unavailable(exc) from exc
-        self._up()
-        return out
-
-    async def _eval(self, script: Script, keys: list[str], args: list[Any]) -> Any:
-        if script.name in self._loaded:
-            self.round_trips += 1
-            try:
-                return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
-            except NoScriptError:
-                pass  # Redis restarted (or SCRIPT FLUSH): load it again
-        await self._load(script)
-        self.round_trips += 1
-        return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
+        return (await self.pipeline([(script, [keys, args])]))[0]
 
     async def _load(self, script: Script) -> None:
         self.round_trips += 1
@@ -131,37 +138,79 @@ class Runner:
         self._loaded.add(script.name)
 
     async def pipeline(self, calls: list[Call]) -> list[Any]:
-        """One round trip (after loading scripts Redis does not know yet)."""
+        """The replies of ``calls``, sent in one round trip together with the calls of
+        every other task that is waiting meanwhile (auto-pipelining: concurrent tasks share
+        round trips; a caller that is alone goes out at once)."""
         if not calls:
             return []
+        self.round_trips += 1
+        item = _Batch(calls)
+        self._queue.append(item)
+        with anyio.CancelScope(shield=True):  # a queued call is sent: wait for its reply
+            if self._sending:
+                await item.done.wait()
+                if not item.lead:
+                    return item.outcome()
+            self._sending = True
+            await anyio.lowlevel.checkpoint()  # one tick: let concurrent calls queue
+            batch, self._queue = self._queue, []
+            try:
+                await self._flush(batch)
+            finally:
+                if self._queue:  # the next batch's first caller sends it
+                    self._queue[0].lead = True
+                    self._queue[0].done.set()
+                else:
+                    self._sending = False
+                for b in batch:
+                    b.done.set()
+        return item.outcome()
+
+    async def _flush(self, batch: list[_Batch]) -> None:
+        calls = [c for b in batch for c in b.calls]
         try:
             out = await self._pipeline(calls)
         except (RedisError, OSError) as exc:
-            raise self.unavailable(exc) from exc
+            for b in batch:
+                b.exc = self.unavailable(exc)
+                b.exc.__cause__ = exc
+            return
         self._up()
-        return out
+        at = 0
+        for b in batch:
+            replies, at = out[at : at + len(b.calls)], at + len(b.calls)
+            error = next((r for r in replies if isinstance(r, Exception)), None)
+            if error is None:
+                b.replies = replies
+            else:
+                b.exc = self.unavailable(error)
+                b.exc.__cause__ = error
 
     async def _pipeline(self, calls: list[Call]) -> list[Any]:
         for script, _ in calls:
             if script is not None and script.name not in self._loaded:
                 await self._load(script)
-        for attempt in (0, 1):
-            pipe = self.redis.pipeline(transaction=False)
-            for script, a in calls:
-                if script is None:
-                    pipe.execute_command(*a)
-                else:
-                    keys, args = a
-                    pipe.evalsha(script.sha, len(keys), *keys, *args)
-            self.round_trips += 1
-            out = await pipe.execute(raise_on_error=False)
-            if attempt == 0 and any(isinstance(r, NoScriptError) for r in out):
-                for script, _ in calls:
-                    if script is not None:
-                        await self._load(script)
-                continue  # every pipelined command is idempotent
-            for r in out:
-                if isinstance(r, Exception):
-                    raise r
-            return list(out)
-        raise AssertionError("unreachable")
+        out = await self._send(calls)
+        # A Redis that lost the scripts (restart, SCRIPT FLUSH) answered NOSCRIPT to those
+        # alone: load them and send only those again (the others ran, and need not be
+        # idempotent, e.g. create's SET NX).
+        again = [i for i, r in enumerate(out) if isinstance(r, NoScriptError)]
+        if again:
+            for i in again:
+                script = calls[i][0]
+                assert script is not None
+                await self._load(script)
+            for i, r in zip(again, await self._send([calls[i] for i in again]), strict=True):
+                out[i] = r
+        return out
+
+    async def _send(self, calls: list[Call]) -> list[Any]:
+        pipe = self.redis.pipeline(transaction=False)
+        for script, a in calls:
+            if script is None:
+                pipe.execute_command(*a)
+            else:
+                keys, args = a
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+        self.sent += 1
+        return list(await pipe.execute(raise_on_error=False))

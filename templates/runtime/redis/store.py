@@ -12,6 +12,7 @@ round trips per batch, work proportional to the expired tasks only.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
@@ -49,6 +50,13 @@ def _client(url: str, socket_timeout_s: float) -> Any:
         retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
         health_check_interval=30,
     )
+
+
+#: What undoes a command of ``create`` that added a member (``[cmd, key, ..., member]``).
+_UNDO: dict[str, Any] = {
+    "ZADD": lambda a: (None, ["ZREM", a[1], a[-1]]),
+    "SADD": lambda a: (None, ["SREM", a[1], a[-1]]),
+}
 
 
 class RedisTaskStore(SharedTaskStore):
@@ -150,20 +158,26 @@ class RedisTaskStore(SharedTaskStore):
             else max(1, int(record.ttl_ms + self.expiry_grace_s * 1000))
         )
         ptr = ["SET", keys.ptr(tid), tag, "NX"] + ([] if px is None else ["PX", px])
-        if not await self._run.command(*ptr):
-            raise KeyError(tid)
         lex = lexkey(record.created_at, tid)
         active = record.status not in TERMINAL
         hset = fields(record, lex, self.instance_id if active else None)
         args = [tid, lex, "" if px is None else px, int(active), *hset]
+        # One round trip: the ID pointer (its own slot), the task (the requestor's slot),
+        # the expiry and lease entries. A taken ID is rare (IDs are random): undone below.
         calls: list[Call] = [
-            (CREATE, [[keys.task(tag, tid), keys.idx(tag), keys.active(tag)], args])
+            (None, ptr),
+            (CREATE, [[keys.task(tag, tid), keys.idx(tag), keys.active(tag)], args]),
         ]
+        added: list[Call] = []  # NX / set semantics: a reply of 1 means this call added it
         if record.expires_at is not None:
-            calls.append((None, ["ZADD", keys.expiry, repr(record.expires_at), f"{tag}:{lex}"]))
+            added.append(
+                (None, ["ZADD", keys.expiry, "NX", repr(record.expires_at), f"{tag}:{lex}"])
+            )
         if active:
-            member = self.leases.member(tag, tid)
-            calls.append((None, ["SADD", keys.owned(self.instance_id), member]))
+            added.append(
+                (None, ["SADD", keys.owned(self.instance_id), self.leases.member(tag, tid)])
+            )
+        calls += added
         try:
             out = await self._run.pipeline(calls)
         except BaseException:
@@ -173,7 +187,14 @@ class RedisTaskStore(SharedTaskStore):
                 except Exception:  # the pointer expires with the task anyway
                     pass
             raise
-        if out[0] == 0:
+        if not out[0]:  # the ID is taken: undo what this call added, keep the other task
+            undo = [_UNDO[c[1][0]](c[1]) for c, r in zip(added, out[2:], strict=True) if r == 1]
+            if out[1] == 1:  # the task was written (the ID is another requestor's)
+                undo.append((REMOVE, self._remove_args(tag, tid, lex, None, "")))
+            with anyio.CancelScope(shield=True):
+                await self._run.pipeline(undo)
+            raise KeyError(tid)
+        if out[1] == 0:
             raise KeyError(tid)
         self._tags[tid] = tag
 
@@ -234,14 +255,13 @@ class RedisTaskStore(SharedTaskStore):
             return []
         tag = self.keys.tag(requestor)
         after_lex = "" if after is None else lexkey(after[0], after[1])
-        rows = await self._run.eval(
+        reply = await self._run.eval(
             LIST,
             [self.keys.idx(tag), self.keys.active(tag)],
             [self.keys.task(tag, ""), after_lex, limit],
         )
         out: list[TaskRecord] = []
-        for flat in rows:
-            h = as_dict(flat)
+        for h in json.loads(reply):  # one JSON array of hashes: one reply to parse
             rec = decode(h, h["k"][LEX_PREFIX:])
             if rec is not None:
                 out.append(rec)

@@ -1,2 +1,2 @@
--- get: KEYS task -> the task hash (empty when unknown)
-return redis.call('HGETALL', KEYS[1])
+-- get: KEYS task -> the task hash as a JSON object ('' when unknown)
+return hash_json(redis.call('HGETALL', KEYS[1]))

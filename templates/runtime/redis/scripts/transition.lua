@@ -1,7 +1,7 @@
 -- transition: KEYS task, active, in, cl, ans
 -- ARGV id, status, now, has-msg, msg, result|'', error|'', channel,
 --      terminal statuses (space separated), allowed status, ...
--- -> the task hash after the change, or false (unknown task, status not allowed)
+-- -> the task hash after the change as a JSON object, or false (unknown task, status not allowed)
 local cur = redis.call('HMGET', KEYS[1], 's', 'u', 'v')
 if not cur[1] then return false end
 local ok = false
@@ -23,4 +23,4 @@ else
   redis.call('SADD', KEYS[2], ARGV[1])
 end
 redis.call('PUBLISH', ARGV[8], 's ' .. ARGV[1])
-return redis.call('HGETALL', KEYS[1])
+return hash_json(redis.call('HGETALL', KEYS[1]))

@@ -1,5 +1,6 @@
 -- list: KEYS idx, active; ARGV task-key prefix, after lexkey|'', limit
--- -> up to limit task hashes in (created_at, id) order; drops index entries of expired keys
+-- -> a JSON array of up to limit task hashes (objects) in (created_at, id) order, one bulk
+--    reply; drops index entries of expired keys
 local min = '-'
 if ARGV[2] ~= '' then min = '(' .. ARGV[2] end
 local n = tonumber(ARGV[3])
@@ -14,9 +15,9 @@ while #out < n do
       redis.call('ZREM', KEYS[1], m)
       redis.call('SREM', KEYS[2], id)
     else
-      out[#out + 1] = h
+      out[#out + 1] = hash_json(h)
     end
   end
   min = '(' .. ms[#ms]
 end
-return out
+return '[' .. table.concat(out, ',') .. ']'
