@@ -47,7 +47,7 @@ import secrets
 import shlex
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -305,15 +305,13 @@ _NO_TOKEN_HINT = (
 )
 
 
-async def _run_task(
-    args: argparse.Namespace, session: Any, arguments: dict[str, Any], progress: _Progress
-) -> int:
-    import mcp_types as types
-
-    requestor = session.tasks
+async def interruptible(
+    progress: _Progress, body: Callable[[_StatusLine], Awaitable[object]]
+) -> bool:
+    """Run ``body`` with a fresh status line (also the progress line) to its end, unless
+    Ctrl-C comes first and cancels it; True if it did. The line is finished either way."""
     line = _StatusLine()
     progress.line = line
-    task_id: str | None = None
     interrupted = False
     try:
         with anyio.open_signal_receiver(signal.SIGINT) as signals:
@@ -327,24 +325,39 @@ async def _run_task(
                         return
 
                 tg.start_soon(on_signal)
-                created = await requestor.call_tool_as_task(
-                    args.tool, arguments, ttl=args.ttl, progress_token=progress.token
-                )
-                task_id = created.task.taskId
-                if args.detach:
-                    print(task_id)
-                    if not args.token:
-                        print(_NO_TOKEN_HINT, file=sys.stderr)
-                    tg.cancel_scope.cancel()
-                    return 0
-                line.show(created.task)
-                task = await requestor.wait(task_id, on_status=line.show, first=created.task)
-                raw = await requestor.result(task_id)
-                line.show(await requestor.get(task_id))
+                await body(line)
                 tg.cancel_scope.cancel()
     finally:
         line.done()
-    if interrupted:
+    return interrupted
+
+
+async def _run_task(
+    args: argparse.Namespace, session: Any, arguments: dict[str, Any], progress: _Progress
+) -> int:
+    import mcp_types as types
+
+    requestor = session.tasks
+    task_id: str | None = None
+    raw: Any = None
+
+    async def body(line: _StatusLine) -> None:
+        nonlocal task_id, raw
+        created = await requestor.call_tool_as_task(
+            args.tool, arguments, ttl=args.ttl, progress_token=progress.token
+        )
+        task_id = created.task.taskId
+        if args.detach:
+            print(task_id)
+            if not args.token:
+                print(_NO_TOKEN_HINT, file=sys.stderr)
+            return
+        line.show(created.task)
+        await requestor.wait(task_id, on_status=line.show, first=created.task)
+        raw = await requestor.result(task_id)
+        line.show(await requestor.get(task_id))
+
+    if await interruptible(progress, body):
         if task_id is not None:
             with anyio.move_on_after(10, shield=True):
                 task = await requestor.get(task_id)
@@ -354,6 +367,8 @@ async def _run_task(
                     f"mcptask: interrupted; task {task_id} is {task.status.value}", file=sys.stderr
                 )
         return 130
+    if args.detach:
+        return 0
     return _print_result(types.CallToolResult.model_validate(raw))
 
 

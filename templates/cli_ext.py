@@ -9,13 +9,19 @@ this module when it runs as ``__main__``."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from typing import Any
 
 import anyio
 
-from .cli import _print_json, _print_result, _Progress, _StatusLine, coerce_arguments
+from .cli import (
+    _print_json,
+    _print_result,
+    _Progress,
+    _StatusLine,
+    coerce_arguments,
+    interruptible,
+)
 from .protocol import REVISION
 from .runtime.mcp_client import TaskNotSupported
 
@@ -32,42 +38,29 @@ async def _run_task(
         print(
             "mcptask: note: --ttl is not sent (the extension's server sets ttlMs)", file=sys.stderr
         )
-    line = _StatusLine()
-    progress.line = line
     task_id: str | None = None
     answer: Any = None
-    interrupted = False
-    try:
-        with anyio.open_signal_receiver(signal.SIGINT) as signals:
-            async with anyio.create_task_group() as tg:
 
-                async def on_signal() -> None:
-                    nonlocal interrupted
-                    async for _ in signals:
-                        interrupted = True
-                        tg.cancel_scope.cancel()
-                        return
+    async def body(line: _StatusLine) -> None:
+        nonlocal task_id, answer
+        meta = {"progressToken": progress.token}
+        answer = await ext.call_tool(args.tool, arguments, meta=meta)
+        if hasattr(answer, "taskId"):
+            task_id = answer.taskId
+            if args.detach:
+                print(task_id)
+                return
+            answer = await ext.tool_result(task_id, first=answer, on_status=line.show)
 
-                tg.start_soon(on_signal)
-                meta = {"progressToken": progress.token}
-                answer = await ext.call_tool(args.tool, arguments, meta=meta)
-                if hasattr(answer, "taskId"):
-                    task_id = answer.taskId
-                    if args.detach:
-                        print(task_id)
-                        tg.cancel_scope.cancel()
-                        return 0
-                    answer = await ext.tool_result(task_id, first=answer, on_status=line.show)
-                tg.cancel_scope.cancel()
-    finally:
-        line.done()
-    if interrupted:
+    if await interruptible(progress, body):
         if task_id is not None:
             with anyio.move_on_after(10, shield=True):
                 await ext.cancel(task_id)  # tasks/cancel: an ack, the status settles later
                 status = getattr((await ext.get(task_id)).status, "value", "?")
                 print(f"mcptask: interrupted; task {task_id} is {status}", file=sys.stderr)
         return 130
+    if args.detach and task_id is not None:
+        return 0
     return _print_result(answer)
 
 
