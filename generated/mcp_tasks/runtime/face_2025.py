@@ -53,17 +53,20 @@ __all__ = ["FACE", "Face2025", "requested_ttl", "stamped", "task_json", "to_task
 FACE: str = protocol.REVISION
 
 
-def task_json(rec: TaskRecord) -> dict[str, Any]:
-    """The task as wire JSON (the fields of ``Task``); hot on every ``tasks/get``."""
+def task_json(
+    rec: TaskRecord, *, ttl: str = "ttl", poll_interval: str = "pollInterval"
+) -> dict[str, Any]:
+    """The task as wire JSON (the fields of ``Task``); hot on every ``tasks/get``. The
+    tasks extension names two of the fields otherwise (``ttlMs``, ``pollIntervalMs``)."""
     out: dict[str, Any] = {
         "taskId": rec.task_id,
         "status": rec.status.value,
         "createdAt": rfc3339(rec.created_at),
         "lastUpdatedAt": rfc3339(rec.last_updated_at),
-        "ttl": rec.ttl_ms,
+        ttl: rec.ttl_ms,
     }
     if rec.poll_interval_ms is not None:
-        out["pollInterval"] = rec.poll_interval_ms
+        out[poll_interval] = rec.poll_interval_ms
     if rec.status_message is not None:
         out["statusMessage"] = rec.status_message
     return out

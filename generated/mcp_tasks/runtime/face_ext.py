@@ -42,10 +42,11 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from .. import protocol
 from ..errors import HeaderMismatch, InternalError, InvalidParams, describe_validation_error
 from ..handlers import RequestContext
-from ..store import TaskRecord, rfc3339
+from ..store import TaskRecord
 from ..tasks_ext import models
 from ..tasks_ext import protocol as ext
 from ..tasks_ext.handlers import DISPATCH, TasksHandlerBase
+from .face_2025 import task_json
 from .runs import IsErrorResult, TaskView, Work
 
 if TYPE_CHECKING:
@@ -88,18 +89,7 @@ _REQUESTS: Final[dict[str, tuple[type[BaseModel], str]]] = {
 
 def ext_task_json(rec: TaskRecord) -> dict[str, Any]:
     """The task's common fields on this face (``Task``: ``ttlMs``, ``pollIntervalMs``)."""
-    out: dict[str, Any] = {
-        "taskId": rec.task_id,
-        "status": rec.status.value,
-        "createdAt": rfc3339(rec.created_at),
-        "lastUpdatedAt": rfc3339(rec.last_updated_at),
-        "ttlMs": rec.ttl_ms,
-    }
-    if rec.poll_interval_ms is not None:
-        out["pollIntervalMs"] = rec.poll_interval_ms
-    if rec.status_message is not None:
-        out["statusMessage"] = rec.status_message
-    return out
+    return task_json(rec, ttl="ttlMs", poll_interval="pollIntervalMs")
 
 
 def detailed(view: TaskView) -> dict[str, Any]:
