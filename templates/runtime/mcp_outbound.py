@@ -29,14 +29,37 @@ from ._sdk import PING, PROGRESS, connection_of, to_sdk_error
 from .engine import TaskContext
 from .runs import LazyEvent
 
-__all__ = ["INPUT_METHODS", "TaskOutbound", "request_client_task"]
+__all__ = ["INPUT_METHODS", "TaskDispatchContext", "TaskOutbound", "request_client_task"]
 
 INPUT_METHODS = frozenset(SERVER_REQUEST_METHODS - {PING, *TASK_REQUEST_METHODS})
 """Server requests a task's tool may send that wait for the client (elicitation, sampling,
 roots): they move the task to ``INPUT_REQUIRED`` and go out on the ``TASKS_RESULT`` stream."""
 
 
-class TaskOutbound:
+class TaskDispatchContext:
+    """What a task-scoped stand-in for ``mcp.shared.dispatcher.DispatchContext`` has on
+    either face: its task, no transport, a cancel event made on first use, and requests
+    always sendable (each face answers them through its own tasks request)."""
+
+    def __init__(self, tctx: TaskContext, request_id: Any = None) -> None:
+        self.tctx = tctx
+        self.request_id = request_id
+        self.message_metadata: Any = None
+        self._cancel_requested: anyio.Event | None = None
+
+    #: Made on first use: an anyio.Event per task is measurable (benchmarks/peers).
+    cancel_requested = LazyEvent()
+
+    @property
+    def transport(self) -> Any:
+        return None
+
+    @property
+    def can_send_request(self) -> bool:
+        return True  # answered through tasks/result or tasks/update, whatever the transport
+
+
+class TaskOutbound(TaskDispatchContext):
     """Duck-types ``mcp.shared.dispatcher.DispatchContext`` for the tool running in a task.
 
     Requests (elicitation, sampling) become the task's pending input (R-INPUT-1..4);
@@ -51,23 +74,9 @@ class TaskOutbound:
         progress_token: str | int | None,
         request_id: Any,
     ) -> None:
+        super().__init__(tctx, request_id)
         self.conn = conn
-        self.tctx = tctx
         self.progress_token = progress_token
-        self.request_id = request_id
-        self.message_metadata: Any = None
-        self._cancel_requested: anyio.Event | None = None
-
-    #: Made on first use: an anyio.Event per task is measurable (benchmarks/peers).
-    cancel_requested = LazyEvent()
-
-    @property
-    def transport(self) -> Any:
-        return None
-
-    @property
-    def can_send_request(self) -> bool:
-        return True  # answered through tasks/result, whatever the transport
 
     def _stamp(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         out = dict(params or {})

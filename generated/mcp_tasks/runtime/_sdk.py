@@ -119,6 +119,18 @@ def validation_error(exc: ValidationError, prefix: str = "params") -> TaskError:
     return InvalidParams(detail=_describe(exc, prefix))
 
 
+def tool_call_params(
+    params: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], types.CallToolRequestParams]:
+    """A ``tools/call`` request's params as sent and parsed; ``-32602`` naming the bad
+    field(s) (a ``TaskError``) when they do not parse."""
+    raw = dict(params or {})
+    try:
+        return raw, types.CallToolRequestParams.model_validate(raw)
+    except ValidationError as exc:
+        raise validation_error(exc) from None
+
+
 def internal_error(exc: BaseException, what: str) -> MCPError:
     """An unexpected exception: logged with its traceback; the client gets a plain
     ``-32603 Internal error`` (no exception text, addresses or library details)."""

@@ -38,7 +38,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import mcp_types as types
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -50,11 +49,16 @@ from ..errors import InternalError, MethodNotFound, TaskError
 from ..handlers import RequestContext
 from ..tasks_ext import protocol as ext
 from ..tasks_ext.handlers import DECLARED
-from ._sdk import from_sdk_error, task_session, to_sdk_error, validation_error
+from ._sdk import (
+    from_sdk_error,
+    task_session,
+    to_sdk_error,
+    tool_call_params,
+    validation_error,
+)
 from .engine import TaskContext
 from .face_ext import ROUTING_NAME, FaceExt
-from .mcp_outbound import INPUT_METHODS
-from .runs import LazyEvent
+from .mcp_outbound import INPUT_METHODS, TaskDispatchContext
 
 if TYPE_CHECKING:
     from .mcp_server import McpTasks
@@ -69,26 +73,10 @@ _SERVES = frozenset({ext.TASK_SUPPORT_OPTIONAL, ext.TASK_SUPPORT_REQUIRED})
 _INPUT_ROUND = types.InputRequiredResult.model_fields["result_type"].default
 
 
-class PollOutbound:
+class PollOutbound(TaskDispatchContext):
     """Duck-types ``mcp.shared.dispatcher.DispatchContext`` for a tool running in a task of
     this face: its elicitation/sampling/roots requests become the task's pending input
     (``inputRequests``, X-UPD-1), with the tool's own params (no related-task ``_meta``)."""
-
-    def __init__(self, tctx: TaskContext) -> None:
-        self.tctx = tctx
-        self.request_id: Any = None
-        self.message_metadata: Any = None
-        self._cancel_requested: anyio.Event | None = None
-
-    cancel_requested = LazyEvent()
-
-    @property
-    def transport(self) -> Any:
-        return None
-
-    @property
-    def can_send_request(self) -> bool:
-        return True  # answered through tasks/update
 
     async def send_raw_request(
         self, method: str, params: Mapping[str, Any] | None, opts: Any = None
@@ -177,11 +165,7 @@ class ExtensionServing:
     async def tools_call(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        raw = dict(ctx.params or {})
-        try:
-            parsed = types.CallToolRequestParams.model_validate(raw)
-        except ValidationError as exc:
-            raise validation_error(exc) from None
+        raw, parsed = tool_call_params(ctx.params)
         params = {k: v for k, v in raw.items() if k != "task"}  # X-CREATE-5
         plain = dataclasses.replace(ctx, params=params)
         support = self.tasks.task_support.get(parsed.name)

@@ -85,6 +85,7 @@ from ._sdk import (
     request_outbound,
     task_session,
     to_sdk_error,
+    tool_call_params,
     validation_error,
 )
 from .engine import EngineConfig, PendingInput, TaskContext, TaskEngine
@@ -394,11 +395,10 @@ class McpTasks:
     async def _tools_call(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        raw = dict(ctx.params or {})
         try:
-            parsed = types.CallToolRequestParams.model_validate(raw)
-        except ValidationError as exc:
-            raise to_sdk_error(validation_error(exc)) from None
+            raw, parsed = tool_call_params(ctx.params)
+        except TaskError as exc:
+            raise to_sdk_error(exc) from None
         augmented = raw.get("task") is not None
         declared = connection_of(ctx.session).protocol_version == PROTOCOL_VERSION
         support = self.task_support.get(parsed.name)
