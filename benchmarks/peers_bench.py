@@ -150,6 +150,12 @@ def redis_store_spec() -> tuple[str | None, str | None]:
     return "redis://", None
 
 
+def ours_argv(port: int, store: str | None = None) -> list[str]:
+    """The command line of our example server on ``port``, on ``store`` when one is named."""
+    argv = [sys.executable, str(PEERS / "ours_server.py"), "--port", str(port)]
+    return argv if store is None else [*argv, "--store", store]
+
+
 def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
     py = sys.executable
     specs = [
@@ -190,20 +196,13 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
         ServerSpec(
             "ours-memory",
             "ours, InMemoryTaskStore",
-            lambda port, _: [py, str(PEERS / "ours_server.py"), "--port", str(port)],
+            lambda port, _: ours_argv(port),
             prefill=True,
         ),
         ServerSpec(
             "ours-sqlite",
             "ours, SqliteTaskStore",
-            lambda port, d: [
-                py,
-                str(PEERS / "ours_server.py"),
-                "--port",
-                str(port),
-                "--store",
-                f"sqlite:{d / f'tasks-{port}.db'}",
-            ],
+            lambda port, d: ours_argv(port, f"sqlite:{d / f'tasks-{port}.db'}"),
             prefill=True,
         ),
     ]
@@ -213,14 +212,9 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
         ServerSpec(
             "ours-redis",
             "ours, RedisTaskStore",
-            lambda port, d: [
-                py,
-                str(PEERS / "ours_server.py"),
-                "--port",
-                str(port),
-                "--store",
-                f"{redis_prefix}127.0.0.1:{os.environ.get('BENCH_REDIS_PORT', '6379')}/0",
-            ],
+            lambda port, _: ours_argv(
+                port, f"{redis_prefix}127.0.0.1:{os.environ.get('BENCH_REDIS_PORT', '6379')}/0"
+            ),
             prefill=True,
             missing=why,
             needs_redis=True,
@@ -231,7 +225,6 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
 
 def ext_specs() -> list[ServerSpec]:
     """The servers measured on the 2026-07-28 tasks extension face."""
-    py = sys.executable
     return [
         ServerSpec(
             FASTMCP,
@@ -248,7 +241,7 @@ def ext_specs() -> list[ServerSpec]:
         ServerSpec(
             "ours-ext",
             "ours, extension face (InMemoryTaskStore)",
-            lambda port, _: [py, str(PEERS / "ours_server.py"), "--port", str(port)],
+            lambda port, _: ours_argv(port),
             face=EXT,
         ),
     ]
