@@ -19,9 +19,10 @@ import anyio
 import pytest
 
 from mcp_tasks.errors import StoreUnavailable
-from mcp_tasks.protocol import COMPLETED, INITIAL, TOOLS_CALL
+from mcp_tasks.protocol import COMPLETED
 from mcp_tasks.runtime import SqliteTaskStore
 from mcp_tasks.store import TaskRecord
+from mcp_tasks.testing.store_conformance import record
 
 pytestmark = pytest.mark.anyio
 
@@ -29,17 +30,8 @@ RESULT = {"content": [{"type": "text", "text": "ok"}]}
 
 
 def rec(task_id: str) -> TaskRecord:
-    now = time.time()
-    return TaskRecord(
-        task_id=task_id,
-        requestor="alice",
-        method=TOOLS_CALL,
-        status=INITIAL,
-        created_at=now,
-        last_updated_at=now,
-        ttl_ms=60_000,
-        poll_interval_ms=500,
-    )
+    """A new task of alice's, created now (the conformance kit's record)."""
+    return record(task_id, created_at=time.time())
 
 
 async def test_concurrent_writes_share_a_batch_and_all_land(tmp_path: Path) -> None:
