@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from interop import HERE, node_env, node_path
+from interop import HERE, node_process
 
 CLI = HERE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 
@@ -50,24 +50,17 @@ def run_scenario(
     carrying the suite's output."""
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        out = subprocess.run(
-            [
-                str(node_path()),
-                str(CLI),
-                "server",
-                "--url",
-                url,
-                "--scenario",
-                scenario,
-                "--output-dir",
-                str(out_dir),
-            ],
-            cwd=out_dir,
-            env=node_env(),
-            capture_output=True,
-            text=True,
+        out = node_process(
+            str(CLI),
+            "server",
+            "--url",
+            url,
+            "--scenario",
+            scenario,
+            "--output-dir",
+            str(out_dir),
             timeout=timeout,
-            stdin=subprocess.DEVNULL,
+            cwd=out_dir,
         )
         report = out.stdout[-3000:] + out.stderr[-2000:]
     except subprocess.TimeoutExpired as exc:

@@ -35,6 +35,7 @@ from mcp_e2e import (  # noqa: E402
     HttpServer,
     assert_tasks_contract,
     http_session,
+    interrupt_cli_task,
     run_confirm_delete,
     stdio_command_session,
     stdio_session,
@@ -43,6 +44,7 @@ from mcp_e2e import (  # noqa: E402
 
 __all__ = [
     "CONFIRM_OUTCOMES",
+    "EXAMPLE_TASK_SUPPORT",
     "HERE",
     "SERVER_MODULE",
     "HttpServer",
@@ -51,8 +53,10 @@ __all__ = [
     "assert_tasks_contract",
     "free_port",
     "http_session",
+    "interrupt_cli_task",
     "node_env",
     "node_path",
+    "node_process",
     "npm_ci",
     "run_confirm_delete",
     "run_node",
@@ -60,6 +64,17 @@ __all__ = [
     "stdio_session",
     "text_of",
 ]
+
+#: Each tool of the example server and its ``execution.taskSupport`` (None: not declared).
+EXAMPLE_TASK_SUPPORT: dict[str, str | None] = {
+    "greet": None,
+    "slow_compute": "optional",
+    "failing_job": "required",
+    "protocol_error_job": "required",
+    "confirm_delete": "optional",
+    "multi_input": "optional",
+    "test_tool_with_task": "required",
+}
 
 
 def node_path() -> Path:
@@ -121,9 +136,9 @@ def npm_ci() -> None:
         STAMP.write_text(wanted + "\n")
 
 
-def run_node(*args: str, timeout: float = 180, cwd: Path = HERE) -> dict[str, Any]:
-    """Run ``node ARGS...``; its stdout's last line is one JSON object, returned."""
-    out = subprocess.run(
+def node_process(*args: str, timeout: float, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``node ARGS...`` to its end: the suite's environment, no stdin, output captured."""
+    return subprocess.run(
         [str(node_path()), *args],
         cwd=cwd,
         env=node_env(),
@@ -132,6 +147,11 @@ def run_node(*args: str, timeout: float = 180, cwd: Path = HERE) -> dict[str, An
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def run_node(*args: str, timeout: float = 180, cwd: Path = HERE) -> dict[str, Any]:
+    """Run ``node ARGS...``; its stdout's last line is one JSON object, returned."""
+    out = node_process(*args, timeout=timeout, cwd=cwd)
     lines = [line for line in out.stdout.splitlines() if line.strip()]
     if not lines:
         raise AssertionError(f"node {args} printed nothing (rc {out.returncode}):\n{out.stderr}")

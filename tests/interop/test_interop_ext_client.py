@@ -20,11 +20,8 @@ client raises the task's JSON-RPC error instead (X-ERR-3), as the SEP asks.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +30,7 @@ import anyio
 import mcp_types as types
 import pytest
 from fastmcp_peer import SERVER_SCRIPT, peer_python
-from interop import SERVER_MODULE, HttpServer, PeerServer, node_env
+from interop import SERVER_MODULE, HttpServer, PeerServer, interrupt_cli_task, node_env
 from mcp import Client, StdioServerParameters
 from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
@@ -223,26 +220,7 @@ def test_mcptask_sigint_cancels_the_task(url: str, tmp_path: Path) -> None:
     then settles ``cancelled`` (X-CAN-5: eventually)."""
     err_path = tmp_path / "stderr.txt"
     argv = [sys.executable, "-m", "mcp_tasks.cli", "call", url, "slow_compute", "seconds=60"]
-    with open(err_path, "w") as err:
-        proc = subprocess.Popen(
-            [*argv, "--task", "--protocol", ext.REVISION],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while "working" not in err_path.read_text() and time.monotonic() < deadline:
-                assert proc.poll() is None, err_path.read_text()
-                time.sleep(0.1)
-            task_id = err_path.read_text().split("task ", 1)[1].split(":", 1)[0]
-            os.kill(proc.pid, signal.SIGINT)
-            assert proc.wait(timeout=60) == 130, err_path.read_text()
-        finally:
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
+    task_id = interrupt_cli_task([*argv, "--task", "--protocol", ext.REVISION], err_path)
     assert f"interrupted; task {task_id}" in err_path.read_text()
     for _ in range(50):
         got = json.loads(mcptask("tasks", "get", url, task_id, "--protocol", ext.REVISION).stdout)

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from interop import SERVER_MODULE, HttpServer, node_env
+from interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, node_env
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
@@ -82,15 +82,7 @@ async def test_legacy_handshake_capabilities(target: Any) -> None:
         assert tasks.requests is not None and tasks.requests.tools is not None
         listed = (await c.list_tools()).tools
         support = {t.name: t.execution.task_support if t.execution else None for t in listed}
-        assert support == {
-            "greet": None,
-            "slow_compute": "optional",
-            "failing_job": "required",
-            "protocol_error_job": "required",
-            "confirm_delete": "optional",
-            "multi_input": "optional",
-            "test_tool_with_task": "required",
-        }
+        assert support == EXAMPLE_TASK_SUPPORT
 
 
 async def test_completed_listed_cancelled(target: Any) -> None:

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 import pytest
-from interop import SERVER_MODULE, HttpServer, run_node
+from interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, run_node
 
 pytestmark = pytest.mark.usefixtures("node_modules")
 
@@ -48,15 +48,7 @@ def test_tools_and_task_support(ts_client: Any) -> None:
         "cancel": {},
         "requests": {"tools": {"call": {}}},
     }
-    assert out["tools"] == {
-        "greet": None,
-        "slow_compute": "optional",
-        "failing_job": "required",
-        "protocol_error_job": "required",
-        "confirm_delete": "optional",
-        "multi_input": "optional",
-        "test_tool_with_task": "required",
-    }
+    assert out["tools"] == EXAMPLE_TASK_SUPPORT
     assert text(out["greet"]) == "Hello, Ada!"
     # R-TOOL-4: a required tool called without a task -> -32601 from our server
     assert out["requiredWithoutTask"]["error"]["code"] == -32601

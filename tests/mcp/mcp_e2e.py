@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -203,3 +206,25 @@ async def run_confirm_delete(connect: Any, action: str) -> ConfirmRun:
             on_status=lambda t: run.statuses.append(t.status.value),
         )
     return run
+
+
+def interrupt_cli_task(argv: list[str], err_path: Path) -> str:
+    """Run the ``mcptask`` command ``argv`` (a ``call --task``), send it Ctrl-C once its task
+    shows ``working`` on stderr (kept in ``err_path``), check it exits 130; the task's id."""
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while "working" not in err_path.read_text() and time.monotonic() < deadline:
+                assert proc.poll() is None, err_path.read_text()
+                time.sleep(0.1)
+            task_id = err_path.read_text().split("task ", 1)[1].split(":", 1)[0]
+            os.kill(proc.pid, signal.SIGINT)
+            assert proc.wait(timeout=60) == 130, err_path.read_text()
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+    return task_id

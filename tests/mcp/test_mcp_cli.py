@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_e2e import interrupt_cli_task
 
 from mcp_tasks.cli import coerce_arguments
 
@@ -165,27 +163,8 @@ def test_detach_prints_the_task_id_and_the_token_reaches_it(token_server: Any) -
 def test_sigint_cancels_the_task_and_exits_130(token_server: Any, tmp_path: Path) -> None:
     url = token_server.url
     err_path = tmp_path / "stderr.txt"
-    with open(err_path, "w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_tasks.cli", "call", url, "slow_compute", "seconds=60"]
-            + ["label=sigint", "--task", "--token", TOKEN],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while "working" not in err_path.read_text() and time.monotonic() < deadline:
-                assert proc.poll() is None, err_path.read_text()
-                time.sleep(0.1)
-            task_id = err_path.read_text().split("task ", 1)[1].split(":", 1)[0]
-            os.kill(proc.pid, signal.SIGINT)
-            assert proc.wait(timeout=60) == 130, err_path.read_text()
-        finally:
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
+    argv = [sys.executable, "-m", "mcp_tasks.cli", "call", url, "slow_compute", "seconds=60"]
+    task_id = interrupt_cli_task(argv + ["label=sigint", "--task", "--token", TOKEN], err_path)
     assert "cancelled" in err_path.read_text()
     got = json.loads(mcptask("tasks", "get", url, task_id, "--token", TOKEN).stdout)
     assert got["status"] == "cancelled"
