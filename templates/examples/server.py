@@ -1,7 +1,7 @@
 """Example MCP server with tasks, on the ``mcp`` SDK's ``MCPServer``.
 
     python -m PACKAGE.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH|redis://HOST:PORT/DB]
-                                        [--tokens FILE] [--stateless] [LIMITS]
+                                        [--tokens FILE] [--stateless] [--no-lean] [LIMITS]
     python -m PACKAGE.examples.server --stdio [--store ...] [LIMITS]
 
 PACKAGE is the generated package's import name (``mcp_tasks`` for the one shipped).
@@ -231,6 +231,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--tokens", metavar="FILE", help="JSON map of bearer token -> subject")
     parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without sessions")
+    parser.add_argument(
+        "--no-lean",
+        action="store_true",
+        help="serve the task methods through the SDK's per-request machinery too (slower)",
+    )
     limits = parser.add_argument_group("limits (R-SEC-3, R-SEC-4; defaults: EngineConfig)")
     limits.add_argument(
         "--max-active", type=int, metavar="N", help="non-terminal tasks per requestor"
@@ -246,8 +251,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.engine_config = engine_config(args)
     except ValueError as exc:
         parser.error(str(exc))
-    if args.stdio and (args.tokens or args.stateless):
-        parser.error("--tokens and --stateless apply to --http only")
+    if args.stdio and (args.tokens or args.stateless or args.no_lean):
+        parser.error("--tokens, --stateless and --no-lean apply to --http only")
     return args
 
 
@@ -299,7 +304,11 @@ async def _serve(args: argparse.Namespace) -> None:
             import uvicorn
 
             host, _, port = str(args.http).rpartition(":")
-            app = tidy_http_errors(mcp.streamable_http_app(stateless_http=bool(args.stateless)))
+            app = tidy_http_errors(
+                tasks.streamable_http_app(
+                    stateless_http=bool(args.stateless), lean=not args.no_lean
+                )
+            )
             config = uvicorn.Config(
                 app, host=host or "127.0.0.1", port=int(port), log_level="warning"
             )

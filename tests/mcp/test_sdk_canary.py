@@ -260,3 +260,99 @@ def test_core_result_types() -> None:
     assert ext.RESULT_TYPE_TASK not in CORE_RESULT_TYPES, changed(
         "resultType task is a core result type now (sieved as CallToolResult?)"
     )
+
+
+# ---------------------------------------------------------------------- the lean path
+
+
+def _http_app() -> tuple[MCPServer, Any]:
+    mcp = MCPServer("canary")
+    return mcp, mcp.streamable_http_app()
+
+
+def test_server_session_manager() -> None:
+    """Server._session_manager: set by streamable_http_app()."""
+    mcp, _app = _http_app()
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    manager = getattr(_sdk.lowlevel_server(mcp), "_session_manager", None)
+    assert isinstance(manager, StreamableHTTPSessionManager), changed(
+        "Server._session_manager is gone"
+    )
+
+
+def test_http_endpoint_route() -> None:
+    """streamable_http_app route endpoint: Route(path).app, maybe inside an auth .app."""
+    _mcp, app = _http_app()
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+
+    holder, attr = _sdk.http_endpoint(app, "/mcp")
+    assert isinstance(getattr(holder, attr), StreamableHTTPASGIApp), changed(
+        "the Streamable HTTP route no longer holds a StreamableHTTPASGIApp"
+    )
+
+
+def test_manager_server_instances() -> None:
+    """StreamableHTTPSessionManager._server_instances: session id -> transport."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    assert _init_assigns(StreamableHTTPSessionManager, "_server_instances"), changed(
+        "StreamableHTTPSessionManager._server_instances is gone"
+    )
+
+
+def test_manager_session_owners() -> None:
+    """StreamableHTTPSessionManager._session_owners: session id -> the credential."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    assert _init_assigns(StreamableHTTPSessionManager, "_session_owners"), changed(
+        "StreamableHTTPSessionManager._session_owners is gone"
+    )
+
+
+def test_manager_lifespan_state() -> None:
+    """StreamableHTTPSessionManager._lifespan_state: what the lifespan yielded."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    assert _init_assigns(StreamableHTTPSessionManager, "_lifespan_state"), changed(
+        "StreamableHTTPSessionManager._lifespan_state is gone"
+    )
+
+
+def test_transport_idle_accounting() -> None:
+    """StreamableHTTPServerTransport idle accounting: idle_scope, _idle_timeout, in-flight."""
+    from mcp.server.streamable_http import StreamableHTTPServerTransport
+
+    source = inspect.getsource(StreamableHTTPServerTransport.handle_request)
+    for name in ("idle_scope", "_idle_timeout", "_requests_in_flight"):
+        assert name in source, changed(f"StreamableHTTPServerTransport.{name} is gone")
+
+
+def test_connection_initialize_accepted() -> None:
+    """Connection.initialize_accepted: a session past its handshake."""
+    assert isinstance(getattr(Connection, "initialize_accepted", None), property), changed(
+        "Connection.initialize_accepted is gone"
+    )
+
+
+def test_server_runner_on_request() -> None:
+    """ServerRunner(server, connection, lifespan).on_request: the SDK's request pipeline."""
+    from mcp.server.runner import ServerRunner
+
+    assert _params(ServerRunner)[:3] == ["server", "connection", "lifespan_state"], changed(
+        "ServerRunner's constructor changed"
+    )
+    assert _params(ServerRunner._on_request) == ["dctx", "method", "params"], changed(
+        "ServerRunner.on_request(dctx, method, params) changed"
+    )
+
+
+def test_mcp_param_rejection() -> None:
+    """_streamable_http_modern._mcp_param_rejection: the Mcp-Param header check."""
+    from mcp.server import _streamable_http_modern as modern
+
+    fn = getattr(modern, "_mcp_param_rejection", None)
+    assert fn is not None, changed("_streamable_http_modern._mcp_param_rejection is gone")
+    assert _params(fn) == ["app", "request", "req", "verdict", "lifespan_state"], changed(
+        "_mcp_param_rejection's parameters changed"
+    )

@@ -27,6 +27,7 @@ from contextlib import AsyncExitStack
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientResponse, ClientSession
 from mcp.server.connection import Connection
@@ -90,6 +91,16 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ("Connection.from_envelope", "a task's session on the extension's face, from the envelope"),
     ("NAME_BEARING_METHODS lacks tasks/*", "the Mcp-Name check of tasks/* requests is ours"),
     ("CORE_RESULT_TYPES lacks task", "a resultType task answer passes the runner unsieved"),
+    # the lean path (mcp_lean): the Streamable HTTP endpoint and its session manager
+    ("Server._session_manager", "the session manager streamable_http_app() made"),
+    ("streamable_http_app route endpoint", "Route(path).app is the endpoint, maybe in .app"),
+    ("StreamableHTTPSessionManager._server_instances", "session id -> its transport"),
+    ("StreamableHTTPSessionManager._session_owners", "session id -> the credential"),
+    ("StreamableHTTPSessionManager._lifespan_state", "what the server's lifespan yielded"),
+    ("StreamableHTTPServerTransport idle accounting", "idle_scope, _idle_timeout, in-flight"),
+    ("Connection.initialize_accepted", "a session past its handshake"),
+    ("ServerRunner(server, connection, lifespan).on_request", "the SDK's request pipeline"),
+    ("_streamable_http_modern._mcp_param_rejection", "the Mcp-Param header check"),
 )
 
 
@@ -315,3 +326,100 @@ class ClientSessionHooks(ClientSession):
         if answer is not None:
             return answer
         return await super()._on_request(dctx, method, params)
+
+
+# ---------------------------------------------------------------------- lean path (HTTP)
+
+
+def http_endpoint(app: Any, path: str) -> tuple[Any, Any]:
+    """(holder, attribute) where the SDK's Streamable HTTP endpoint of ``app`` (a Starlette
+    app from ``streamable_http_app``) sits: ``Route(path).app``, or inside the SDK's
+    ``RequireAuthMiddleware`` there (``.app``) so that bearer auth stays in front of it."""
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+    from starlette.routing import Route
+
+    for route in getattr(app, "routes", ()):
+        if isinstance(route, Route) and route.path == path:
+            holder: Any = route
+            while not isinstance(getattr(holder, "app", None), StreamableHTTPASGIApp):
+                holder = getattr(holder, "app", None)
+                if holder is None:
+                    break
+            else:
+                return holder, "app"
+    raise TypeError(f"no mcp Streamable HTTP endpoint at {path!r} in {type(app).__name__}")
+
+
+def session_manager(server: Any) -> Any:
+    """The ``StreamableHTTPSessionManager`` the last ``streamable_http_app()`` call made."""
+    manager = getattr(lowlevel_server(server), "_session_manager", None)
+    if manager is None:
+        raise TypeError("streamable_http_app() has not been called on this server")
+    return manager
+
+
+def lifespan_state(manager: Any) -> Any:
+    """What the server's lifespan yielded (set when the session manager runs)."""
+    return manager._lifespan_state
+
+
+def http_session(manager: Any, session_id: str, user: Any) -> Any | None:
+    """The live transport of ``session_id`` when the SDK would serve a request for it with
+    this credential (``scope["user"]``); ``None`` when it would refuse it (unknown,
+    deleted, terminated, idled out, another credential's): the caller then lets the SDK
+    answer, so refusals keep the SDK's own shape."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+
+    transport = manager._server_instances.get(session_id)
+    if transport is None or transport.is_terminated:
+        return None
+    owner = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+    if owner != manager._session_owners.get(session_id):
+        return None
+    idle = transport.idle_scope
+    if idle is not None and idle.cancel_called:
+        return None
+    return transport
+
+
+class InFlight:
+    """Holds a session's idle countdown while a request is served, as the SDK's transport
+    does (``StreamableHTTPServerTransport.handle_request``)."""
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+        self.timed = transport.idle_scope is not None and transport._idle_timeout is not None
+
+    def __enter__(self) -> None:
+        if self.timed:
+            self.transport._requests_in_flight += 1
+            self.transport.idle_scope.deadline = float("inf")
+
+    def __exit__(self, *exc: object) -> None:
+        t = self.transport
+        if self.timed:
+            t._requests_in_flight -= 1
+            if not t._requests_in_flight:
+                t.idle_scope.deadline = anyio.current_time() + t._idle_timeout
+
+
+def initialized(conn: Connection) -> bool:
+    """Whether the session behind ``conn`` finished its handshake."""
+    return bool(conn.initialize_accepted)
+
+
+def sdk_request_runner(server: Any, conn: Connection, lifespan: Any) -> Any:
+    """``on_request(dctx, method, params)`` of the SDK's own pipeline for ``conn``: the
+    middleware, params validation, the handler and its result checks."""
+    from mcp.server.runner import ServerRunner
+
+    return ServerRunner(lowlevel_server(server), conn, lifespan).on_request
+
+
+async def mcp_param_rejection(
+    server: Any, request: Any, message: Any, route: Any, lifespan: Any
+) -> Any | None:
+    """The SDK's ``Mcp-Param-*`` header check of a modern ``tools/call`` (a rejection or None)."""
+    from mcp.server._streamable_http_modern import _mcp_param_rejection
+
+    return await _mcp_param_rejection(lowlevel_server(server), request, message, route, lifespan)

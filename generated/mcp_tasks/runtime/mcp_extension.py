@@ -61,7 +61,7 @@ from .face_ext import ROUTING_NAME, FaceExt
 from .mcp_outbound import INPUT_METHODS, TaskDispatchContext
 
 if TYPE_CHECKING:
-    from .mcp_server import McpTasks
+    from .mcp_server import McpTasks, RunTool
 
 __all__ = ["ANONYMOUS", "ExtensionServing", "PollOutbound"]
 
@@ -127,8 +127,16 @@ class ExtensionServing:
     def speaks(self, ctx: ServerRequestContext[Any, Any]) -> bool:
         return ctx.protocol_version == ext.REVISION
 
+    #: the ``tasks/*`` methods the lean path answers on this face
+    lean_methods = frozenset({ext.TASKS_GET, ext.TASKS_UPDATE, ext.TASKS_CANCEL})
+
     @staticmethod
     def requestor(ctx: ServerRequestContext[Any, Any]) -> str:
+        return ExtensionServing.requestor_now()
+
+    @staticmethod
+    def requestor_now() -> str:
+        """The owner of the request being served (X-SEC-1): its bearer token's subject."""
         subject = _subject()
         return f"subject:{subject}" if subject is not None else ANONYMOUS
 
@@ -138,16 +146,30 @@ class ExtensionServing:
         return meta if isinstance(meta, Mapping) else None
 
     def _context(self, ctx: ServerRequestContext[Any, Any]) -> RequestContext:
-        extra: dict[str, Any] = {}
         headers = getattr(ctx.request, "headers", None)
+        return self.context_of(self.requestor(ctx), ctx.request_id, self._meta(ctx), headers)
+
+    @staticmethod
+    def context_of(
+        requestor: str,
+        request_id: str | int | None,
+        meta: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+    ) -> RequestContext:
+        """The engine's view of a request of this face (the ``Mcp-Name`` routing header in
+        ``extra``, checked against the params by the face)."""
+        extra: dict[str, Any] = {}
         if headers is not None and _NAME_HEADER in headers:
             extra[ROUTING_NAME] = decode_header_value(headers[_NAME_HEADER])
-        return RequestContext(
-            requestor=self.requestor(ctx),
-            request_id=ctx.request_id,
-            meta=self._meta(ctx),
-            extra=extra,
-        )
+        return RequestContext(requestor=requestor, request_id=request_id, meta=meta, extra=extra)
+
+    def serves_task(self, name: str, meta: Mapping[str, Any] | None, has_inputs: bool) -> bool:
+        """Whether a ``tools/call`` of tool ``name`` becomes a task on this face: the tool
+        may run as one, the request declares the extension (X-CAP-1, X-CAP-5), and it is
+        not a ``gather_first`` tool's input round (X-MRTR-1)."""
+        if self.tasks.task_support.get(name) not in _SERVES or not DECLARED.declared(meta):
+            return False
+        return has_inputs or name not in self.gather_first
 
     # ------------------------------------------------------------------ tasks/*
     async def handle(self, method: str, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
@@ -193,11 +215,20 @@ class ExtensionServing:
             ),
         )
 
+        async def run(dctx: Any, call_params: dict[str, Any]) -> HandlerResult:
+            scoped = task_session(dctx, conn)
+            task_ctx = dataclasses.replace(ctx, params=call_params, session=scoped, request=None)
+            return await call_next(task_ctx)
+
+        return await self.start(self.requestor(ctx), run, params)
+
+    async def start(self, requestor: str, run: RunTool, params: dict[str, Any]) -> dict[str, Any]:
+        """Create a task whose tool ``run(dctx, params)`` runs in the background with the
+        task-scoped outbound ``dctx`` (:class:`PollOutbound`); the flat ``CreateTaskResult``."""
+
         async def work(tctx: TaskContext) -> dict[str, Any]:
-            scoped = task_session(PollOutbound(tctx), conn)
-            task_ctx = dataclasses.replace(ctx, params=params, session=scoped, request=None)
             try:
-                result = await call_next(task_ctx)
+                result = await run(PollOutbound(tctx), params)
             except MCPError as exc:
                 raise from_sdk_error(exc) from None
             except ValidationError as exc:
@@ -210,4 +241,4 @@ class ExtensionServing:
                 )
             return out
 
-        return await self.face.create(self.requestor(ctx), ext.TOOLS_CALL, work)
+        return await self.face.create(requestor, ext.TOOLS_CALL, work)

@@ -44,6 +44,7 @@ Private SDK attributes are reached only through ``_sdk``.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import importlib
 import logging
@@ -114,6 +115,10 @@ _REQUESTOR_KEY = "mcp_tasks.requestor"
 _WATCHED_KEY = "mcp_tasks.session_end_watched"
 _SESSION_PREFIXES = ("session:", "stdio:")  # requestors bound to one transport session
 _F = TypeVar("_F", bound=Callable[..., Any])
+#: A tool run inside a task: ``run(task-scoped dctx, tools/call params)``.
+RunTool = Callable[[Any, dict[str, Any]], Awaitable[HandlerResult]]
+#: Set while the SDK's pipeline runs a task's tool (the lean path): the middleware lets it by.
+IN_TASK: contextvars.ContextVar[bool] = contextvars.ContextVar("mcp_tasks_in_task", default=False)
 
 
 class _RawParams(BaseModel):
@@ -196,6 +201,10 @@ class McpTasks:
         self.immediate_response = immediate_response
         self.cancel_on_session_end = cancel_on_session_end
         self._connections: dict[str, weakref.WeakSet[Connection]] = {}
+        #: HTTP session id -> its connection (learnt at ``initialize``; for the lean path)
+        self._sessions: weakref.WeakValueDictionary[str, Connection] = weakref.WeakValueDictionary()
+        #: the lean path of the last :meth:`streamable_http_app` (None: not in use)
+        self.lean: Any = None
         self._prune_at = 1024
         self._tools_checked = False
         self.server.middleware.append(self._middleware)
@@ -268,6 +277,39 @@ class McpTasks:
                 f" (declared: {', '.join(sorted(known)) or 'none'})"
             )
 
+    # ------------------------------------------------------------------ HTTP
+    def streamable_http_app(self, *, lean: bool = True, **kwargs: Any) -> Any:
+        """The server's Streamable HTTP app (its ``streamable_http_app(**kwargs)``) with the
+        lean path (:mod:`.mcp_lean`) in front of the SDK's endpoint: the task methods are
+        answered without the SDK's per-request machinery, every other request goes to the
+        SDK unchanged. ``lean=False``: the SDK's app as it is."""
+        app = self._server_obj.streamable_http_app(**kwargs)
+        self.lean = None
+        if lean:
+            from .mcp_lean import install
+
+            self.lean = install(self, app, kwargs.get("streamable_http_path", "/mcp"))
+        return app
+
+    def session_connection(self, session_id: str) -> Connection | None:
+        """The connection of a live HTTP session that went through ``initialize`` here."""
+        return self._sessions.get(session_id)
+
+    def _note_session(self, conn: Connection) -> None:
+        if conn.session_id is not None:
+            self._sessions[conn.session_id] = conn
+
+    def http_requestor(self, session_id: str | None) -> str:
+        """The requestor key of an HTTP request being served, as :meth:`requestor_of`."""
+        subject = _subject()
+        if subject is not None:
+            return f"subject:{subject}"
+        return f"session:{session_id}" if session_id is not None else "anonymous"
+
+    def remember(self, requestor: str, conn: Connection) -> None:
+        """Send ``requestor``'s status notifications to ``conn`` too (R-NOTIFY-1)."""
+        self._remember(requestor, conn)
+
     # ------------------------------------------------------------------ identity
     def requestor_of(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, bool]:
         """(requestor key, whether it really identifies someone) for R-SEC-1."""
@@ -338,7 +380,7 @@ class McpTasks:
     async def _middleware(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        if ctx.request_id is None:  # notifications pass untouched
+        if ctx.request_id is None or IN_TASK.get():  # notifications, a task's own run
             return await call_next(ctx)
         try:
             ext = self.extension
@@ -352,6 +394,7 @@ class McpTasks:
             result = await call_next(ctx)
             if ctx.method == INITIALIZE:
                 self._patch_initialize(ctx, result)
+                self._note_session(connection_of(ctx.session))
             elif ctx.method == TOOLS_LIST:
                 self._patch_tools_list(ctx, result)
             return result
@@ -420,17 +463,31 @@ class McpTasks:
     ) -> HandlerResult:
         requestor, _ = self.requestor_of(ctx)
         conn = connection_of(ctx.session)
-        self._remember(requestor, conn)
-        self._watch_session_end(requestor, conn)
-        rctx = self._context(ctx, requestor)
+
+        async def run(dctx: Any, call_params: dict[str, Any]) -> HandlerResult:
+            session = task_session(dctx, conn)
+            return await call_next(dataclasses.replace(ctx, params=call_params, session=session))
+
+        return await self.start_task(self._context(ctx, requestor), conn, run, params, task)
+
+    async def start_task(
+        self,
+        rctx: RequestContext,
+        conn: Connection,
+        run: RunTool,
+        params: dict[str, Any],
+        task: Any,
+    ) -> dict[str, Any]:
+        """Create a task of a ``tools/call`` whose tool ``run(dctx, params)`` runs in the
+        background with the task-scoped outbound ``dctx`` (:class:`TaskOutbound`);
+        return the ``CreateTaskResult`` wire JSON at once (R-CREATE-2)."""
+        self._remember(rctx.requestor, conn)
+        self._watch_session_end(rctx.requestor, conn)
 
         async def work(tctx: TaskContext) -> dict[str, Any]:
-            outbound = TaskOutbound(conn, tctx, rctx.progress_token, ctx.request_id)
-            session = task_session(outbound, conn)
+            outbound = TaskOutbound(conn, tctx, rctx.progress_token, rctx.request_id)
             try:
-                return _wire(
-                    await call_next(dataclasses.replace(ctx, params=params, session=session))
-                )
+                return _wire(await run(outbound, params))
             except MCPError as exc:
                 raise from_sdk_error(exc) from None
             except ValidationError as exc:

@@ -1,0 +1,207 @@
+"""The lean path for the task methods (``McpTasks.streamable_http_app``): it answers the task
+methods of both faces itself, and leaves every request the SDK would refuse to the SDK, so
+refusals are the SDK's own, byte for byte, with or without it. The isolation, limits,
+error-shape and fuzz tests of ``tests/security`` run against both paths."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+import uvicorn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
+
+from ext_wire import ExtClient
+from procs import free_port
+from sec_harness import RawHttp
+
+from mcp_tasks.examples.server import build_server
+from mcp_tasks.runtime.mcp_server import McpTasks, tidy_http_errors
+from mcp_tasks.runtime.memory import InMemoryTaskStore
+
+TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
+
+
+@dataclass
+class InProc:
+    url: str
+    tasks: McpTasks
+
+    @property
+    def answered(self) -> int:
+        lean = self.tasks.lean
+        return 0 if lean is None else int(lean.answered)
+
+
+@contextmanager
+def serving(
+    *, lean: bool = True, tokens: dict[str, str] | None = None, **app_kwargs: Any
+) -> Iterator[InProc]:
+    """The example server in this process (its own thread and event loop), lean or not."""
+    mcp, tasks = build_server(store=InMemoryTaskStore(), tokens=tokens)
+    app = tidy_http_errors(tasks.streamable_http_app(lean=lean, **app_kwargs))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+
+    async def serve() -> None:
+        async with tasks:
+            await server.serve()
+
+    thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
+        time.sleep(0.02)
+    try:
+        yield InProc(f"http://127.0.0.1:{port}/mcp", tasks)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+
+
+def _lifecycle_2025(url: str, token: str | None = None) -> list[Any]:
+    """A task's whole life on the 2025-11-25 face; what came back, minus ids and times."""
+    with RawHttp(url, token=token) as c:
+        task_id = c.create("slow_compute", {"seconds": 0})
+        done = c.wait(task_id)
+        listed = c.ok("tasks/list")
+        result = c.ok("tasks/result", {"taskId": task_id})
+        cancel = c.call("tasks/cancel", {"taskId": task_id})
+        unknown = c.call("tasks/get", {"taskId": "no-such-task"})
+        bad = c.call("tasks/get", {})
+    return [
+        done["status"],
+        len(listed["tasks"]),
+        result["content"],
+        cancel.get("error"),
+        unknown.get("error"),
+        bad.get("error"),
+    ]
+
+
+def test_lean_path_answers_the_2025_task_methods() -> None:
+    """Same answers with and without it; with it, the task methods never reach the SDK."""
+    with serving(lean=False) as slow:
+        expected = _lifecycle_2025(slow.url)
+    with serving() as fast:
+        got = _lifecycle_2025(fast.url)
+        assert fast.answered >= 6  # tools/call, tasks/get (>= 1), list, result, cancel, get x2
+        assert fast.tasks.lean.passed >= 2  # initialize, notifications/initialized
+    assert got == expected
+    assert expected[0] == "completed" and expected[3]["code"] == -32602  # R-CANCEL-1
+
+
+def _lifecycle_ext(url: str, headers: dict[str, str] | None = None) -> list[Any]:
+    with ExtClient(url, headers=headers) as c:
+        created = c.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})
+        done = c.wait(created["taskId"])
+        cancel = c.send("tasks/cancel", {"taskId": created["taskId"]})
+        unknown = c.send("tasks/get", {"taskId": "no-such-task"})
+        plain = c.send("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+    return [
+        created["resultType"],
+        done["status"],
+        done.get("result", {}).get("content"),
+        cancel.get("error", cancel.get("result", {}).get("status")),
+        unknown.get("error"),
+        plain["result"]["content"],
+    ]
+
+
+def test_lean_path_answers_the_extension_task_methods() -> None:
+    with serving(lean=False) as slow:
+        expected = _lifecycle_ext(slow.url)
+    with serving() as fast:
+        got = _lifecycle_ext(fast.url)
+        assert fast.answered >= 4  # tools/call (task), tasks/get, tasks/cancel, tasks/get
+    assert got == expected
+    assert expected[1] == "completed"
+
+
+def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str, Any]:
+    r = httpx.post(url, content=body, headers=headers, timeout=10)
+    text = r.text
+    try:
+        doc: Any = json.loads(text)
+    except ValueError:
+        doc = text
+    return r.status_code, r.headers.get("content-type", ""), doc
+
+
+def _refusals(url: str, token_of_session: str | None) -> dict[str, Any]:
+    """Requests the SDK refuses, each aimed at a task method the lean path would serve."""
+    get = {"jsonrpc": "2.0", "id": 7, "method": "tasks/get", "params": {"taskId": "x"}}
+    body = json.dumps(get).encode()
+    with RawHttp(url, token=token_of_session) as c:
+        good = c._headers()
+        out: dict[str, Any] = {}
+        out["unknown session"] = _post(url, body, {**good, "mcp-session-id": "f" * 32})
+        out["no session"] = _post(url, body, {k: v for k, v in good.items() if k != "mcp-session-id"})
+        out["bad accept"] = _post(url, body, {**good, "Accept": "text/plain"})
+        out["bad content type"] = _post(url, body, {**good, "Content-Type": "text/plain"})
+        out["bad json"] = _post(url, b'{"jsonrpc": "2.0", "id": 7, "method": "tasks/g', good)
+        out["not a request"] = _post(url, b'{"jsonrpc": "2.0", "id": 7}', good)
+        out["bad host"] = _post(url, body, {**good, "Host": "evil.example:80"})
+        out["too big"] = _post(url, json.dumps({**get, "pad": "x" * 5000}).encode(), good)
+        if token_of_session is not None:
+            other = {**good, "Authorization": "Bearer tok-bob"}
+            out["another credential"] = _post(url, body, other)
+        httpx.delete(url, headers=good, timeout=10)
+        out["deleted session"] = _post(url, body, good)
+    return out
+
+
+@pytest.mark.parametrize("token", [None, "tok-alice"], ids=["sessions", "bearer"])
+def test_refusals_are_the_sdks_own(token: str | None) -> None:
+    """Every request the SDK refuses is refused the same way with the lean path in front."""
+    tokens = TOKENS if token else None
+    with serving(lean=False, tokens=tokens, max_request_body_size=4096) as slow:
+        expected = _refusals(slow.url, token)
+    with serving(tokens=tokens, max_request_body_size=4096) as fast:
+        got = _refusals(fast.url, token)
+        assert fast.answered == 0
+    assert got == expected
+    assert expected["unknown session"][0] == 404 and expected["too big"][0] == 413
+
+
+def test_extension_refusals_are_the_sdks_own() -> None:
+    def refusals(url: str) -> list[Any]:
+        with ExtClient(url) as c:
+            return [
+                c.send("tasks/get", {"taskId": "x"}, headers={"Mcp-Method": "tasks/list"}),
+                c.send("tools/call", {"name": "slow_compute"}, headers={"Mcp-Name": "greet"}),
+                c.send("tasks/get", {"taskId": "x", "_meta": {"x": 1}}, tasks=False),
+            ]
+
+    with serving(lean=False) as slow:
+        expected = refusals(slow.url)
+    with serving() as fast:
+        got = refusals(fast.url)
+    assert got == expected
+    assert all("error" in answer for answer in expected[:2])
+
+
+def test_lean_polls_keep_the_session_alive() -> None:
+    """A client that only polls (through the lean path) holds its session's idle timer
+    as the SDK's transport does: the session outlives its idle timeout while polled."""
+    with serving(session_idle_timeout=1.0) as fast, RawHttp(fast.url) as c:
+        task_id = c.create("slow_compute", {"seconds": 0})
+        end = time.monotonic() + 2.5
+        while time.monotonic() < end:
+            assert c.ok("tasks/get", {"taskId": task_id})["taskId"] == task_id
+            time.sleep(0.3)
+        time.sleep(1.6)  # now idle past the timeout: the SDK ends the session
+        gone = c.post_raw(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tasks/get"}))
+        assert gone.status == 404
