@@ -324,10 +324,11 @@ class ClientSessionHooks(ClientSession):
 # ---------------------------------------------------------------------- lean path (HTTP)
 
 
-def http_endpoint(app: Any, path: str) -> tuple[Any, Any]:
-    """(holder, attribute) where the SDK's Streamable HTTP endpoint of ``app`` (a Starlette
-    app from ``streamable_http_app``) sits: ``Route(path).app``, or inside the SDK's
-    ``RequireAuthMiddleware`` there (``.app``) so that bearer auth stays in front of it."""
+def http_endpoint(app: Any, path: str) -> tuple[Any, str, bool]:
+    """(holder, attribute, guarded) of the SDK's Streamable HTTP endpoint in ``app`` (a
+    Starlette app from ``streamable_http_app``): ``Route(path).app``, or inside the SDK's
+    ``RequireAuthMiddleware`` there (``.app``) so that bearer auth stays in front of it;
+    ``guarded`` when any middleware (auth) runs before the endpoint."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
     from starlette.routing import Route
 
@@ -339,7 +340,8 @@ def http_endpoint(app: Any, path: str) -> tuple[Any, Any]:
                 if holder is None:
                     break
             else:
-                return holder, "app"
+                guarded = holder is not route or bool(getattr(app, "user_middleware", None))
+                return holder, "app", guarded
     raise TypeError(f"no mcp Streamable HTTP endpoint at {path!r} in {type(app).__name__}")
 
 

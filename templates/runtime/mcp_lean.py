@@ -69,7 +69,7 @@ from ._sdk import (
 if TYPE_CHECKING:
     from .mcp_server import McpTasks, RunTool
 
-__all__ = ["LeanPath", "install"]
+__all__ = ["LeanPath", "Outermost", "install"]
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,8 @@ _SESSION_HEADER = MCP_SESSION_ID_HEADER.lower()
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
 _SERVES = frozenset({TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED})
 _ENGINE_METHODS = frozenset({TASKS_GET, TASKS_LIST, TASKS_CANCEL})
+#: set in the ASGI scope of a request the lean path has already left to the SDK
+_SEEN = "mcp_tasks.lean_seen"
 
 
 class Answer:
@@ -191,9 +193,13 @@ class LeanPath:
         self.passed = 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or scope.get("method") != "POST":
+        if scope.get("type") != "http" or scope.get("method") != "POST" or _SEEN in scope:
             await self.sdk_app(scope, receive, send)
             return
+        await self.serve(scope, receive, send, self.sdk_app)
+
+    async def serve(self, scope: Any, receive: Any, send: Any, fallback: Any) -> None:
+        """Answer a POST, or hand it to ``fallback`` with its body replayed."""
         messages, body = await _read_body(receive, self.manager.max_request_body_size)
         answer: Answer | None = None
         if body is not None:
@@ -204,7 +210,8 @@ class LeanPath:
                 answer = None
         if answer is None:
             self.passed += 1
-            await self.sdk_app(scope, _replay(messages, receive), send)
+            scope[_SEEN] = True
+            await fallback(scope, _replay(messages, receive), send)
             return
         self.answered += 1
         await answer.send(send)
@@ -416,11 +423,34 @@ def _internal() -> dict[str, Any]:
     return InternalError(message="Internal error").to_error()
 
 
-def install(tasks: McpTasks, app: Any, path: str) -> LeanPath:
-    """Put a :class:`LeanPath` in front of the SDK's endpoint at ``path`` of ``app``."""
+class Outermost:
+    """In front of the whole app when nothing must run before the endpoint (no auth
+    middleware): a ``POST`` to the endpoint's own path skips the app's middleware and
+    routing on its way to the lean path; the rest goes to the app as it is."""
+
+    def __init__(self, lean: LeanPath, app: Any, path: str) -> None:
+        self.lean = lean
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if (
+            scope.get("type") == "http"
+            and scope.get("method") == "POST"
+            and scope.get("path") == self.path
+            and not scope.get("root_path")
+        ):
+            await self.lean.serve(scope, receive, send, self.app)
+        else:
+            await self.app(scope, receive, send)
+
+
+def install(tasks: McpTasks, app: Any, path: str) -> tuple[LeanPath, Any]:
+    """Put a :class:`LeanPath` in front of the SDK's endpoint at ``path`` of ``app``; the
+    app to serve (``app`` itself, or an :class:`Outermost` around it without auth)."""
     from ._sdk import http_endpoint, session_manager
 
-    holder, attr = http_endpoint(app, path)
+    holder, attr, guarded = http_endpoint(app, path)
     lean = LeanPath(tasks, getattr(holder, attr), session_manager(tasks.server))
     setattr(holder, attr, lean)
-    return lean
+    return lean, (app if guarded else Outermost(lean, app, path))

@@ -286,7 +286,8 @@ def test_http_endpoint_route() -> None:
     _mcp, app = _http_app()
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 
-    holder, attr = _sdk.http_endpoint(app, "/mcp")
+    holder, attr, guarded = _sdk.http_endpoint(app, "/mcp")
+    assert not guarded
     assert isinstance(getattr(holder, attr), StreamableHTTPASGIApp), changed(
         "the Streamable HTTP route no longer holds a StreamableHTTPASGIApp"
     )

@@ -288,7 +288,7 @@ class McpTasks:
         if lean:
             from .mcp_lean import install
 
-            self.lean = install(self, app, kwargs.get("streamable_http_path", "/mcp"))
+            self.lean, app = install(self, app, kwargs.get("streamable_http_path", "/mcp"))
         return app
 
     def session_connection(self, session_id: str) -> Connection | None:
