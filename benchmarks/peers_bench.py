@@ -12,7 +12,12 @@ Servers (each workload on a fresh process, bound to 127.0.0.1 on a free port):
 - ``floor``: ``benchmarks/peers/floor_server.py``, mcp 2.3 with the thinnest hand-written tasks:
   what the SDK's transport alone costs;
 - ``ours-memory`` / ``ours-sqlite`` (/ ``ours-redis`` when the runtime has a Redis store and
-  ``redis-server`` is installed): ``benchmarks/peers/ours_server.py``, our example server.
+  ``redis-server`` is installed): our example server as users run it,
+  ``python -m mcp_tasks.examples.server --http HOST:PORT [--store ...]``, with its shipped
+  defaults (the SDK's SSE response mode among them) and one flag a user would pass:
+  ``--rate-limit`` raised (``OURS_FLAGS``; the default, 1,000 task requests per requestor
+  per 10 s, would cap polling at 100 gets/s per session). ``--max-active`` stays at its
+  default (100 non-terminal tasks per requestor; no workload has more than 8).
 
 On the 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``; stateless requests, the
 driver's ``Stateless`` mode; lifecycle = task ``tools/call`` then ``tasks/get`` until
@@ -42,6 +47,7 @@ import contextlib
 import json
 import os
 import platform
+import secrets
 import shutil
 import socket
 import statistics
@@ -72,6 +78,8 @@ import fastmcp_peer  # noqa: E402
 from driver import RpcError, Session, Stateless  # noqa: E402
 
 HOST = "127.0.0.1"
+#: The flags our example server runs with beyond ``--http`` and ``--store`` (reported).
+OURS_FLAGS = ("--rate-limit", "1000000/1")
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 TS = "ts"
 CORE, EXT = "2025-11-25", "2026-07-28"  # the face a server is measured on
@@ -115,7 +123,11 @@ class ServerSpec:
     name: str
     label: str
     argv: Callable[[int, Path], list[str]]
-    prefill: bool = False  # has /bench/prefill (our server)
+    #: ours: the ``--store`` value on (port, tmp dir); None for the other servers
+    store: Callable[[int, Path], str] | None = None
+    #: the 100,000-task list row is written through a second instance of ``store`` (a store
+    #: that instances share: an SQLite file, a Redis database)
+    shared_store: bool = False
     needs_redis: bool = False  # CPU and RSS include the redis-server's
     heap_hook: bool = False  # GET /bench/heap: full GC, then process.memoryUsage() (node)
     missing: str | None = None  # why it cannot run here
@@ -151,9 +163,18 @@ def redis_store_spec() -> tuple[str | None, str | None]:
 
 
 def ours_argv(port: int, store: str | None = None) -> list[str]:
-    """The command line of our example server on ``port``, on ``store`` when one is named."""
-    argv = [sys.executable, str(PEERS / "ours_server.py"), "--port", str(port)]
-    return argv if store is None else [*argv, "--store", store]
+    """The command line of our example server as shipped on ``port`` (``--store`` when
+    one is named), with ``OURS_FLAGS``."""
+    argv = [sys.executable, "-m", "mcp_tasks.examples.server", "--http", f"{HOST}:{port}"]
+    return [*argv, *OURS_FLAGS] + ([] if store is None else ["--store", store])
+
+
+def sqlite_store(port: int, tmp: Path) -> str:
+    return f"sqlite:{tmp / f'tasks-{port}.db'}"
+
+
+def redis_store(port: int, tmp: Path) -> str:
+    return f"redis://127.0.0.1:{os.environ.get('BENCH_REDIS_PORT', '6379')}/0"
 
 
 def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
@@ -197,25 +218,25 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
             "ours-memory",
             "ours, InMemoryTaskStore",
             lambda port, _: ours_argv(port),
-            prefill=True,
+            store=lambda _port, _tmp: "memory",
         ),
         ServerSpec(
             "ours-sqlite",
             "ours, SqliteTaskStore",
-            lambda port, d: ours_argv(port, f"sqlite:{d / f'tasks-{port}.db'}"),
-            prefill=True,
+            lambda port, d: ours_argv(port, sqlite_store(port, d)),
+            store=sqlite_store,
+            shared_store=True,
         ),
     ]
     specs += ext_specs()
-    redis_prefix, why = redis_store_spec()
+    _redis_prefix, why = redis_store_spec()
     specs.append(
         ServerSpec(
             "ours-redis",
             "ours, RedisTaskStore",
-            lambda port, _: ours_argv(
-                port, f"{redis_prefix}127.0.0.1:{os.environ.get('BENCH_REDIS_PORT', '6379')}/0"
-            ),
-            prefill=True,
+            lambda port, d: ours_argv(port, redis_store(port, d)),
+            store=redis_store,
+            shared_store=True,
             missing=why,
             needs_redis=True,
         )
@@ -318,6 +339,11 @@ class Running:
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.log = tmp / f"{spec.name}.log"
+
+    @property
+    def store(self) -> str | None:
+        """Our server's ``--store`` value (None for the other servers)."""
+        return None if self.spec.store is None else self.spec.store(self.port, self.tmp)
 
     async def start(self) -> Running:
         if self.spec.needs_redis:
@@ -636,16 +662,46 @@ async def _walk(s: Session, budget_s: float) -> tuple[float, int, int]:
     return statistics.median(times) * 1e3, total, pages
 
 
-async def _prefill(port: int, sid: str, n: int) -> None:
-    reader, writer = await asyncio.open_connection(HOST, port)
-    writer.write(
-        f"POST /bench/prefill?session={sid}&n={n} HTTP/1.1\r\nHost: {HOST}\r\n"
-        "Content-Length: 0\r\nConnection: close\r\n\r\n".encode()
-    )
-    data = await reader.read()
-    writer.close()
-    if b" 200 " not in data.split(b"\r\n", 1)[0]:
-        raise RuntimeError(f"prefill failed: {data[:200]!r}")
+def session_requestor(s: Session) -> str:
+    """The requestor key our server binds a session's tasks to without bearer auth
+    (``McpTasks.requestor_of``: ``session:<Mcp-Session-Id>``; ``subject:<sub>`` with a token)."""
+    assert s.sid is not None
+    return f"session:{s.sid}"
+
+
+async def _insert(store_spec: str, requestor: str, n: int) -> None:
+    """Write ``n`` completed ``slow_compute(0)`` tasks of ``requestor`` into the store our
+    server runs on, through a second instance of it (``make_store``, the package's own
+    store API on the same SQLite file or Redis database), as another server instance
+    sharing that store would. Filling 100,000 tasks over the wire would take minutes."""
+    from mcp_tasks.examples.server import make_store
+    from mcp_tasks.lifecycle import COMPLETED
+    from mcp_tasks.runtime.engine import EngineConfig
+    from mcp_tasks.store import TaskRecord
+
+    store = make_store(store_spec)
+    poll_ms, now = EngineConfig().poll_interval_ms, time.time()
+    result = {"content": [{"type": "text", "text": "done after 0s (no label)"}]}
+
+    def record(i: int) -> TaskRecord:
+        return TaskRecord(
+            task_id=secrets.token_urlsafe(16),
+            requestor=requestor,
+            method="tools/call",
+            status=COMPLETED,
+            created_at=now + i * 1e-6,
+            last_updated_at=now,
+            ttl_ms=3_600_000,
+            poll_interval_ms=poll_ms,
+            result=dict(result),
+        )
+
+    try:  # 256 at a time: SQLite commits them as one group, Redis overlaps the round trips
+        for start in range(0, n, 256):
+            batch = range(start, min(n, start + 256))
+            await asyncio.gather(*(store.create(record(i)) for i in batch))
+    finally:
+        await store.close()
 
 
 async def _heap(srv: Running) -> int | None:
@@ -670,13 +726,14 @@ async def w_list(srv: Running, plan: Plan, rep: int = 0) -> dict[str, Any]:
     points: dict[str, Any] = {}
     budget = 0.5 if plan.fresh_process else 0.1
     sizes = [(n, False) for n in plan.list_sizes]
-    if srv.spec.prefill and plan.big_list and rep < plan.big_list_reps:
+    store = srv.store
+    if srv.spec.shared_store and store and plan.big_list and rep < plan.big_list_reps:
         sizes.append((plan.big_list, True))
     rss_points = []
     for n, by_prefill in sizes:
         if by_prefill:
-            assert s.sid is not None
-            await _prefill(srv.port, s.sid, n - have)
+            assert store is not None
+            await _insert(store, session_requestor(s), n - have)
             have = n
         else:
             have = await _fill(s, n, have)
@@ -993,6 +1050,8 @@ def targets(agg: dict[str, Any], plan: Plan, ext: Collection[str] = ()) -> list[
                 )
             elif met is False and fmet:
                 note = "the floor meets it: our own overhead"
+            elif value is None and what.startswith("list first page flat"):
+                note = f"no {int(big):,}-task row: an in-memory store is not reachable from outside"
             if what.startswith("lifecycle server CPU") and fcpu:
                 mine = agg[name].get("lifecycle.server_cpu_ms_per_task")
                 note = f"ours {fmt(mine, 3)} ms vs floor {fmt(fcpu, 3)} ms per task (medians)"
@@ -1041,6 +1100,12 @@ def markdown(report: dict[str, Any]) -> str:
             else "."
         ),
         "",
+        "Ours is the example server as users run it (`python -m mcp_tasks.examples.server "
+        "--http HOST:PORT [--store ...]`) with its shipped defaults, SSE responses included, "
+        f"and `{' '.join(report.get('ours_flags', OURS_FLAGS))}` (the default rate limit, "
+        "1,000 task requests per requestor per 10 s, would cap polling at 100 gets/s per "
+        "session; `--max-active` is left at its default).",
+        "",
         f"**Lifecycle** ({plan['sessions']} sessions looping task-augmented `slow_compute(0)` → `tasks/result`, "
         f"{plan['window_s']:g} s window; CPU from `/proc/PID/stat`)",
         "",
@@ -1082,8 +1147,11 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         f"**List** ({plan['list_reps']} repetitions; retained completed tasks in one session, "
-        f"ms; the {int(sizes[-1]):,}-task rows are inserted straight into our stores, in the "
-        "first repetition only; the others are created over the wire)",
+        f"ms; the others are created over the wire; the {int(sizes[-1]):,} tasks are written "
+        "into the SQLite file or Redis database our server runs on, through a second instance "
+        "of the package's store (as another server instance sharing it would), in the first "
+        "repetition only; the in-memory store cannot be reached from outside its server and "
+        "filling it over the wire would take minutes, so it has no such row)",
         "",
         f"| server | page size | {head} | {walk} |",
         "| --- | ---: | " + " | ".join(["---:"] * (2 * len(sizes))) + " |",
@@ -1256,6 +1324,7 @@ def main(argv: list[str] | None = None) -> int:
         "errors": result["errors"],
         "server_logs_tail": logs,
         "aggregate": agg,
+        "ours_flags": list(OURS_FLAGS),
     }
     report["targets"] = targets(agg, plan, {s.name for s in specs if s.face == EXT})
     json_path = out_dir / "peers-latest.json"
