@@ -11,6 +11,10 @@ Servers (each workload on a fresh process, bound to 127.0.0.1 on a free port):
   its own virtualenv ``benchmarks/peers/.venv-mcp129`` (also holds matplotlib for the plots);
 - ``floor``: ``benchmarks/peers/floor_server.py``, mcp 2.3 with the thinnest hand-written tasks:
   what the SDK's transport alone costs;
+- ``ceiling``: ``benchmarks/peers/ceiling_server.py``, the thinnest 2025-11-25 tasks server as a
+  raw ASGI app under uvicorn with its defaults (no SDK, no validation or limits, JSON
+  responses): what Python on uvicorn can do here; lifecycle, wake-up and poll only, and our
+  rows' ratio to it ("× ceiling");
 - ``ours-memory`` / ``ours-sqlite`` (/ ``ours-redis`` when the runtime has a Redis store and
   ``redis-server`` is installed): our example server as users run it,
   ``python -m mcp_tasks.examples.server --http HOST:PORT [--store ...]``, with its shipped
@@ -84,6 +88,7 @@ TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 TS = "ts"
 CORE, EXT = "2025-11-25", "2026-07-28"  # the face a server is measured on
 FASTMCP = "fastmcp"
+CEILING = "ceiling"
 EXT_POLL_PAUSE_S = 0.005  # between two tasks/get of the ext lifecycle (no blocking result)
 
 
@@ -133,6 +138,17 @@ class ServerSpec:
     missing: str | None = None  # why it cannot run here
     env: dict[str, str] = field(default_factory=dict)
     face: str = CORE  # CORE: 2025-11-25 sessions; EXT: 2026-07-28 tasks extension, stateless
+    workloads: tuple[str, ...] | None = None  # a subset of its face's workloads (None: all)
+
+
+def uvicorn_auto_stack() -> str:
+    """What uvicorn's ``http="auto"`` and ``loop="auto"`` pick in this virtualenv (the
+    servers run on ``sys.executable``): httptools and uvloop when they import."""
+    from importlib.util import find_spec
+
+    http = "httptools" if find_spec("httptools") else "h11"
+    loop = "uvloop" if find_spec("uvloop") else "asyncio"
+    return f"{http} + {loop}"
 
 
 def free_port() -> int:
@@ -213,6 +229,12 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
             "floor-sdk",
             "floor + SDK tools/call path",
             lambda port, _: [py, str(PEERS / "floor_server.py"), "--port", str(port), "--sdk-tool"],
+        ),
+        ServerSpec(
+            CEILING,
+            f"ceiling: raw ASGI, uvicorn defaults ({uvicorn_auto_stack()})",
+            lambda port, _: [py, str(PEERS / "ceiling_server.py"), "--port", str(port)],
+            workloads=("lifecycle", "wakeup", "poll"),
         ),
         ServerSpec(
             "ours-memory",
@@ -788,7 +810,10 @@ EXT_WORKLOADS: dict[str, Workload] = {
 
 
 def workloads_of(spec: ServerSpec) -> dict[str, Workload]:
-    return EXT_WORKLOADS if spec.face == EXT else WORKLOADS
+    every = EXT_WORKLOADS if spec.face == EXT else WORKLOADS
+    if spec.workloads is None:
+        return every
+    return {k: v for k, v in every.items() if k in spec.workloads}
 
 
 # --------------------------------------------------------------------------- setup
@@ -950,6 +975,7 @@ def aggregate(runs: dict[str, dict[str, list[dict[str, Any]]]], names: list[str]
                 row[f"{key}.x_{ref}"] = ratio(key, name, itemgetter(rate), ref)
                 if floor:
                     row[f"{key}.cpu_x_floor"] = ratio(key, name, itemgetter(cpu), floor)
+                    row[f"{key}.x_{CEILING}"] = ratio(key, name, itemgetter(rate), CEILING)
         wk = runs["wakeup"][name]
         if wk:
             row["wakeup.p50_ms"] = med([r["p50_ms"] for r in wk])
@@ -1109,15 +1135,16 @@ def markdown(report: dict[str, Any]) -> str:
         f"**Lifecycle** ({plan['sessions']} sessions looping task-augmented `slow_compute(0)` → `tasks/result`, "
         f"{plan['window_s']:g} s window; CPU from `/proc/PID/stat`)",
         "",
-        "| server | tasks/s | × TS | p50 ms | p99 ms | server CPU ms/task | CPU × floor "
-        "| server CPU use | driver CPU µs/req |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| server | tasks/s | × TS | × ceiling | p50 ms | p99 ms | server CPU ms/task "
+        "| CPU × floor | server CPU use | driver CPU µs/req |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for n in names:
         r = agg[n]
         util = r.get("lifecycle.server_cpu_util")
         lines.append(
             f"| {label[n]} | {fmt(r.get('lifecycle.tasks_per_s'))} | {fmt(r.get('lifecycle.x_ts'), 2)} | "
+            f"{fmt(r.get('lifecycle.x_ceiling'), 2)} | "
             f"{fmt(r.get('lifecycle.p50_ms'), 2)} | {fmt(r.get('lifecycle.p99_ms'), 2)} | "
             f"{fmt(r.get('lifecycle.server_cpu_ms_per_task'), 3)} | "
             f"{fmt(r.get('lifecycle.cpu_x_floor'), 2)} | {'–' if util is None else f'{util:.0%}'} | "
@@ -1129,15 +1156,16 @@ def markdown(report: dict[str, Any]) -> str:
         f"(call sent + {plan['wake_seconds']:g} s); {plan['sessions']} staggered sessions × {plan['wake_rounds']} rounds) "
         f"and **poll** ({plan['sessions']} sessions looping `tasks/get`)",
         "",
-        "| server | wake p50 ms | wake p99 ms | gets/s | × TS | server CPU µs/get | CPU × floor "
-        "| driver CPU µs/req |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| server | wake p50 ms | wake p99 ms | gets/s | × TS | × ceiling | server CPU µs/get "
+        "| CPU × floor | driver CPU µs/req |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for n in names:
         r = agg[n]
         lines.append(
             f"| {label[n]} | {fmt(r.get('wakeup.p50_ms'), 2)} | {fmt(r.get('wakeup.p99_ms'), 2)} | "
             f"{fmt(r.get('poll.gets_per_s'))} | {fmt(r.get('poll.x_ts'), 2)} | "
+            f"{fmt(r.get('poll.x_ceiling'), 2)} | "
             f"{fmt(r.get('poll.server_cpu_us_per_get'))} | {fmt(r.get('poll.cpu_x_floor'), 2)} | "
             f"{fmt(r.get('poll.driver_cpu_us_per_req'))} |"
         )
@@ -1156,7 +1184,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"| server | page size | {head} | {walk} |",
         "| --- | ---: | " + " | ".join(["---:"] * (2 * len(sizes))) + " |",
     ]
-    for n in names:
+    listed = [n for n in names if f"list.{sizes[0]}.first_page_ms" in agg[n]]
+    for n in listed:
         r = agg[n]
         firsts = " | ".join(fmt(r.get(f"list.{s}.first_page_ms"), 2) for s in sizes)
         walks = " | ".join(fmt(r.get(f"list.{s}.walk_ms"), 1) for s in sizes)
@@ -1174,7 +1203,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"RSS bytes/task {int(sizes[-2]):,} → {int(sizes[-1]):,} (inserted) | heap bytes/task |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
-    for n in names:
+    for n in listed:
         r = agg[n]
         lines.append(
             f"| {label[n]} | {fmt(r.get('memory.bytes_per_task'))} | {fmt(r.get('memory.x_ts'), 2)} | "
@@ -1275,7 +1304,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int)
     ap.add_argument(
         "--servers",
-        help="comma-separated subset of ts,mcp129,floor,floor-sdk,ours-memory,ours-sqlite,ours-redis",
+        help="comma-separated subset of ts,mcp129,floor,floor-sdk,ceiling,ours-memory,"
+        "ours-sqlite,ours-redis,fastmcp,ours-ext",
     )
     ap.add_argument("--out", type=Path, help="results directory")
     ap.add_argument(

@@ -1,8 +1,8 @@
 """Keep benchmarks/peers_bench.py working: its --quick mode, end to end (no timing assertions).
 
-Runs our example server as shipped (memory and SQLite stores) and the floor server, plus the TypeScript and
-mcp 1.29 peers when their setup (``npm ci``, the benchmark virtualenv) is present, and on the
-2026-07-28 tasks extension face FastMCP 4 (when its virtualenv is there; under ``CI`` the
+Runs our example server as shipped (memory and SQLite stores), the floor and the raw-ASGI
+ceiling servers, plus the TypeScript and mcp 1.29 peers when their setup (``npm ci``, the
+benchmark virtualenv) is present, and on the 2026-07-28 tasks extension face FastMCP 4 (when its virtualenv is there; under ``CI`` the
 benchmark makes it) and our server's row ("–" while the face is not served).
 """
 
@@ -44,8 +44,14 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
     big = report["plan"]["big_list"]
     assert agg["ours-sqlite"][f"list.{big}.walk_tasks"] >= big
     assert agg["ours-memory"].get(f"list.{big}.walk_tasks") is None
+    # the raw-ASGI ceiling: lifecycle, wake-up and poll rows, and our ratio to it
+    ceiling = agg["ceiling"]
+    assert ceiling["lifecycle.tasks_per_s"] > 0 and ceiling["poll.gets_per_s"] > 0
+    assert ceiling["lifecycle.x_ceiling"] == 1.0 and ceiling["wakeup.p99_ms"] is not None
+    assert f"list.{report['plan']['list_sizes'][0]}.first_page_ms" not in ceiling
+    assert agg["ours-memory"]["lifecycle.x_ceiling"] > 0 and agg["ours-memory"]["poll.x_ceiling"] > 0
     ran = {s["name"] for s in report["servers"] if not s["missing"]}
-    assert {"floor", "ours-memory", "ours-sqlite"} <= ran <= set(agg)
+    assert {"floor", "ceiling", "ours-memory", "ours-sqlite"} <= ran <= set(agg)
     if "ts" in agg:
         assert agg["ts"]["lifecycle.x_ts"] == 1.0
     assert {t["server"] for t in report["targets"]} >= {"ours-memory", "ours-sqlite"}
