@@ -16,7 +16,9 @@ Servers (each workload on a fresh process, bound to 127.0.0.1 on a free port):
   responses): what Python on uvicorn can do here; lifecycle, wake-up and poll only, and our
   rows' ratio to it ("× ceiling");
 - ``ours-memory`` / ``ours-sqlite`` (/ ``ours-redis`` when the runtime has a Redis store and
-  ``redis-server`` is installed): our example server as users run it,
+  ``redis-server`` is installed), and ``ours-h11`` (the memory store on uvicorn's h11
+  parser and plain asyncio, ``--http-stack h11``, against the shipped default's httptools
+  and uvloop; lifecycle, wake-up and poll only): our example server as users run it,
   ``python -m mcp_tasks.examples.server --http HOST:PORT [--store ...]``, with its shipped
   defaults (the SDK's SSE response mode among them) and one flag a user would pass:
   ``--rate-limit`` raised (``OURS_FLAGS``; the default, 1,000 task requests per requestor
@@ -89,6 +91,7 @@ TS = "ts"
 CORE, EXT = "2025-11-25", "2026-07-28"  # the face a server is measured on
 FASTMCP = "fastmcp"
 CEILING = "ceiling"
+OURS_H11 = "ours-h11"  # the example server on uvicorn's h11 + plain asyncio (--http-stack h11)
 EXT_POLL_PAUSE_S = 0.005  # between two tasks/get of the ext lifecycle (no blocking result)
 
 
@@ -178,11 +181,11 @@ def redis_store_spec() -> tuple[str | None, str | None]:
     return "redis://", None
 
 
-def ours_argv(port: int, store: str | None = None) -> list[str]:
+def ours_argv(port: int, store: str | None = None, *extra: str) -> list[str]:
     """The command line of our example server as shipped on ``port`` (``--store`` when
-    one is named), with ``OURS_FLAGS``."""
+    one is named), with ``OURS_FLAGS`` and ``extra``."""
     argv = [sys.executable, "-m", "mcp_tasks.examples.server", "--http", f"{HOST}:{port}"]
-    return [*argv, *OURS_FLAGS] + ([] if store is None else ["--store", store])
+    return [*argv, *OURS_FLAGS, *extra] + ([] if store is None else ["--store", store])
 
 
 def sqlite_store(port: int, tmp: Path) -> str:
@@ -238,9 +241,15 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
         ),
         ServerSpec(
             "ours-memory",
-            "ours, InMemoryTaskStore",
+            f"ours (shipped default: {uvicorn_auto_stack()}), InMemoryTaskStore",
             lambda port, _: ours_argv(port),
             store=lambda _port, _tmp: "memory",
+        ),
+        ServerSpec(
+            OURS_H11,
+            "ours (h11 + asyncio: `--http-stack h11`), InMemoryTaskStore",
+            lambda port, _: ours_argv(port, None, "--http-stack", "h11"),
+            workloads=("lifecycle", "wakeup", "poll"),
         ),
         ServerSpec(
             "ours-sqlite",
@@ -1059,7 +1068,7 @@ def targets(agg: dict[str, Any], plan: Plan, ext: Collection[str] = ()) -> list[
             True,
         ),
     ]
-    for name in [n for n in agg if n.startswith("ours-") and n not in ext]:
+    for name in [n for n in agg if n.startswith("ours-") and n not in (*ext, OURS_H11)]:
         for what, get, ok, floor_applies in checks:
             value = get(agg[name])
             met = None if value is None else bool(ok(value))
@@ -1127,7 +1136,8 @@ def markdown(report: dict[str, Any]) -> str:
         ),
         "",
         "Ours is the example server as users run it (`python -m mcp_tasks.examples.server "
-        "--http HOST:PORT [--store ...]`) with its shipped defaults, SSE responses included, "
+        "--http HOST:PORT [--store ...]`) with its shipped defaults, SSE responses and "
+        f"`--http-stack auto` ({uvicorn_auto_stack()} here) included, "
         f"and `{' '.join(report.get('ours_flags', OURS_FLAGS))}` (the default rate limit, "
         "1,000 task requests per requestor per 10 s, would cap polling at 100 gets/s per "
         "session; `--max-active` is left at its default).",
@@ -1305,7 +1315,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--servers",
         help="comma-separated subset of ts,mcp129,floor,floor-sdk,ceiling,ours-memory,"
-        "ours-sqlite,ours-redis,fastmcp,ours-ext",
+        "ours-h11,ours-sqlite,ours-redis,fastmcp,ours-ext",
     )
     ap.add_argument("--out", type=Path, help="results directory")
     ap.add_argument(

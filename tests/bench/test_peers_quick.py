@@ -50,6 +50,11 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
     assert ceiling["lifecycle.x_ceiling"] == 1.0 and ceiling["wakeup.p99_ms"] is not None
     assert f"list.{report['plan']['list_sizes'][0]}.first_page_ms" not in ceiling
     assert agg["ours-memory"]["lifecycle.x_ceiling"] > 0 and agg["ours-memory"]["poll.x_ceiling"] > 0
+    # our server on both HTTP stacks in the same run: httptools + uvloop (the shipped
+    # default) and h11 + asyncio (--http-stack h11)
+    h11 = agg["ours-h11"]
+    assert h11["lifecycle.tasks_per_s"] > 0 and h11["poll.gets_per_s"] > 0
+    assert h11["lifecycle.x_ceiling"] > 0
     ran = {s["name"] for s in report["servers"] if not s["missing"]}
     assert {"floor", "ceiling", "ours-memory", "ours-sqlite"} <= ran <= set(agg)
     if "ts" in agg:
