@@ -11,8 +11,19 @@ Servers (each workload on a fresh process, bound to 127.0.0.1 on a free port):
   its own virtualenv ``benchmarks/peers/.venv-mcp129`` (also holds matplotlib for the plots);
 - ``floor``: ``benchmarks/peers/floor_server.py``, mcp 2.3 with the thinnest hand-written tasks:
   what the SDK's transport alone costs;
+- ``ceiling``: ``benchmarks/peers/ceiling_server.py``, the thinnest 2025-11-25 tasks server as a
+  raw ASGI app under uvicorn with its defaults (no SDK, no validation or limits, JSON
+  responses): what Python on uvicorn can do here; lifecycle, wake-up and poll only, and our
+  rows' ratio to it ("× ceiling");
 - ``ours-memory`` / ``ours-sqlite`` (/ ``ours-redis`` when the runtime has a Redis store and
-  ``redis-server`` is installed): ``benchmarks/peers/ours_server.py``, our example server.
+  ``redis-server`` is installed), and ``ours-h11`` (the memory store on uvicorn's h11
+  parser and plain asyncio, ``--http-stack h11``, against the shipped default's httptools
+  and uvloop; lifecycle, wake-up and poll only): our example server as users run it,
+  ``python -m mcp_tasks.examples.server --http HOST:PORT [--store ...]``, with its shipped
+  defaults (the SDK's SSE response mode among them) and one flag a user would pass:
+  ``--rate-limit`` raised (``OURS_FLAGS``; the default, 1,000 task requests per requestor
+  per 10 s, would cap polling at 100 gets/s per session). ``--max-active`` stays at its
+  default (100 non-terminal tasks per requestor; no workload has more than 8).
 
 On the 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``; stateless requests, the
 driver's ``Stateless`` mode; lifecycle = task ``tools/call`` then ``tasks/get`` until
@@ -42,6 +53,7 @@ import contextlib
 import json
 import os
 import platform
+import secrets
 import shutil
 import socket
 import statistics
@@ -72,10 +84,14 @@ import fastmcp_peer  # noqa: E402
 from driver import RpcError, Session, Stateless  # noqa: E402
 
 HOST = "127.0.0.1"
+#: The flags our example server runs with beyond ``--http`` and ``--store`` (reported).
+OURS_FLAGS = ("--rate-limit", "1000000/1")
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 TS = "ts"
 CORE, EXT = "2025-11-25", "2026-07-28"  # the face a server is measured on
 FASTMCP = "fastmcp"
+CEILING = "ceiling"
+OURS_H11 = "ours-h11"  # the example server on uvicorn's h11 + plain asyncio (--http-stack h11)
 EXT_POLL_PAUSE_S = 0.005  # between two tasks/get of the ext lifecycle (no blocking result)
 
 
@@ -115,12 +131,27 @@ class ServerSpec:
     name: str
     label: str
     argv: Callable[[int, Path], list[str]]
-    prefill: bool = False  # has /bench/prefill (our server)
+    #: ours: the ``--store`` value on (port, tmp dir); None for the other servers
+    store: Callable[[int, Path], str] | None = None
+    #: the 100,000-task list row is written through a second instance of ``store`` (a store
+    #: that instances share: an SQLite file, a Redis database)
+    shared_store: bool = False
     needs_redis: bool = False  # CPU and RSS include the redis-server's
     heap_hook: bool = False  # GET /bench/heap: full GC, then process.memoryUsage() (node)
     missing: str | None = None  # why it cannot run here
     env: dict[str, str] = field(default_factory=dict)
     face: str = CORE  # CORE: 2025-11-25 sessions; EXT: 2026-07-28 tasks extension, stateless
+    workloads: tuple[str, ...] | None = None  # a subset of its face's workloads (None: all)
+
+
+def uvicorn_auto_stack() -> str:
+    """What uvicorn's ``http="auto"`` and ``loop="auto"`` pick in this virtualenv (the
+    servers run on ``sys.executable``): httptools and uvloop when they import."""
+    from importlib.util import find_spec
+
+    http = "httptools" if find_spec("httptools") else "h11"
+    loop = "uvloop" if find_spec("uvloop") else "asyncio"
+    return f"{http} + {loop}"
 
 
 def free_port() -> int:
@@ -150,10 +181,19 @@ def redis_store_spec() -> tuple[str | None, str | None]:
     return "redis://", None
 
 
-def ours_argv(port: int, store: str | None = None) -> list[str]:
-    """The command line of our example server on ``port``, on ``store`` when one is named."""
-    argv = [sys.executable, str(PEERS / "ours_server.py"), "--port", str(port)]
-    return argv if store is None else [*argv, "--store", store]
+def ours_argv(port: int, store: str | None = None, *extra: str) -> list[str]:
+    """The command line of our example server as shipped on ``port`` (``--store`` when
+    one is named), with ``OURS_FLAGS`` and ``extra``."""
+    argv = [sys.executable, "-m", "mcp_tasks.examples.server", "--http", f"{HOST}:{port}"]
+    return [*argv, *OURS_FLAGS, *extra] + ([] if store is None else ["--store", store])
+
+
+def sqlite_store(port: int, tmp: Path) -> str:
+    return f"sqlite:{tmp / f'tasks-{port}.db'}"
+
+
+def redis_store(port: int, tmp: Path) -> str:
+    return f"redis://127.0.0.1:{os.environ.get('BENCH_REDIS_PORT', '6379')}/0"
 
 
 def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
@@ -194,28 +234,40 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
             lambda port, _: [py, str(PEERS / "floor_server.py"), "--port", str(port), "--sdk-tool"],
         ),
         ServerSpec(
+            CEILING,
+            f"ceiling: raw ASGI, uvicorn defaults ({uvicorn_auto_stack()})",
+            lambda port, _: [py, str(PEERS / "ceiling_server.py"), "--port", str(port)],
+            workloads=("lifecycle", "wakeup", "poll"),
+        ),
+        ServerSpec(
             "ours-memory",
-            "ours, InMemoryTaskStore",
+            f"ours (shipped default: {uvicorn_auto_stack()}), InMemoryTaskStore",
             lambda port, _: ours_argv(port),
-            prefill=True,
+            store=lambda _port, _tmp: "memory",
+        ),
+        ServerSpec(
+            OURS_H11,
+            "ours (h11 + asyncio: `--http-stack h11`), InMemoryTaskStore",
+            lambda port, _: ours_argv(port, None, "--http-stack", "h11"),
+            workloads=("lifecycle", "wakeup", "poll"),
         ),
         ServerSpec(
             "ours-sqlite",
             "ours, SqliteTaskStore",
-            lambda port, d: ours_argv(port, f"sqlite:{d / f'tasks-{port}.db'}"),
-            prefill=True,
+            lambda port, d: ours_argv(port, sqlite_store(port, d)),
+            store=sqlite_store,
+            shared_store=True,
         ),
     ]
     specs += ext_specs()
-    redis_prefix, why = redis_store_spec()
+    _redis_prefix, why = redis_store_spec()
     specs.append(
         ServerSpec(
             "ours-redis",
             "ours, RedisTaskStore",
-            lambda port, _: ours_argv(
-                port, f"{redis_prefix}127.0.0.1:{os.environ.get('BENCH_REDIS_PORT', '6379')}/0"
-            ),
-            prefill=True,
+            lambda port, d: ours_argv(port, redis_store(port, d)),
+            store=redis_store,
+            shared_store=True,
             missing=why,
             needs_redis=True,
         )
@@ -318,6 +370,11 @@ class Running:
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.log = tmp / f"{spec.name}.log"
+
+    @property
+    def store(self) -> str | None:
+        """Our server's ``--store`` value (None for the other servers)."""
+        return None if self.spec.store is None else self.spec.store(self.port, self.tmp)
 
     async def start(self) -> Running:
         if self.spec.needs_redis:
@@ -636,16 +693,46 @@ async def _walk(s: Session, budget_s: float) -> tuple[float, int, int]:
     return statistics.median(times) * 1e3, total, pages
 
 
-async def _prefill(port: int, sid: str, n: int) -> None:
-    reader, writer = await asyncio.open_connection(HOST, port)
-    writer.write(
-        f"POST /bench/prefill?session={sid}&n={n} HTTP/1.1\r\nHost: {HOST}\r\n"
-        "Content-Length: 0\r\nConnection: close\r\n\r\n".encode()
-    )
-    data = await reader.read()
-    writer.close()
-    if b" 200 " not in data.split(b"\r\n", 1)[0]:
-        raise RuntimeError(f"prefill failed: {data[:200]!r}")
+def session_requestor(s: Session) -> str:
+    """The requestor key our server binds a session's tasks to without bearer auth
+    (``McpTasks.requestor_of``: ``session:<Mcp-Session-Id>``; ``subject:<sub>`` with a token)."""
+    assert s.sid is not None
+    return f"session:{s.sid}"
+
+
+async def _insert(store_spec: str, requestor: str, n: int) -> None:
+    """Write ``n`` completed ``slow_compute(0)`` tasks of ``requestor`` into the store our
+    server runs on, through a second instance of it (``make_store``, the package's own
+    store API on the same SQLite file or Redis database), as another server instance
+    sharing that store would. Filling 100,000 tasks over the wire would take minutes."""
+    from mcp_tasks.examples.server import make_store
+    from mcp_tasks.lifecycle import COMPLETED
+    from mcp_tasks.runtime.engine import EngineConfig
+    from mcp_tasks.store import TaskRecord
+
+    store = make_store(store_spec)
+    poll_ms, now = EngineConfig().poll_interval_ms, time.time()
+    result = {"content": [{"type": "text", "text": "done after 0s (no label)"}]}
+
+    def record(i: int) -> TaskRecord:
+        return TaskRecord(
+            task_id=secrets.token_urlsafe(16),
+            requestor=requestor,
+            method="tools/call",
+            status=COMPLETED,
+            created_at=now + i * 1e-6,
+            last_updated_at=now,
+            ttl_ms=3_600_000,
+            poll_interval_ms=poll_ms,
+            result=dict(result),
+        )
+
+    try:  # 256 at a time: SQLite commits them as one group, Redis overlaps the round trips
+        for start in range(0, n, 256):
+            batch = range(start, min(n, start + 256))
+            await asyncio.gather(*(store.create(record(i)) for i in batch))
+    finally:
+        await store.close()
 
 
 async def _heap(srv: Running) -> int | None:
@@ -670,13 +757,14 @@ async def w_list(srv: Running, plan: Plan, rep: int = 0) -> dict[str, Any]:
     points: dict[str, Any] = {}
     budget = 0.5 if plan.fresh_process else 0.1
     sizes = [(n, False) for n in plan.list_sizes]
-    if srv.spec.prefill and plan.big_list and rep < plan.big_list_reps:
+    store = srv.store
+    if srv.spec.shared_store and store and plan.big_list and rep < plan.big_list_reps:
         sizes.append((plan.big_list, True))
     rss_points = []
     for n, by_prefill in sizes:
         if by_prefill:
-            assert s.sid is not None
-            await _prefill(srv.port, s.sid, n - have)
+            assert store is not None
+            await _insert(store, session_requestor(s), n - have)
             have = n
         else:
             have = await _fill(s, n, have)
@@ -731,7 +819,10 @@ EXT_WORKLOADS: dict[str, Workload] = {
 
 
 def workloads_of(spec: ServerSpec) -> dict[str, Workload]:
-    return EXT_WORKLOADS if spec.face == EXT else WORKLOADS
+    every = EXT_WORKLOADS if spec.face == EXT else WORKLOADS
+    if spec.workloads is None:
+        return every
+    return {k: v for k, v in every.items() if k in spec.workloads}
 
 
 # --------------------------------------------------------------------------- setup
@@ -893,6 +984,7 @@ def aggregate(runs: dict[str, dict[str, list[dict[str, Any]]]], names: list[str]
                 row[f"{key}.x_{ref}"] = ratio(key, name, itemgetter(rate), ref)
                 if floor:
                     row[f"{key}.cpu_x_floor"] = ratio(key, name, itemgetter(cpu), floor)
+                    row[f"{key}.x_{CEILING}"] = ratio(key, name, itemgetter(rate), CEILING)
         wk = runs["wakeup"][name]
         if wk:
             row["wakeup.p50_ms"] = med([r["p50_ms"] for r in wk])
@@ -976,7 +1068,7 @@ def targets(agg: dict[str, Any], plan: Plan, ext: Collection[str] = ()) -> list[
             True,
         ),
     ]
-    for name in [n for n in agg if n.startswith("ours-") and n not in ext]:
+    for name in [n for n in agg if n.startswith("ours-") and n not in (*ext, OURS_H11)]:
         for what, get, ok, floor_applies in checks:
             value = get(agg[name])
             met = None if value is None else bool(ok(value))
@@ -993,6 +1085,8 @@ def targets(agg: dict[str, Any], plan: Plan, ext: Collection[str] = ()) -> list[
                 )
             elif met is False and fmet:
                 note = "the floor meets it: our own overhead"
+            elif value is None and what.startswith("list first page flat"):
+                note = f"no {int(big):,}-task row: an in-memory store is not reachable from outside"
             if what.startswith("lifecycle server CPU") and fcpu:
                 mine = agg[name].get("lifecycle.server_cpu_ms_per_task")
                 note = f"ours {fmt(mine, 3)} ms vs floor {fmt(fcpu, 3)} ms per task (medians)"
@@ -1041,18 +1135,26 @@ def markdown(report: dict[str, Any]) -> str:
             else "."
         ),
         "",
+        "Ours is the example server as users run it (`python -m mcp_tasks.examples.server "
+        "--http HOST:PORT [--store ...]`) with its shipped defaults, SSE responses and "
+        f"`--http-stack auto` ({uvicorn_auto_stack()} here) included, "
+        f"and `{' '.join(report.get('ours_flags', OURS_FLAGS))}` (the default rate limit, "
+        "1,000 task requests per requestor per 10 s, would cap polling at 100 gets/s per "
+        "session; `--max-active` is left at its default).",
+        "",
         f"**Lifecycle** ({plan['sessions']} sessions looping task-augmented `slow_compute(0)` → `tasks/result`, "
         f"{plan['window_s']:g} s window; CPU from `/proc/PID/stat`)",
         "",
-        "| server | tasks/s | × TS | p50 ms | p99 ms | server CPU ms/task | CPU × floor "
-        "| server CPU use | driver CPU µs/req |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| server | tasks/s | × TS | × ceiling | p50 ms | p99 ms | server CPU ms/task "
+        "| CPU × floor | server CPU use | driver CPU µs/req |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for n in names:
         r = agg[n]
         util = r.get("lifecycle.server_cpu_util")
         lines.append(
             f"| {label[n]} | {fmt(r.get('lifecycle.tasks_per_s'))} | {fmt(r.get('lifecycle.x_ts'), 2)} | "
+            f"{fmt(r.get('lifecycle.x_ceiling'), 2)} | "
             f"{fmt(r.get('lifecycle.p50_ms'), 2)} | {fmt(r.get('lifecycle.p99_ms'), 2)} | "
             f"{fmt(r.get('lifecycle.server_cpu_ms_per_task'), 3)} | "
             f"{fmt(r.get('lifecycle.cpu_x_floor'), 2)} | {'–' if util is None else f'{util:.0%}'} | "
@@ -1064,15 +1166,16 @@ def markdown(report: dict[str, Any]) -> str:
         f"(call sent + {plan['wake_seconds']:g} s); {plan['sessions']} staggered sessions × {plan['wake_rounds']} rounds) "
         f"and **poll** ({plan['sessions']} sessions looping `tasks/get`)",
         "",
-        "| server | wake p50 ms | wake p99 ms | gets/s | × TS | server CPU µs/get | CPU × floor "
-        "| driver CPU µs/req |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| server | wake p50 ms | wake p99 ms | gets/s | × TS | × ceiling | server CPU µs/get "
+        "| CPU × floor | driver CPU µs/req |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for n in names:
         r = agg[n]
         lines.append(
             f"| {label[n]} | {fmt(r.get('wakeup.p50_ms'), 2)} | {fmt(r.get('wakeup.p99_ms'), 2)} | "
             f"{fmt(r.get('poll.gets_per_s'))} | {fmt(r.get('poll.x_ts'), 2)} | "
+            f"{fmt(r.get('poll.x_ceiling'), 2)} | "
             f"{fmt(r.get('poll.server_cpu_us_per_get'))} | {fmt(r.get('poll.cpu_x_floor'), 2)} | "
             f"{fmt(r.get('poll.driver_cpu_us_per_req'))} |"
         )
@@ -1082,13 +1185,17 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         f"**List** ({plan['list_reps']} repetitions; retained completed tasks in one session, "
-        f"ms; the {int(sizes[-1]):,}-task rows are inserted straight into our stores, in the "
-        "first repetition only; the others are created over the wire)",
+        f"ms; the others are created over the wire; the {int(sizes[-1]):,} tasks are written "
+        "into the SQLite file or Redis database our server runs on, through a second instance "
+        "of the package's store (as another server instance sharing it would), in the first "
+        "repetition only; the in-memory store cannot be reached from outside its server and "
+        "filling it over the wire would take minutes, so it has no such row)",
         "",
         f"| server | page size | {head} | {walk} |",
         "| --- | ---: | " + " | ".join(["---:"] * (2 * len(sizes))) + " |",
     ]
-    for n in names:
+    listed = [n for n in names if f"list.{sizes[0]}.first_page_ms" in agg[n]]
+    for n in listed:
         r = agg[n]
         firsts = " | ".join(fmt(r.get(f"list.{s}.first_page_ms"), 2) for s in sizes)
         walks = " | ".join(fmt(r.get(f"list.{s}.walk_ms"), 1) for s in sizes)
@@ -1106,7 +1213,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"RSS bytes/task {int(sizes[-2]):,} → {int(sizes[-1]):,} (inserted) | heap bytes/task |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
-    for n in names:
+    for n in listed:
         r = agg[n]
         lines.append(
             f"| {label[n]} | {fmt(r.get('memory.bytes_per_task'))} | {fmt(r.get('memory.x_ts'), 2)} | "
@@ -1207,7 +1314,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int)
     ap.add_argument(
         "--servers",
-        help="comma-separated subset of ts,mcp129,floor,floor-sdk,ours-memory,ours-sqlite,ours-redis",
+        help="comma-separated subset of ts,mcp129,floor,floor-sdk,ceiling,ours-memory,"
+        "ours-h11,ours-sqlite,ours-redis,fastmcp,ours-ext",
     )
     ap.add_argument("--out", type=Path, help="results directory")
     ap.add_argument(
@@ -1256,6 +1364,7 @@ def main(argv: list[str] | None = None) -> int:
         "errors": result["errors"],
         "server_logs_tail": logs,
         "aggregate": agg,
+        "ours_flags": list(OURS_FLAGS),
     }
     report["targets"] = targets(agg, plan, {s.name for s in specs if s.face == EXT})
     json_path = out_dir / "peers-latest.json"

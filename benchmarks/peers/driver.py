@@ -53,13 +53,18 @@ class Conn:
         """Send one POST (``head`` = request line + headers without Content-Length)."""
         assert self.reader is not None and self.writer is not None
         request = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body)
+        if self.reader.at_eof():  # the server closed the idle keep-alive connection
+            self.close()
+            await self.open()
+            assert self.writer is not None and self.reader is not None
         self.writer.write(request)
         try:
             raw = await self.reader.readuntil(b"\r\n\r\n")
-        except asyncio.IncompleteReadError as exc:
-            if exc.partial:
+        except (asyncio.IncompleteReadError, ConnectionResetError) as exc:
+            if isinstance(exc, asyncio.IncompleteReadError) and exc.partial:
                 raise
-            # The server closed an idle keep-alive connection: reconnect, send again once.
+            # The server closed an idle keep-alive connection (uvicorn's default keep-alive
+            # timeout is 5 s) as we sent: reconnect, send again once.
             self.close()
             await self.open()
             assert self.writer is not None and self.reader is not None

@@ -1,8 +1,8 @@
 """Keep benchmarks/peers_bench.py working: its --quick mode, end to end (no timing assertions).
 
-Runs our server (memory and SQLite stores) and the floor server, plus the TypeScript and
-mcp 1.29 peers when their setup (``npm ci``, the benchmark virtualenv) is present, and on the
-2026-07-28 tasks extension face FastMCP 4 (when its virtualenv is there; under ``CI`` the
+Runs our example server as shipped (memory and SQLite stores), the floor and the raw-ASGI
+ceiling servers, plus the TypeScript and mcp 1.29 peers when their setup (``npm ci``, the
+benchmark virtualenv) is present, and on the 2026-07-28 tasks extension face FastMCP 4 (when its virtualenv is there; under ``CI`` the
 benchmark makes it) and our server's row ("–" while the face is not served).
 """
 
@@ -39,12 +39,24 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
         for n in sizes:
             assert row[f"list.{n}.walk_tasks"] >= int(n)  # every retained task is listed
             assert row[f"list.{n}.first_page_ms"] is not None
-    for name in ("ours-memory", "ours-sqlite"):  # the big-N rows come from the prefill hook
-        assert (
-            agg[name][f"list.{report['plan']['big_list']}.walk_tasks"] >= report["plan"]["big_list"]
-        )
+    # the big-N row: tasks written into the SQLite file through a second store instance;
+    # the in-memory store has no such row
+    big = report["plan"]["big_list"]
+    assert agg["ours-sqlite"][f"list.{big}.walk_tasks"] >= big
+    assert agg["ours-memory"].get(f"list.{big}.walk_tasks") is None
+    # the raw-ASGI ceiling: lifecycle, wake-up and poll rows, and our ratio to it
+    ceiling = agg["ceiling"]
+    assert ceiling["lifecycle.tasks_per_s"] > 0 and ceiling["poll.gets_per_s"] > 0
+    assert ceiling["lifecycle.x_ceiling"] == 1.0 and ceiling["wakeup.p99_ms"] is not None
+    assert f"list.{report['plan']['list_sizes'][0]}.first_page_ms" not in ceiling
+    assert agg["ours-memory"]["lifecycle.x_ceiling"] > 0 and agg["ours-memory"]["poll.x_ceiling"] > 0
+    # our server on both HTTP stacks in the same run: httptools + uvloop (the shipped
+    # default) and h11 + asyncio (--http-stack h11)
+    h11 = agg["ours-h11"]
+    assert h11["lifecycle.tasks_per_s"] > 0 and h11["poll.gets_per_s"] > 0
+    assert h11["lifecycle.x_ceiling"] > 0
     ran = {s["name"] for s in report["servers"] if not s["missing"]}
-    assert {"floor", "ours-memory", "ours-sqlite"} <= ran <= set(agg)
+    assert {"floor", "ceiling", "ours-memory", "ours-sqlite"} <= ran <= set(agg)
     if "ts" in agg:
         assert agg["ts"]["lifecycle.x_ts"] == 1.0
     assert {t["server"] for t in report["targets"]} >= {"ours-memory", "ours-sqlite"}

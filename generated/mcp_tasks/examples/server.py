@@ -8,7 +8,7 @@
 """Example MCP server with tasks, on the ``mcp`` SDK's ``MCPServer``.
 
     python -m PACKAGE.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH|redis://HOST:PORT/DB]
-                                        [--tokens FILE] [--stateless] [--no-lean] [LIMITS]
+                                        [--tokens FILE] [--stateless] [--http-stack auto|h11] [--no-lean] [LIMITS]
     python -m PACKAGE.examples.server --stdio [--store ...] [LIMITS]
 
 PACKAGE is the generated package's import name (``mcp_tasks`` for the one shipped).
@@ -41,6 +41,12 @@ suite's ``tasks-*`` scenarios; every tool has a description (its ``tools-list`` 
 instance using the same Redis and namespace (needs the ``redis`` extra); run several
 instances behind a load balancer, with ``--tokens`` so one requestor is one subject.
 
+``--http-stack auto|h11``: ``auto`` (the default) serves HTTP with uvicorn's ``httptools``
+parser on the ``uvloop`` event loop when both are installed (the ``mcp`` extra installs
+them; each falls back to the pure-Python one when missing); ``h11`` with uvicorn's ``h11``
+parser on plain ``asyncio``. uvloop is anyio's event loop here (``anyio.run``'s
+``use_uvloop``): uvicorn serves on the loop it is given.
+
 ``--tokens FILE``: a JSON object mapping bearer token -> subject; tasks are then
 bound to the subject (R-SEC-1), which survives sessions and restarts.
 Without tokens, tasks are bound to the transport session (R-SEC-2) and cancelled
@@ -50,6 +56,7 @@ when it ends (stdio EOF, HTTP session DELETE): nobody could reach them afterward
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import sys
@@ -71,6 +78,9 @@ from ..runtime.mcp_server import McpTasks, run_stdio, tidy_http_errors
 from ..store import TaskStore
 
 __all__ = ["DictTokenVerifier", "build_server", "main", "make_store"]
+
+#: ``--http-stack``: ``auto`` = httptools + uvloop when installed, ``h11`` = h11 + asyncio
+HTTP_STACKS = ("auto", "h11")
 
 
 class DictTokenVerifier(TokenVerifier):
@@ -243,6 +253,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="serve the task methods through the SDK's per-request machinery too (slower)",
     )
+    parser.add_argument(
+        "--http-stack",
+        choices=HTTP_STACKS,
+        default="auto",
+        help="auto (default): httptools + uvloop when installed; h11: h11 + plain asyncio",
+    )
     limits = parser.add_argument_group("limits (R-SEC-3, R-SEC-4; defaults: EngineConfig)")
     limits.add_argument(
         "--max-active", type=int, metavar="N", help="non-terminal tasks per requestor"
@@ -258,8 +274,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.engine_config = engine_config(args)
     except ValueError as exc:
         parser.error(str(exc))
-    if args.stdio and (args.tokens or args.stateless or args.no_lean):
-        parser.error("--tokens, --stateless and --no-lean apply to --http only")
+    if args.stdio and (args.tokens or args.stateless or args.no_lean or args.http_stack != "auto"):
+        parser.error("--tokens, --stateless, --http-stack and --no-lean apply to --http only")
     return args
 
 
@@ -317,7 +333,11 @@ async def _serve(args: argparse.Namespace) -> None:
                 )
             )
             config = uvicorn.Config(
-                app, host=host or "127.0.0.1", port=int(port), log_level="warning"
+                app,
+                host=host or "127.0.0.1",
+                port=int(port),
+                log_level="warning",
+                http=args.http_stack,  # auto: httptools when installed
             )
             await uvicorn.Server(config).serve()
     finally:
@@ -325,11 +345,19 @@ async def _serve(args: argparse.Namespace) -> None:
             await store.close()
 
 
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    """anyio's options: the uvloop event loop over HTTP with ``--http-stack auto`` when it
+    is installed (uvicorn serves on the running loop; its own ``loop`` setting is unused)."""
+    if args.http and args.http_stack == "auto" and importlib.util.find_spec("uvloop"):
+        return {"use_uvloop": True}
+    return {}
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     try:
-        anyio.run(_serve, args)
+        anyio.run(_serve, args, backend_options=backend_options(args))
     except KeyboardInterrupt:
         pass
 
