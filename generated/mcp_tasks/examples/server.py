@@ -8,7 +8,8 @@
 """Example MCP server with tasks, on the ``mcp`` SDK's ``MCPServer``.
 
     python -m PACKAGE.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH|redis://HOST:PORT/DB]
-                                        [--tokens FILE] [--stateless] [--http-stack auto|h11] [--no-lean] [LIMITS]
+                                        [--tokens FILE] [--stateless] [--http-stack auto|h11] [--no-lean]
+                                        [--workers N] [LIMITS]
     python -m PACKAGE.examples.server --stdio [--store ...] [LIMITS]
 
 PACKAGE is the generated package's import name (``mcp_tasks`` for the one shipped).
@@ -47,6 +48,12 @@ them; each falls back to the pure-Python one when missing); ``h11`` with uvicorn
 parser on plain ``asyncio``. uvloop is anyio's event loop here (``anyio.run``'s
 ``use_uvloop``): uvicorn serves on the loop it is given.
 
+``--workers N`` (HTTP): N processes serve the one port (``examples/workers.py``); the
+kernel picks the worker of each connection, so every worker must be able to answer every
+request: more than one needs ``--stateless`` (a session lives in one process), ``--tokens``
+(one requestor on every worker) and a ``redis://`` store (the shared tasks, wake-ups and
+leases); otherwise the server refuses to start, saying what is missing.
+
 ``--tokens FILE``: a JSON object mapping bearer token -> subject; tasks are then
 bound to the subject (R-SEC-1), which survives sessions and restarts.
 Without tokens, tasks are bound to the transport session (R-SEC-2) and cancelled
@@ -59,6 +66,8 @@ import argparse
 import importlib.util
 import json
 import logging
+import signal
+import socket
 import sys
 from typing import Annotated, Any
 
@@ -259,6 +268,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="auto",
         help="auto (default): httptools + uvloop when installed; h11: h11 + plain asyncio",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N processes on the one port (N > 1: --stateless, --tokens, a redis:// store)",
+    )
+    parser.add_argument("--worker-fd", type=int, help=argparse.SUPPRESS)  # set by --workers
     limits = parser.add_argument_group("limits (R-SEC-3, R-SEC-4; defaults: EngineConfig)")
     limits.add_argument(
         "--max-active", type=int, metavar="N", help="non-terminal tasks per requestor"
@@ -276,7 +293,36 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(str(exc))
     if args.stdio and (args.tokens or args.stateless or args.no_lean or args.http_stack != "auto"):
         parser.error("--tokens, --stateless, --http-stack and --no-lean apply to --http only")
+    problem = workers_problem(args)
+    if problem is not None:
+        parser.error(problem)
     return args
+
+
+#: ``--store`` prefixes of the shared (Redis) store: the only one workers can share.
+SHARED_STORE_PREFIXES = ("redis://", "rediss://", "unix://")
+
+
+def workers_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--workers N`` cannot serve as asked (``None``: it can). Any worker may get any
+    connection, so each must answer any request: no sessions (they live in one process's
+    memory), requestors named by bearer tokens, and the tasks in the shared store."""
+    if args.workers < 1:
+        return "--workers: N >= 1"
+    if args.workers == 1:
+        return None
+    if not args.http:
+        return "--workers applies to --http only"
+    missing = []
+    if not args.stateless:
+        missing.append("--stateless (a session lives in one worker's memory)")
+    if not args.tokens:
+        missing.append("--tokens FILE (one requestor on every worker)")
+    if not str(args.store).startswith(SHARED_STORE_PREFIXES):
+        missing.append("--store redis://HOST:PORT/DB (memory and SQLite stores are per process)")
+    if missing:
+        return f"--workers {args.workers} needs " + ", ".join(missing)
+    return None
 
 
 def engine_config(args: argparse.Namespace) -> EngineConfig | None:
@@ -339,7 +385,7 @@ async def _serve(args: argparse.Namespace) -> None:
                 log_level="warning",
                 http=args.http_stack,  # auto: httptools when installed
             )
-            await uvicorn.Server(config).serve()
+            await uvicorn.Server(config).serve(sockets=_inherited(args))
     finally:
         with anyio.CancelScope(shield=True):
             await store.close()
@@ -353,9 +399,31 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
     return {}
 
 
+def _inherited(args: argparse.Namespace) -> list[socket.socket] | None:
+    """The listening socket a ``--workers`` parent handed this worker (else ``None``)."""
+    if args.worker_fd is None:
+        return None
+    return [socket.socket(fileno=args.worker_fd)]
+
+
+def _run_workers(args: argparse.Namespace, argv: list[str]) -> None:
+    """``--workers N`` (N > 1): the parent of N servers on one port; exits when they stop."""
+    from .workers import serve_workers
+
+    host, _, port = str(args.http).rpartition(":")
+    module = f"{__package__}.server"
+    sys.exit(serve_workers(module, argv, host or "127.0.0.1", int(port), args.workers))
+
+
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    if args.workers > 1 and args.worker_fd is None:
+        _run_workers(args, argv)
+    if args.worker_fd is not None:
+        # The parent stops a worker with SIGTERM: stop as on Ctrl-C (engine and store close).
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         anyio.run(_serve, args, backend_options=backend_options(args))
     except KeyboardInterrupt:
