@@ -7,7 +7,10 @@ session, every request carries ``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mc
 headers and the ``_meta`` envelope (protocol version, client info, client capabilities
 with ``io.modelcontextprotocol/tasks``). Responses may be
 ``application/json`` or ``text/event-stream`` (the answer is the ``data:`` whose ``id``
-matches), with ``Content-Length`` or chunked bodies. No HTTP library: a Python client
+matches), with ``Content-Length`` or chunked bodies. ``token``: every request carries
+``Authorization: Bearer TOKEN`` (servers that bind tasks to token subjects; a stateless
+server answers ``initialize`` without a session id, and the client then sends no session
+header but still the negotiated protocol version). No HTTP library: a Python client
 such as httpx spends about 1 ms of CPU per request, enough to cap what we measure;
 this one spends a few tens of microseconds (the benchmark reports the figure).
 """
@@ -122,8 +125,9 @@ def _answer(method: str, rid: int, status: int, headers: dict[bytes, bytes], dat
 class _Client:
     """Connections and request ids, shared by both protocol revisions."""
 
-    def __init__(self, host: str, port: int, path: str = "/mcp") -> None:
+    def __init__(self, host: str, port: int, path: str = "/mcp", token: str | None = None) -> None:
         self.host, self.port, self.path = host, port, path
+        self.token = token
         self.conns: list[Conn] = []
         self._next = 0
         self.sent = 0  # requests sent
@@ -137,7 +141,7 @@ class _Client:
         return (
             f"POST {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
             "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-        )
+        ) + (f"Authorization: Bearer {self.token}\r\n" if self.token else "")
 
     def close(self) -> None:
         for c in self.conns:
@@ -155,15 +159,18 @@ class _Client:
 class Session(_Client):
     """An initialized MCP session; ``call`` sends a request on a given connection."""
 
-    def __init__(self, host: str, port: int, path: str = "/mcp") -> None:
-        super().__init__(host, port, path)
+    def __init__(self, host: str, port: int, path: str = "/mcp", token: str | None = None) -> None:
+        super().__init__(host, port, path, token)
         self.sid: str | None = None
+        self.initialized = False
         self._head = b""
 
     def _make_head(self) -> bytes:
         head = self._base_head()
         if self.sid is not None:
-            head += f"Mcp-Session-Id: {self.sid}\r\nMcp-Protocol-Version: {PROTOCOL_VERSION}\r\n"
+            head += f"Mcp-Session-Id: {self.sid}\r\n"
+        if self.initialized:
+            head += f"Mcp-Protocol-Version: {PROTOCOL_VERSION}\r\n"
         return head.encode()
 
     async def open(self, connections: int = 1) -> Session:
@@ -182,6 +189,7 @@ class Session(_Client):
             raise RuntimeError(f"initialize answered HTTP {status}")
         sid = headers.get(b"mcp-session-id")
         self.sid = sid.decode() if sid else None
+        self.initialized = True
         self._head = self._make_head()
         await self.conns[0].post(
             self._head, b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
@@ -208,8 +216,8 @@ class Session(_Client):
 class Stateless(_Client):
     """2026-07-28 without a session, the tasks extension declared on every request."""
 
-    def __init__(self, host: str, port: int, path: str = "/mcp") -> None:
-        super().__init__(host, port, path)
+    def __init__(self, host: str, port: int, path: str = "/mcp", token: str | None = None) -> None:
+        super().__init__(host, port, path, token)
         self._head = self._base_head() + f"MCP-Protocol-Version: {EXT_PROTOCOL_VERSION}\r\n"
         self.meta = {
             "io.modelcontextprotocol/protocolVersion": EXT_PROTOCOL_VERSION,
