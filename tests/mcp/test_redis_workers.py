@@ -5,18 +5,22 @@ worker: they spread requests over many connections (several SDK sessions, each w
 own HTTP client; a raw client that closes the connection after each request) and check
 that every answer is right whichever worker gave it. A task created through one
 connection is read, waited on (``tasks/result`` blocks until the task ends, woken through
-Redis when the other worker finishes it) and cancelled through others. Stopping: SIGTERM
-to the parent stops every worker (each closes its store); a worker that dies stops the
-set; a parent that dies takes its workers with it (Linux).
+Redis when the other worker finishes it) and cancelled through others. A worker killed
+mid-task is replaced, and the tasks it ran fail once its lease expires (reaped by the
+other worker's sweep) while the others' tasks run on. Stopping: SIGTERM to the parent
+stops every worker (each closes its store); a worker that cannot start stops the set; a
+parent that dies takes its workers with it (Linux).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +29,41 @@ import pytest
 import redis
 from ext_wire import ExtClient
 from mcp.shared.exceptions import MCPError
-from mcp_e2e import HttpServer, http_session
+from mcp_e2e import HttpServer, http_session, write_tokens
+from procs import free_port, python_env
 from redis_fixtures import RedisServer, redis_server, unique_namespace  # noqa: F401
 
 from mcp_tasks.examples.server import main
+from mcp_tasks.examples.workers import STARTUP_S
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 WORKERS = 2
-Started = tuple[HttpServer, Callable[[], int]]
+
+
+@dataclass
+class Workers:
+    """The ``--workers`` server, its Redis namespace and a client of that Redis."""
+
+    srv: HttpServer
+    ns: str
+    redis: redis.Redis
+    started_at: float  # time.monotonic() just before the server started
+
+    def instances(self) -> list[str]:
+        """The instance IDs heartbeating in the namespace (``host:pid:random``)."""
+        return [str(m) for m in self.redis.zrange(f"{self.ns}:instances", 0, -1)]
+
+    def owned(self, instance: str) -> set[str]:
+        """The task IDs an instance runs (its lease set)."""
+        members = self.redis.smembers(f"{self.ns}:owned:{instance}")
+        return {str(m).split(":", 1)[1] for m in members}
+
+    def take_proc(self) -> Any:
+        """The parent process, which the test now stops itself."""
+        proc, self.srv.proc = self.srv.proc, None
+        assert proc is not None
+        return proc
 
 
 def _children(pid: int) -> list[int]:
@@ -72,21 +102,18 @@ def workers(
     http_server_factory: Callable[..., HttpServer],
     tokens_file: Path,
     redis_server: RedisServer,  # noqa: F811
-) -> Started:
-    """The example server with ``--workers 2`` on a Redis namespace of its own, once both
-    workers' stores are up; and a function counting the instances heartbeating there."""
+) -> Workers:
+    """The example server with ``--workers 2`` on a Redis namespace of its own (lease 2 s),
+    once both workers' stores heartbeat there."""
     ns = unique_namespace()
     store = f"{redis_server.url}?namespace={ns}&lease=2"
+    started_at = time.monotonic()
     srv = http_server_factory(
         "--workers", str(WORKERS), "--stateless", "--tokens", str(tokens_file), "--store", store
     )
-    client = redis.Redis(port=redis_server.port)
-
-    def instances() -> int:
-        return int(client.zcard(f"{ns}:instances"))
-
-    _until(lambda: instances() == WORKERS, "both workers' stores heartbeat")
-    return srv, instances
+    w = Workers(srv, ns, redis.Redis(port=redis_server.port, decode_responses=True), started_at)
+    _until(lambda: len(w.instances()) == WORKERS, "both workers' stores heartbeat")
+    return w
 
 
 def _text(result: dict[str, Any]) -> str:
@@ -120,8 +147,8 @@ def test_workers_are_for_http_only(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--workers applies to --http only" in capsys.readouterr().err
 
 
-async def test_create_through_one_connection_fetch_through_others(workers: Started) -> None:
-    srv, _ = workers
+async def test_create_through_one_connection_fetch_through_others(workers: Workers) -> None:
+    srv = workers.srv
     async with (
         http_session(srv.url, token="tok-alice") as s0,
         http_session(srv.url, token="tok-alice") as s1,
@@ -172,10 +199,11 @@ async def test_create_through_one_connection_fetch_through_others(workers: Start
         assert caught and caught[0].code == -32800
 
 
-def test_extension_face_on_a_new_connection_per_request(workers: Started) -> None:
-    srv, _ = workers
-    alice = {"Authorization": "Bearer tok-alice", "Connection": "close"}
-    with ExtClient(srv.url, headers=alice, timeout=60) as ext:
+ALICE_NEW_CONNECTIONS = {"Authorization": "Bearer tok-alice", "Connection": "close"}
+
+
+def test_extension_face_on_a_new_connection_per_request(workers: Workers) -> None:
+    with ExtClient(workers.srv.url, headers=ALICE_NEW_CONNECTIONS, timeout=60) as ext:
         call = {"name": "slow_compute", "arguments": {"seconds": 0.2, "label": "x"}}
         ids = [ext.result("tools/call", call)["taskId"] for _ in range(6)]
         for tid in ids:
@@ -187,33 +215,65 @@ def test_extension_face_on_a_new_connection_per_request(workers: Started) -> Non
         assert ext.wait(slow["taskId"], timeout=60)["status"] == "cancelled"
 
 
-def test_sigterm_stops_every_worker_cleanly(workers: Started) -> None:
-    srv, instances = workers
-    proc, srv.proc = srv.proc, None
+def test_a_killed_worker_is_replaced_its_tasks_fail_after_its_lease(workers: Workers) -> None:
+    proc = workers.srv.proc
     assert proc is not None
+    victim, *_ = _children(proc.pid)
+    slow = {"name": "slow_compute", "arguments": {"seconds": 300}}
+    with ExtClient(workers.srv.url, headers=ALICE_NEW_CONNECTIONS, timeout=60) as ext:
+        long = [ext.result("tools/call", slow)["taskId"] for _ in range(6)]
+        (mine,) = [i for i in workers.instances() if f":{victim}:" in i]
+        on_victim = workers.owned(mine)  # empty when no connection reached it: still checked
+        assert on_victim <= set(long)
+        # Past STARTUP_S: a worker dying now is replaced, not taken for a failed start.
+        time.sleep(max(0.0, workers.started_at + STARTUP_S + 1 - time.monotonic()))
+        os.kill(victim, signal.SIGKILL)
+        _until(
+            lambda: len([p for p in _children(proc.pid) if p != victim]) == WORKERS,
+            "the parent starts another worker",
+        )
+        for tid in on_victim:
+            failed = ext.wait(tid, timeout=90)
+            assert failed["status"] == "failed", failed
+            # reaped by the survivor's sweep (its lease expired) or by the new worker's start
+            assert "stopped" in failed.get("statusMessage", ""), failed
+        for tid in set(long) - on_victim:  # the surviving worker's tasks run on
+            assert ext.result("tasks/get", {"taskId": tid})["status"] == "working"
+        call = {"name": "slow_compute", "arguments": {"seconds": 0, "label": "after"}}
+        for _ in range(4):  # served whichever worker, the new one included, gets it
+            done = ext.wait(ext.result("tools/call", call)["taskId"], timeout=60)
+            assert _text(done["result"]) == "done after 0s (after)"
+    assert proc.poll() is None
+
+
+def test_a_worker_that_cannot_start_stops_the_set(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    bad = write_tokens(tmp_path / "bad.json", {})
+    bad.write_text("[]")  # not a JSON object: every worker exits at once
+    argv = [sys.executable, "-m", "mcp_tasks.examples.server"]
+    argv += ["--http", f"127.0.0.1:{free_port()}", "--workers", str(WORKERS), "--stateless"]
+    argv += ["--tokens", str(bad), "--store", redis_server.url]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=python_env())
+    assert out.returncode == 1, out.stderr
+    assert "after its start: stopping the others" in out.stderr
+    assert "--tokens: expected a JSON object" in out.stderr
+
+
+def test_sigterm_stops_every_worker_cleanly(workers: Workers) -> None:
+    proc = workers.take_proc()
     children = _children(proc.pid)
     assert len(children) == WORKERS
     os.kill(proc.pid, signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
     _until(lambda: all(_exited(pid) for pid in children), "every worker exits")
-    assert instances() == 0  # each worker closed its store: its lease is gone
-
-
-def test_a_dead_worker_stops_the_set(workers: Started) -> None:
-    srv, _ = workers
-    proc, srv.proc = srv.proc, None
-    assert proc is not None
-    first, *others = _children(proc.pid)
-    os.kill(first, signal.SIGKILL)
-    assert proc.wait(timeout=60) == 1
-    _until(lambda: all(_exited(pid) for pid in others), "the other workers exit")
+    assert workers.instances() == []  # each worker closed its store: its lease is gone
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_workers_exit_when_the_parent_is_killed(workers: Started) -> None:
-    srv, _ = workers
-    proc, srv.proc = srv.proc, None
-    assert proc is not None
+def test_workers_exit_when_the_parent_is_killed(workers: Workers) -> None:
+    proc = workers.take_proc()
     children = _children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)

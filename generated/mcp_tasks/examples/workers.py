@@ -15,8 +15,11 @@ and the kernel hands each new connection to one of them. The parent serves nothi
 - SIGTERM or SIGINT to the parent: it sends SIGTERM to every child (each stops like a
   server on Ctrl-C: its engine and its store close), waits up to ``GRACE_S`` seconds,
   kills what is left, and exits 0.
-- A child that exits by itself: the parent stops the others and exits 1 (run it under a
-  supervisor that restarts it).
+- A child that exits by itself is replaced by a new one (the others keep serving; the
+  tasks it was running become ``failed`` once its lease expires, reaped by another
+  worker's sweep or by the new worker's start).
+  One that exits within ``STARTUP_S`` seconds of its start could not start (a bad
+  ``--tokens`` file, say): the parent stops the others and exits 1.
 - On Linux every child gets SIGTERM when the parent dies, however it dies
   (``PR_SET_PDEATHSIG``): no orphan keeps serving the port.
 """
@@ -32,10 +35,12 @@ import time
 from collections.abc import Callable, Sequence
 from types import FrameType
 
-__all__ = ["GRACE_S", "listen", "serve_workers"]
+__all__ = ["GRACE_S", "STARTUP_S", "listen", "serve_workers"]
 
 #: Seconds a child has to stop after SIGTERM before it is killed.
 GRACE_S = 20.0
+#: A child that exits sooner than this after its start could not start: the set stops.
+STARTUP_S = 5.0
 #: ``prctl`` option: the signal a process gets when its parent dies (linux/prctl.h).
 _PR_SET_PDEATHSIG = 1
 
@@ -77,39 +82,51 @@ def _stop(procs: Sequence[subprocess.Popen[bytes]], grace_s: float) -> None:
             p.wait()
 
 
+def _spawn(command: list[str], fd: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(command, pass_fds=(fd,), preexec_fn=_die_with(os.getpid()))
+
+
 def serve_workers(
-    module: str, argv: Sequence[str], host: str, port: int, workers: int, grace_s: float = GRACE_S
+    module: str,
+    argv: Sequence[str],
+    host: str,
+    port: int,
+    workers: int,
+    grace_s: float = GRACE_S,
+    startup_s: float = STARTUP_S,
 ) -> int:
-    """Run ``workers`` children of ``python -m module *argv`` on one socket until a signal
-    (exit status 0) or until a child exits by itself (1, the others stopped)."""
+    """Keep ``workers`` children of ``python -m module *argv`` serving one socket until a
+    signal (exit status 0), replacing those that die; one that dies within ``startup_s``
+    of its start stops them all (1)."""
     sock = listen(host, port)
     fd = sock.fileno()
+    command = [sys.executable, "-m", module, *argv, "--worker-fd", str(fd)]
     stopping: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stopping.append(signum)
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    procs: list[subprocess.Popen[bytes]] = []
-    dead: subprocess.Popen[bytes] | None = None
+    started: dict[subprocess.Popen[bytes], float] = {}
+    failure: str | None = None
     try:
-        command = [sys.executable, "-m", module, *argv, "--worker-fd", str(fd)]
-        while len(procs) < workers and not stopping:
-            procs.append(
-                subprocess.Popen(command, pass_fds=(fd,), preexec_fn=_die_with(os.getpid()))
-            )
-        while not stopping and dead is None:
+        while failure is None and not stopping:
+            for p in [p for p in started if p.poll() is not None]:
+                age = time.monotonic() - started.pop(p)
+                what = f"worker {p.pid} exited with status {p.returncode}"
+                if age < startup_s:
+                    failure = f"{what} {age:.1f}s after its start: stopping the others"
+                    break
+                print(f"{what}: starting another", file=sys.stderr, flush=True)
+            while failure is None and not stopping and len(started) < workers:
+                started[_spawn(command, fd)] = time.monotonic()
             time.sleep(0.2)
-            dead = next((p for p in procs if p.poll() is not None), None)
     finally:
         sock.close()  # the children hold their own copies
-        _stop(procs, grace_s)
+        _stop(list(started), grace_s)
         for s, handler in previous.items():
             signal.signal(s, handler)
-    if dead is None:
-        return 0
-    print(
-        f"worker {dead.pid} exited with status {dead.returncode}: stopped the others",
-        file=sys.stderr,
-    )
-    return 1
+    if failure is not None:
+        print(failure, file=sys.stderr)
+        return 1
+    return 0
