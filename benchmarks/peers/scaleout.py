@@ -12,11 +12,12 @@ user runs it behind one port::
 
 (a fresh process and a fresh Redis namespace per measurement; ``--workers 1`` is the
 plain single process). Each of the clients (``benchmarks/peers/driver.py``'s ``Session``:
-raw HTTP/1.1, one keep-alive connection, a bearer token of its own, no session id) loops
-the lifecycle: task-augmented ``tools/call`` of ``slow_compute`` with ``seconds=0``,
+raw HTTP/1.1, ``CONNECTIONS`` keep-alive connections used in turn, one per lifecycle, a
+bearer token of its own, no session id) loops the lifecycle: task-augmented ``tools/call`` of ``slow_compute`` with ``seconds=0``,
 ``tasks/get`` until the task is terminal (``POLL_PAUSE_S`` between two), then
-``tasks/result``. The kernel picks the worker of each connection, so the clients may be
-spread unevenly; each worker's share of the workers' CPU is reported to show it.
+``tasks/result``. The kernel picks the worker of each connection, so the load may be
+spread unevenly (two connections per client make a lopsided split, such as all on one
+worker, rarer); each worker's share of the workers' CPU is reported to show it.
 
 Reported per worker count (medians over repetitions): tasks/s, requests/s, latency
 p50/p99 of a whole lifecycle, ``tasks/get`` per task, server CPU per task (workers, parent
@@ -55,6 +56,7 @@ TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 POLL_PAUSE_S = 0.005  # between two tasks/get of one task
 LIMITS = ["--rate-limit", "1000000000/10", "--max-active", "100000"]  # raised, as a user would
 TTL_MS = 60_000
+CONNECTIONS = 2  # per client
 
 
 @dataclass
@@ -196,18 +198,19 @@ class Server:
         stop(self.proc)
 
 
-async def _lifecycle(s: Session) -> int:
-    """One task: create, ``tasks/get`` until terminal, ``tasks/result``; the gets it took."""
-    task = await s.task_call(0, ttl=TTL_MS)
+async def _lifecycle(s: Session, conn: int) -> int:
+    """One task on connection ``conn``: create, ``tasks/get`` until terminal,
+    ``tasks/result``; the gets it took."""
+    task = await s.task_call(0, conn, ttl=TTL_MS)
     params = {"taskId": task["taskId"]}
     gets = 0
     while True:
         gets += 1
-        got = await s.call("tasks/get", params)
+        got = await s.call("tasks/get", params, conn)
         if got["status"] in TERMINAL:
             break
         await asyncio.sleep(POLL_PAUSE_S)
-    await s.call("tasks/result", params)
+    await s.call("tasks/result", params, conn)
     return gets
 
 
@@ -222,15 +225,17 @@ async def measure(
     srv: Server, redis_pid: int, plan: ScalePlan, tokens: Sequence[str]
 ) -> dict[str, Any]:
     """``plan.clients`` clients looping the lifecycle; the rates of one window."""
-    sessions = [await Session(HOST, srv.port, token=t).open() for t in tokens]
+    sessions = [await Session(HOST, srv.port, token=t).open(CONNECTIONS) for t in tokens]
     state = {"measure": False, "stop": False}
     lat: list[float] = []
     gets: list[int] = []
 
     async def client(s: Session) -> None:
+        turn = 0
         while not state["stop"]:
+            turn += 1
             t0 = time.perf_counter()
-            n = await _lifecycle(s)
+            n = await _lifecycle(s, turn % CONNECTIONS)
             if state["measure"]:
                 lat.append(time.perf_counter() - t0)
                 gets.append(n)

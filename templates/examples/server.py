@@ -405,7 +405,8 @@ def _run_workers(args: argparse.Namespace, argv: list[str]) -> None:
 
     host, _, port = str(args.http).rpartition(":")
     module = f"{__package__}.server"
-    sys.exit(serve_workers(module, argv, host or "127.0.0.1", int(port), args.workers))
+    host = host.strip("[]") or "127.0.0.1"  # [::1]:8000 names an IPv6 host
+    sys.exit(serve_workers(module, argv, host, int(port), args.workers))
 
 
 def main(argv: list[str] | None = None) -> None:
