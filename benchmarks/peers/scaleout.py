@@ -24,6 +24,12 @@ p50/p99 of a whole lifecycle, ``tasks/get`` per task, server CPU per task (worke
 and ``redis-server``), CPU use (cores) of the workers, of Redis, of the driver and of
 every other process on the machine (from ``/proc/stat``: on a shared machine the workers
 compete with it), each worker's CPU share, and the ratio of tasks/s to one worker's (``x_1_worker``, from the medians).
+
+Reading the ratio: two workers can only double what one does with two cores to
+themselves. Here the driver and ``redis-server`` run on the same cores (and, on a shared
+machine, whatever else does: the "other processes" column), and a worker at half the load
+spends more CPU per task than one at full load (fewer requests per event-loop turn; run
+``--workers 1 --clients 4`` to see it), so on 2 cores the ratio stays well below 2.
 """
 
 from __future__ import annotations
