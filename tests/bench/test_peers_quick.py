@@ -67,7 +67,9 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
     assert "**Extension face**" in md
     ours_ext = agg["ours-ext"]
     assert ours_ext.get("ext_lifecycle.tasks_per_s", 0) > 0 or "ext_lifecycle.not_served" in ours_ext
-    assert "ours-ext" not in {t["server"] for t in report["targets"]}
+    # the extension face is held to the TypeScript server's 2025-11-25 figures
+    ext_targets = [t for t in report["targets"] if t["server"] == "ours-ext"]
+    assert ext_targets and all("TS" in t["target"] for t in ext_targets)
     if "fastmcp" in ran:
         assert agg["fastmcp"]["ext_lifecycle.tasks_per_s"] > 0
         assert agg["fastmcp"]["ext_poll.gets_per_s"] > 0
