@@ -205,3 +205,40 @@ def test_lean_polls_keep_the_session_alive() -> None:
         time.sleep(1.6)  # now idle past the timeout: the SDK ends the session
         gone = c.post_raw(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tasks/get"}))
         assert gone.status == 404
+
+
+def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware() -> None:
+    """Middleware added to the app afterwards (CORS here) runs for the lean answers too."""
+    from starlette.middleware.cors import CORSMiddleware
+
+    mcp, tasks = build_server(store=InMemoryTaskStore())
+    app = tasks.streamable_http_app()
+    app.add_middleware(CORSMiddleware, allow_origins=["http://127.0.0.1:1"])
+    assert app.routes and app.user_middleware  # the Starlette app's own attributes
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+
+    async def serve() -> None:
+        async with tasks:
+            await server.serve()
+
+    thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive()
+        time.sleep(0.02)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        with RawHttp(url) as c:
+            task_id = c.create("slow_compute", {"seconds": 0})
+            r = c.http.post(
+                url,
+                headers={**c._headers(), "Origin": "http://127.0.0.1:1"},
+                json={"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {"taskId": task_id}},
+            )
+            assert r.headers.get("access-control-allow-origin") == "http://127.0.0.1:1"
+            assert r.json()["result"]["taskId"] == task_id
+        assert tasks.lean is not None and tasks.lean.answered >= 2
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)

@@ -431,14 +431,20 @@ def _internal() -> dict[str, Any]:
 
 
 class Outermost:
-    """In front of the whole app when nothing must run before the endpoint (no auth
-    middleware): a ``POST`` to the endpoint's own path skips the app's middleware and
-    routing on its way to the lean path; the rest goes to the app as it is."""
+    """In front of the whole app when nothing must run before the endpoint (no auth, no
+    middleware of the app's own): a ``POST`` to the endpoint's own path skips the app's
+    middleware and routing on its way to the lean path; the rest goes to the app as it is.
+    Anything else asked of it (``routes``, ``add_middleware``, ``state``...) is the app's:
+    middleware added to the app later is seen at once, and the lean path then answers from
+    inside it, at the endpoint."""
 
     def __init__(self, lean: LeanPath, app: Any, path: str) -> None:
         self.lean = lean
         self.app = app
         self.path = path
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.app, name)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if (
@@ -446,6 +452,7 @@ class Outermost:
             and scope.get("method") == "POST"
             and scope.get("path") == self.path
             and not scope.get("root_path")
+            and not getattr(self.app, "user_middleware", None)
         ):
             await self.lean.serve(scope, receive, send, self.app)
         else:
