@@ -53,6 +53,11 @@ class Waiter(abc.ABC):
         """Called before each read of the task: a change after it wakes ``wait``."""
         return None
 
+    def final(self) -> TaskRecord | None:
+        """The record the task's work stored when it ended the task in this process since
+        the last ``arm`` (terminal: nothing changes it after), else None (read the store)."""
+        return None
+
     @abc.abstractmethod
     async def pending(self, rec: TaskRecord) -> list[PendingInput]:
         """Input requests this call should deliver now (claimed for it)."""
@@ -215,6 +220,10 @@ class _LocalWaiter(Waiter):
         run = self._run = self.runs.get(self.task_id)
         self._event = run.changed if run is not None else None
 
+    def final(self) -> TaskRecord | None:
+        run = self._run
+        return None if run is None else run.final
+
     async def pending(self, rec: TaskRecord) -> list[PendingInput]:
         run = self._run
         if run is None:
@@ -364,6 +373,7 @@ class _SharedWaiter(Waiter):
         self.requestor = requestor
         self.claimer = secrets.token_hex(8)
         self._watch: TaskWatch | None = None
+        self._run: Run | None = None
 
     def __enter__(self) -> Waiter:
         self._watch = self.coord.guard.watch(self.task_id).__enter__()
@@ -373,6 +383,15 @@ class _SharedWaiter(Waiter):
         watch, self._watch = self._watch, None
         if watch is not None:
             watch.__exit__(*exc)
+
+    def arm(self) -> None:
+        # The watch, entered first, wakes on any change; the run (when the work runs in
+        # this process) hands over the record its outcome stored.
+        self._run = self.coord.runs.get(self.task_id)
+
+    def final(self) -> TaskRecord | None:
+        run = self._run
+        return None if run is None else run.final
 
     async def pending(self, rec: TaskRecord) -> list[PendingInput]:
         if rec.status != INPUT_REQUIRED:

@@ -235,7 +235,13 @@ class TaskEngine:
     async def lookup(self, requestor: str, task_id: str, face: str | None = None) -> TaskRecord:
         """The requestor's own live task of ``face`` (any face when None), else
         ``TaskNotFound``/``TaskExpired`` (R-ERR-1, R-SEC-1, R-TTL-3)."""
-        rec = await self.guard.get(task_id)
+        return await self.checked(requestor, task_id, await self.guard.get(task_id), face)
+
+    async def checked(
+        self, requestor: str, task_id: str, rec: TaskRecord | None, face: str | None = None
+    ) -> TaskRecord:
+        """``rec`` (the task as just read, or as a write of this engine returned it) when it
+        is the requestor's own live task of ``face``, else as ``lookup`` refuses it."""
         if rec is None or rec.requestor != requestor or (face is not None and rec.face != face):
             if (requestor, task_id) in self.tombstones:
                 raise TaskExpired()
@@ -368,9 +374,7 @@ class TaskEngine:
         """The task once terminal (R-RESULT-2), handing its input requests to ``deliver``
         meanwhile, whichever instance runs the work."""
         self.rate.check(requestor)
-        rec = await self.lookup(requestor, task_id, face)
-        if rec.status not in protocol.TERMINAL:  # else no task group: the common case costs less
-            rec = await await_terminal(self, requestor, task_id, deliver, face)
+        rec = await await_terminal(self, requestor, task_id, deliver, face)
         audit("result_retrieved", requestor, task_id, status=rec.status.value)
         return rec
 

@@ -106,10 +106,13 @@ class LazyEvent:
 class Run:
     """A task running in this engine: its cancel scope, pending inputs, change signal."""
 
-    __slots__ = ("_changed", "asked", "pending", "requestor", "scope", "tool_error")
+    __slots__ = ("_changed", "asked", "final", "pending", "requestor", "scope", "tool_error")
 
     def __init__(self, requestor: str, tool_error: TaskStatus = FAILED) -> None:
         self.requestor = requestor
+        #: The record this run's own outcome stored (terminal: nothing changes it after),
+        #: so a waiter it wakes needs no read of the store.
+        self.final: TaskRecord | None = None
         #: the status a tool result with ``isError`` ends in (the face decides)
         self.tool_error = tool_error
         self.scope = anyio.CancelScope()
@@ -256,10 +259,10 @@ class Runner:
                     err = InternalError(message=INTERRUPTED_MESSAGE)
                     outcome = (FAILED, INTERRUPTED_MESSAGE, None, err.to_error())
                 if outcome is not None:
-                    await self._finish(task_id, outcome)
+                    await self._finish(task_id, run, outcome)
                 self._end(task_id, run)
 
-    async def _finish(self, task_id: str, outcome: Outcome) -> None:
+    async def _finish(self, task_id: str, run: Run, outcome: Outcome) -> None:
         status, message, result, error = outcome
         engine = self.engine
         try:
@@ -287,6 +290,7 @@ class Runner:
             engine.log.exception("task %s: could not store its outcome", task_id)
             rec = None
         if rec is not None:
+            run.final = rec
             await engine.status_changed(rec)
 
     def _end(self, task_id: str, run: Run) -> None:
@@ -356,30 +360,54 @@ async def await_terminal(
     on_input: InputHandler | None,
     face: str | None = None,
 ) -> TaskRecord:
-    """Block until the task is terminal (R-RESULT-2), delivering its input requests to
-    ``on_input`` meanwhile (R-INPUT-3), whichever instance runs the work."""
-    delivering: set[str] = set()
-    failure: TaskError | None = None
+    """The task once terminal (R-RESULT-2), delivering its input requests to ``on_input``
+    meanwhile (R-INPUT-3), whichever instance runs the work.
+
+    One read when the task is terminal already; else one more per wake-up, none when the
+    work ran here (its run hands over the record its outcome stored)."""
     with engine.coordination.waiter(task_id, requestor) as waiter:
+        waiter.arm()
+        rec = await engine.lookup(requestor, task_id, face)
+        if rec.status in TERMINAL:
+            return rec
+        if on_input is None:  # nothing to deliver: no task group
+            while rec.status not in TERMINAL:
+                rec = await _next(engine, waiter, rec, requestor, task_id, face)
+            return rec
+        delivering: set[str] = set()
+        failure: TaskError | None = None
         async with anyio.create_task_group() as tg:
             try:
-                while True:
-                    waiter.arm()
-                    rec = await engine.lookup(requestor, task_id, face)
-                    if rec.status in TERMINAL:
-                        break
-                    if on_input is not None:
-                        for p in await waiter.pending(rec):
-                            if p.id not in delivering:
-                                delivering.add(p.id)
-                                tg.start_soon(_deliver, waiter, p, on_input, delivering)
-                    await waiter.wait(rec)
+                while rec.status not in TERMINAL:
+                    for p in await waiter.pending(rec):
+                        if p.id not in delivering:
+                            delivering.add(p.id)
+                            tg.start_soon(_deliver, waiter, p, on_input, delivering)
+                    rec = await _next(engine, waiter, rec, requestor, task_id, face)
             except TaskError as exc:
                 failure = exc
             tg.cancel_scope.cancel()
     if failure is not None:
         raise failure
     return rec
+
+
+async def _next(
+    engine: TaskEngine,
+    waiter: Waiter,
+    rec: TaskRecord,
+    requestor: str,
+    task_id: str,
+    face: str | None,
+) -> TaskRecord:
+    """The task after the next wake-up: the record the work that ended it here stored,
+    else read again (armed before the read: a change after it wakes the next wait)."""
+    await waiter.wait(rec)
+    final = waiter.final()
+    waiter.arm()
+    if final is not None:
+        return await engine.checked(requestor, task_id, final, face)
+    return await engine.lookup(requestor, task_id, face)
 
 
 async def _deliver(
