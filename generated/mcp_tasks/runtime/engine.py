@@ -204,6 +204,9 @@ class TaskEngine:
     @store.setter
     def store(self, store: TaskStore) -> None:
         self._store = store
+        #: A store's own ``create_limited`` counts and writes atomically; the default
+        #: (count, then create) needs the reservations of the creations in flight.
+        self._atomic_limit = type(store).create_limited is not TaskStore.create_limited
         self.coordination = choose(store, self.config, self.runner.active)
         self.guard = self.coordination.guard
 
@@ -286,7 +289,6 @@ class TaskEngine:
         limit = self.active_limit
         limit.acquire(requestor)
         try:
-            limit.check(requestor, await self.guard.count_active(requestor))
             now = self.clock()
             rec = TaskRecord(
                 task_id=secrets.token_urlsafe(16),  # 128 bits from `secrets` (R-ID-1, R-ID-2)
@@ -303,10 +305,15 @@ class TaskEngine:
             active = self.runner.active
             active[rec.task_id] = run
             try:
-                await self.guard.create(rec)
+                # The count and the write in one store call (R-SEC-4).
+                room = limit.limit if self._atomic_limit else limit.room(requestor)
+                created = await self.guard.create_limited(rec, room)
             except TaskError:
                 active.pop(rec.task_id, None)
                 raise
+            if not created:
+                active.pop(rec.task_id, None)
+                limit.refuse(requestor)
         finally:
             limit.release(requestor)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
