@@ -106,13 +106,17 @@ class LazyEvent:
 class Run:
     """A task running in this engine: its cancel scope, pending inputs, change signal."""
 
-    __slots__ = ("_changed", "asked", "final", "pending", "requestor", "scope", "tool_error")
+    __slots__ = (
+        "_changed", "asked", "busy", "final", "pending", "requestor", "scope", "tool_error"
+    )  # fmt: skip
 
     def __init__(self, requestor: str, tool_error: TaskStatus = FAILED) -> None:
         self.requestor = requestor
         #: The record this run's own outcome stored (terminal: nothing changes it after),
         #: so a waiter it wakes needs no read of the store.
         self.final: TaskRecord | None = None
+        #: True until the work returned or raised (then only its outcome is left to store).
+        self.busy = True
         #: the status a tool result with ``isError`` ends in (the face decides)
         self.tool_error = tool_error
         self.scope = anyio.CancelScope()
@@ -253,6 +257,7 @@ class Runner:
             with run.scope:
                 outcome = await outcome_of(work, tc, is_error_result, self.engine, run.tool_error)
         finally:
+            run.busy = False
             with anyio.CancelScope(shield=True):
                 if outcome is None and not run.scope.cancel_called:
                     # The engine shut down under the work.
