@@ -303,6 +303,8 @@ class SharedCoordination(Coordination):
         signals the run (its waiters here wait on it). Once the work returned there is
         nothing left to stop: the change events of its own outcome cost no read."""
         runs = self.runs
+        if not run.busy:  # the work returned before this started (the common case)
+            return
         with self.guard.watch(task_id) as watch:
             while runs.get(task_id) is run:
                 await watch.wait(5 * self.config.watch_fallback_s)
