@@ -232,13 +232,17 @@ class TaskEngine:
     async def _expired(self, rec: TaskRecord) -> None:
         """Forget an expired task (R-TTL-3): tombstone, stop its work, wake its waiters."""
         self.tombstones.add(rec.requestor, rec.task_id)
+        self.runner.forget(rec.task_id)
         audit("expired", rec.requestor, rec.task_id, status=rec.status.value)
         self.runner.stop(rec.task_id, forget=True)
 
     async def lookup(self, requestor: str, task_id: str, face: str | None = None) -> TaskRecord:
         """The requestor's own live task of ``face`` (any face when None), else
         ``TaskNotFound``/``TaskExpired`` (R-ERR-1, R-SEC-1, R-TTL-3)."""
-        return await self.checked(requestor, task_id, await self.guard.get(task_id), face)
+        rec = self.runner.recent(task_id)  # its work ended here a moment ago: no read
+        if rec is None:
+            rec = await self.guard.get(task_id)
+        return await self.checked(requestor, task_id, rec, face)
 
     async def checked(
         self, requestor: str, task_id: str, rec: TaskRecord | None, face: str | None = None
@@ -253,6 +257,7 @@ class TaskEngine:
             raise TaskNotFound()
         expires = rec.expires_at
         if expires is not None and expires <= self.clock():
+            self.runner.forget(task_id)
             if await self.guard.delete(task_id):
                 await self._expired(rec)
             raise TaskExpired()

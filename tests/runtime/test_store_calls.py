@@ -15,7 +15,7 @@ import pytest
 from mcp_tasks.errors import ConcurrencyLimitExceeded
 from mcp_tasks.handlers import RequestContext
 from mcp_tasks.protocol import COMPLETED, TASKS_GET, TASKS_RESULT, TOOLS_CALL, TaskStatus
-from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
+from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine, runs
 from mcp_tasks.store import Change, TaskRecord, TaskStore
 
 pytestmark = pytest.mark.anyio
@@ -93,10 +93,20 @@ async def test_store_calls_per_lifecycle() -> None:
         assert await lifecycle(engine, store, settle=False, get=False) == Counter(
             create_limited=1, transition=1, get=1
         )
-        # tasks/result of a completed task: one read.
+        # Right after the work ended here, tasks/get and tasks/result read nothing: the
+        # record its outcome stored is kept for a moment (terminal records do not change).
         assert await lifecycle(engine, store, settle=True, get=False) == Counter(
-            create_limited=1, transition=1, get=1
+            create_limited=1, transition=1
         )
+        assert await lifecycle(engine, store, settle=True, get=True) == Counter(
+            create_limited=1, transition=1
+        )
+
+
+async def test_store_calls_once_the_moment_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs, "RECENT_S", -1.0)
+    store = Counting()
+    async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as engine:
         # create -> complete -> tasks/get -> tasks/result: two writes, two reads.
         assert await lifecycle(engine, store, settle=True, get=True) == Counter(
             create_limited=1, transition=1, get=2

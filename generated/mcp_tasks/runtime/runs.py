@@ -15,6 +15,7 @@ coordination strategy's part (``coordination.py``); this module is the same for 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
@@ -220,12 +221,53 @@ async def outcome_of(
         return (FAILED, err.message, None, err.to_error())
 
 
+#: How long (seconds) and how many of the records that work stored as it ended its task
+#: are kept to answer lookups without the store (``Runner.recent``).
+RECENT_S = 1.0
+RECENT_MAX = 1024
+
+
 class Runner:
-    """The tasks whose work runs in this engine, by task ID."""
+    """The tasks whose work runs in this engine, by task ID, and the records of those that
+    ended here a moment ago."""
 
     def __init__(self, engine: TaskEngine) -> None:
         self.engine = engine
         self.active: dict[str, Run] = {}
+        #: task ID -> (kept until, monotonic; the record its outcome stored), oldest first
+        self._recent: dict[str, tuple[float, TaskRecord]] = {}
+
+    def recent(self, task_id: str) -> TaskRecord | None:
+        """The record the work of ``task_id`` stored as it ended the task here, if that was
+        less than ``RECENT_S`` ago: a ``tasks/result`` or ``tasks/get`` right after the end
+        needs no read. Terminal records do not change (R-STATE-3); expiry is the caller's
+        check, and an expired or deleted task is forgotten here (``forget``)."""
+        got = self._recent.get(task_id)
+        if got is None:
+            return None
+        if got[0] < time.monotonic():
+            self._prune()
+            return None
+        return got[1]
+
+    def forget(self, task_id: str) -> None:
+        self._recent.pop(task_id, None)
+
+    def _remember(self, rec: TaskRecord) -> None:
+        recent = self._recent
+        if len(recent) >= RECENT_MAX:
+            self._prune()
+            if len(recent) >= RECENT_MAX:
+                del recent[next(iter(recent))]
+        recent[rec.task_id] = (time.monotonic() + RECENT_S, rec)
+
+    def _prune(self) -> None:
+        recent, now = self._recent, time.monotonic()
+        while recent:
+            key = next(iter(recent))
+            if recent[key][0] >= now:
+                return
+            del recent[key]
 
     def __len__(self) -> int:
         return len(self.active)
@@ -303,6 +345,7 @@ class Runner:
             rec = None
         if rec is not None:
             run.final = rec
+            self._remember(rec)
             await engine.status_changed(rec)
 
     def _end(self, task_id: str, run: Run) -> None:
