@@ -217,7 +217,7 @@ async def outcome_of(
 #: How long (seconds) and how many of the records that work stored as it ended its task
 #: are kept to answer lookups without the store (``Runner.recent``).
 RECENT_S = 1.0
-RECENT_MAX = 1024
+RECENT_MAX = 256
 
 
 class Runner:
