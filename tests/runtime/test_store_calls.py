@@ -14,7 +14,14 @@ import pytest
 
 from mcp_tasks.errors import ConcurrencyLimitExceeded
 from mcp_tasks.handlers import RequestContext
-from mcp_tasks.protocol import COMPLETED, TASKS_GET, TASKS_RESULT, TOOLS_CALL, TaskStatus
+from mcp_tasks.protocol import (
+    COMPLETED,
+    TASKS_GET,
+    TASKS_RESULT,
+    TOOLS_CALL,
+    WORKING,
+    TaskStatus,
+)
 from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine, runs
 from mcp_tasks.store import Change, TaskRecord, TaskStore
 
@@ -129,4 +136,23 @@ async def test_limit_refusal_writes_nothing_R_SEC_4() -> None:
             await engine.create_task(ALICE, TOOLS_CALL, wait)
         assert store.calls == Counter(create_limited=1)
         assert len(store.inner) == 1 and engine.running == 1
+        release.set()
+
+
+async def test_status_message_is_one_write() -> None:
+    store = Counting()
+    said, release = anyio.Event(), anyio.Event()
+
+    async def talk(tc: TaskContext) -> dict[str, Any]:
+        await tc.set_status_message("half way")
+        said.set()
+        await release.wait()
+        return {"content": []}
+
+    async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as engine:
+        tid = (await engine.create_task(ALICE, TOOLS_CALL, talk))["task"]["taskId"]
+        await said.wait()
+        assert store.calls == Counter(create_limited=1, transition=1)
+        task = await engine.handle(TASKS_GET, {"taskId": tid}, ALICE)
+        assert (task["status"], task["statusMessage"]) == (WORKING, "half way")
         release.set()

@@ -354,11 +354,12 @@ class Runner:
         run.signal()
 
     async def set_message(self, task_id: str, message: str) -> None:
+        # A status message update without a move, tried in the task's likely status
+        # first: no read before the write. A terminal task keeps its message.
         engine = self.engine
-        rec = await engine.guard.get(task_id)
-        if rec is None or rec.status in TERMINAL:
-            return
-        await engine.transition(task_id, rec.status, expected=(rec.status,), status_message=message)
+        for status in (WORKING, INPUT_REQUIRED):
+            if await engine.transition(task_id, status, expected=(status,), status_message=message):
+                break
         run = self.active.get(task_id)
         if run is not None:
             run.signal()
