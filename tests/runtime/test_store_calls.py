@@ -156,3 +156,23 @@ async def test_status_message_is_one_write() -> None:
         task = await engine.handle(TASKS_GET, {"taskId": tid}, ALICE)
         assert (task["status"], task["statusMessage"]) == (WORKING, "half way")
         release.set()
+
+
+async def test_outcome_pending_once_the_work_returned() -> None:
+    """A faster path may hold a tasks/result without an input stream once the work
+    returned: ``outcome_pending`` says so while the outcome is being stored."""
+    seen: list[bool] = []
+
+    class Slow(Counting):
+        async def transition(
+            self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
+        ) -> TaskRecord | None:
+            seen.append(engine.outcome_pending(task_id))
+            return await super().transition(task_id, status, now=now, **change)
+
+    store = Slow()
+    async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as engine:
+        tid = (await engine.create_task(ALICE, TOOLS_CALL, work))["task"]["taskId"]
+        assert not engine.outcome_pending(tid)  # not started yet
+        await engine.handle(TASKS_RESULT, {"taskId": tid}, ALICE)
+        assert seen == [True] and not engine.outcome_pending(tid)

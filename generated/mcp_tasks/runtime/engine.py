@@ -215,6 +215,14 @@ class TaskEngine:
         """How many tasks have work running in this engine."""
         return len(self.runner)
 
+    def outcome_pending(self, task_id: str) -> bool:
+        """True while the work of ``task_id`` has returned in this engine and only the
+        write of its outcome is left: the task ends without asking for input, so a
+        ``tasks/result`` may wait for it with no stream for input requests (a durable or
+        shared store takes a commit or a round trip to show the end)."""
+        run = self.runner.get(task_id)
+        return run is not None and not run.busy
+
     # ------------------------------------------------------------------ shared by the rooms
 
     async def status_changed(self, rec: TaskRecord) -> None:
