@@ -12,7 +12,7 @@ from typing import Any, Unpack
 import anyio
 import pytest
 
-from mcp_tasks.errors import ConcurrencyLimitExceeded
+from mcp_tasks.errors import ConcurrencyLimitExceeded, TaskNotFound
 from mcp_tasks.handlers import RequestContext
 from mcp_tasks.protocol import (
     COMPLETED,
@@ -176,3 +176,37 @@ async def test_outcome_pending_once_the_work_returned() -> None:
         assert not engine.outcome_pending(tid)  # not started yet
         await engine.handle(TASKS_RESULT, {"taskId": tid}, ALICE)
         assert seen == [True] and not engine.outcome_pending(tid)
+
+
+async def test_result_while_the_outcome_is_stored_reads_nothing_R_SEC_1() -> None:
+    writing, gate = anyio.Event(), anyio.Event()
+
+    class Held(Counting):
+        async def transition(
+            self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
+        ) -> TaskRecord | None:
+            writing.set()
+            await gate.wait()
+            return await super().transition(task_id, status, now=now, **change)
+
+    store = Held()
+    got: dict[str, Any] = {}
+    async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as engine:
+        tid = (await engine.create_task(ALICE, TOOLS_CALL, work))["task"]["taskId"]
+        await writing.wait()
+        assert engine.outcome_pending(tid)
+        # Another requestor is refused at once, as for any task of someone else.
+        with pytest.raises(TaskNotFound):
+            await engine.handle(TASKS_RESULT, {"taskId": tid}, RequestContext(requestor="bob"))
+        store.calls.clear()
+
+        async def result() -> None:
+            got["result"] = await engine.handle(TASKS_RESULT, {"taskId": tid}, ALICE)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(result)
+            await anyio.wait_all_tasks_blocked()
+            gate.set()
+        # The owner's tasks/result waited for the write and took its record: no read.
+        assert store.calls == Counter(transition=1)
+        assert got["result"]["content"] == []

@@ -421,6 +421,9 @@ async def await_terminal(
 
     One read when the task is terminal already; else one more per wake-up, none when the
     work ran here (its run hands over the record its outcome stored)."""
+    ended = await _outcome(engine, requestor, task_id, face)
+    if ended is not None:
+        return ended
     with engine.coordination.waiter(task_id, requestor) as waiter:
         waiter.arm()
         rec = await engine.lookup(requestor, task_id, face)
@@ -446,6 +449,22 @@ async def await_terminal(
     if failure is not None:
         raise failure
     return rec
+
+
+async def _outcome(
+    engine: TaskEngine, requestor: str, task_id: str, face: str | None
+) -> TaskRecord | None:
+    """When the requestor's work of ``task_id`` returned here and its outcome is being
+    stored (it asks for no input any more), the record that write returns, without a read
+    first; None otherwise (or when the write did not end the task): read the store."""
+    run = engine.runner.get(task_id)
+    if run is None or run.busy or run.requestor != requestor:
+        return None
+    while run.final is None and engine.runner.get(task_id) is run:
+        await run.changed.wait()  # the run's end signals it, after its outcome is stored
+    if run.final is None:
+        return None
+    return await engine.checked(requestor, task_id, run.final, face)
 
 
 async def _next(
