@@ -152,6 +152,12 @@ class TaskStore(abc.ABC):
       ``expires_at`` <= ``now``; its cost grows with what it removes, not with
       the number of tasks kept.
     - ``count_active`` counts one requestor's non-terminal records.
+    - ``create_limited(record, max_active)`` is ``create`` when the requestor has fewer
+      than ``max_active`` non-terminal records, else it writes nothing and returns False
+      (R-SEC-4). The engine creates every task through it. The default counts, then
+      creates (two calls; the engine reserves room for its creations in flight meanwhile);
+      a store that overrides it must count and write in one atomic step (concurrent calls
+      never together overshoot ``max_active``).
     - ``recover`` (durable stores) marks records left non-terminal by a dead
       process failed with ``message`` as statusMessage and a stored
       ``errors.InternalError(message=message).to_error()``, and returns them.
@@ -189,6 +195,14 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     async def count_active(self, requestor: str) -> int: ...
+
+    async def create_limited(self, record: TaskRecord, max_active: int) -> bool:
+        """``create`` unless the requestor has ``max_active`` non-terminal tasks or more:
+        then nothing is written and the answer is False (R-SEC-4)."""
+        if await self.count_active(record.requestor) >= max_active:
+            return False
+        await self.create(record)
+        return True
 
     async def recover(self, now: float, message: str) -> list[TaskRecord]:
         """Mark tasks interrupted by a dead process failed. Non-durable stores have none."""

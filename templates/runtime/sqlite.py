@@ -60,6 +60,16 @@ CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (expires_at) WHERE expires_a
 CREATE INDEX IF NOT EXISTS tasks_active ON tasks (requestor, status);
 """
 _ACTIVE = tuple(s.value for s in sorted(NON_TERMINAL))
+_INSERT_COLUMNS = (
+    "INSERT INTO tasks (task_id, requestor, method, status, created_at, last_updated_at, "
+    "ttl_ms, expires_at, poll_interval_ms, status_message, result, error, version, face) "
+)
+_INSERT = _INSERT_COLUMNS + "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+#: The insert, only while the requestor has fewer than the last parameter active tasks.
+_INSERT_LIMITED = (
+    _INSERT_COLUMNS + "SELECT ?,?,?,?,?,?,?,?,?,?,?,?,?,? WHERE (SELECT COUNT(*) FROM tasks "
+    f"WHERE requestor = ? AND status IN ({','.join('?' * len(_ACTIVE))})) < ?"
+)
 #: Files made before tasks had a face: their tasks are all of the first face.
 _ADD_FACE = f"ALTER TABLE tasks ADD COLUMN face TEXT NOT NULL DEFAULT '{REVISION}'"
 
@@ -212,7 +222,15 @@ class SqliteTaskStore(TaskStore):
         return fn(reader)
 
     async def create(self, record: TaskRecord) -> None:
-        values = (
+        await self._insert(record, None)
+
+    async def create_limited(self, record: TaskRecord, max_active: int) -> bool:
+        """One statement in the writer's batch: the count and the insert are atomic, and
+        no read runs on the event loop for it."""
+        return await self._insert(record, max_active)
+
+    async def _insert(self, record: TaskRecord, max_active: int | None) -> bool:
+        values: tuple[Any, ...] = (
             record.task_id,
             record.requestor,
             record.method,
@@ -228,19 +246,18 @@ class SqliteTaskStore(TaskStore):
             record.version,
             record.face,
         )
+        if max_active is None:
+            sql, args = _INSERT, values
+        else:
+            sql, args = _INSERT_LIMITED, (*values, record.requestor, *_ACTIVE, max_active)
 
-        def op(c: sqlite3.Connection) -> None:
+        def op(c: sqlite3.Connection) -> bool:
             try:
-                c.execute(
-                    "INSERT INTO tasks (task_id, requestor, method, status, created_at, "
-                    "last_updated_at, ttl_ms, expires_at, poll_interval_ms, status_message, "
-                    "result, error, version, face) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    values,
-                )
+                return c.execute(sql, args).rowcount > 0
             except sqlite3.IntegrityError:
                 raise KeyError(record.task_id) from None
 
-        await self._call(op)
+        return await self._call(op)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         def op(c: sqlite3.Connection) -> TaskRecord | None:

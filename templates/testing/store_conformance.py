@@ -281,6 +281,21 @@ class StoreConformance:
         assert await store.count_active("bob") == 1
         assert await store.count_active("nobody") == 0
 
+    async def test_create_limited_counts_active_R_SEC_4(self, store: TaskStore) -> None:
+        assert await store.create_limited(record("t0", status=WORKING), 2) is True
+        assert await store.create_limited(record("t1", status=WORKING), 2) is True
+        assert await store.create_limited(record("t2", status=WORKING), 2) is False
+        assert await store.get("t2") is None  # a refusal writes nothing
+        assert await store.create_limited(record("b", "bob"), 1) is True  # per requestor
+        await store.transition("t0", COMPLETED, now=T0 + 1)  # terminal tasks do not count
+        assert await store.create_limited(record("t2", status=WORKING), 2) is True
+        assert await store.count_active("alice") == 2
+        assert [r.task_id for r in await store.list_tasks("alice", after=None, limit=9)] == [
+            "t0", "t1", "t2"
+        ]  # fmt: skip
+        with pytest.raises(KeyError):
+            await store.create_limited(record("t2", status=WORKING), 100)
+
 
 class SharedStoreConformance(StoreConformance):
     """For a ``SharedTaskStore``: the plain suite plus the shared protocol (change events,

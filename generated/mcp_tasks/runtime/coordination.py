@@ -60,6 +60,11 @@ class Waiter(abc.ABC):
         """Called before each read of the task: a change after it wakes ``wait``."""
         return None
 
+    def final(self) -> TaskRecord | None:
+        """The record the task's work stored when it ended the task in this process since
+        the last ``arm`` (terminal: nothing changes it after), else None (read the store)."""
+        return None
+
     @abc.abstractmethod
     async def pending(self, rec: TaskRecord) -> list[PendingInput]:
         """Input requests this call should deliver now (claimed for it)."""
@@ -222,6 +227,10 @@ class _LocalWaiter(Waiter):
         run = self._run = self.runs.get(self.task_id)
         self._event = run.changed if run is not None else None
 
+    def final(self) -> TaskRecord | None:
+        run = self._run
+        return None if run is None else run.final
+
     async def pending(self, rec: TaskRecord) -> list[PendingInput]:
         run = self._run
         if run is None:
@@ -297,12 +306,16 @@ class SharedCoordination(Coordination):
 
     async def _monitor(self, task_id: str, run: Run) -> None:
         """Stop the work here when another instance ends the task (a cancel, an expiry,
-        a lease reap): R-CANCEL-2 across instances."""
+        a lease reap): R-CANCEL-2 across instances. Any other change made elsewhere
+        signals the run (its waiters here wait on it). Once the work returned there is
+        nothing left to stop: the change events of its own outcome cost no read."""
         runs = self.runs
+        if not run.busy:  # the work returned before this started (the common case)
+            return
         with self.guard.watch(task_id) as watch:
             while runs.get(task_id) is run:
                 await watch.wait(5 * self.config.watch_fallback_s)
-                if runs.get(task_id) is not run:
+                if runs.get(task_id) is not run or not run.busy:
                     return
                 try:
                     rec = await self.guard.get(task_id)
@@ -371,6 +384,8 @@ class _SharedWaiter(Waiter):
         self.requestor = requestor
         self.claimer = secrets.token_hex(8)
         self._watch: TaskWatch | None = None
+        self._run: Run | None = None
+        self._event: anyio.Event | None = None
 
     def __enter__(self) -> Waiter:
         self._watch = self.coord.guard.watch(self.task_id).__enter__()
@@ -380,6 +395,18 @@ class _SharedWaiter(Waiter):
         watch, self._watch = self._watch, None
         if watch is not None:
             watch.__exit__(*exc)
+
+    def arm(self) -> None:
+        # The watch, entered first, wakes on any change. When the work runs in this
+        # process its run is signalled on every change instead (its own, and those the
+        # monitor sees), sooner than the change event, and hands over the record its
+        # outcome stored.
+        run = self._run = self.coord.runs.get(self.task_id)
+        self._event = run.changed if run is not None else None
+
+    def final(self) -> TaskRecord | None:
+        run = self._run
+        return None if run is None else run.final
 
     async def pending(self, rec: TaskRecord) -> list[PendingInput]:
         if rec.status != INPUT_REQUIRED:
@@ -392,7 +419,11 @@ class _SharedWaiter(Waiter):
 
     async def wait(self, rec: TaskRecord) -> None:
         assert self._watch is not None
-        await self._watch.wait(self.coord.config.watch_fallback_s)
+        if self._event is None:
+            await self._watch.wait(self.coord.config.watch_fallback_s)
+        else:
+            with anyio.move_on_after(self.coord.config.watch_fallback_s):
+                await self._event.wait()
 
     async def answer(
         self, p: PendingInput, answer: dict[str, Any] | None, error: TaskError | None

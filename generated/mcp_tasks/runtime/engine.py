@@ -204,6 +204,9 @@ class TaskEngine:
     @store.setter
     def store(self, store: TaskStore) -> None:
         self._store = store
+        #: A store's own ``create_limited`` counts and writes atomically; the default
+        #: (count, then create) needs the reservations of the creations in flight.
+        self._atomic_limit = type(store).create_limited is not TaskStore.create_limited
         self.coordination = choose(store, self.config, self.runner.active)
         self.guard = self.coordination.guard
 
@@ -211,6 +214,14 @@ class TaskEngine:
     def running(self) -> int:
         """How many tasks have work running in this engine."""
         return len(self.runner)
+
+    def outcome_pending(self, task_id: str) -> bool:
+        """True while the work of ``task_id`` has returned in this engine and only the
+        write of its outcome is left: the task ends without asking for input, so a
+        ``tasks/result`` may wait for it with no stream for input requests (a durable or
+        shared store takes a commit or a round trip to show the end)."""
+        run = self.runner.get(task_id)
+        return run is not None and not run.busy
 
     # ------------------------------------------------------------------ shared by the rooms
 
@@ -236,13 +247,23 @@ class TaskEngine:
     async def _expired(self, rec: TaskRecord) -> None:
         """Forget an expired task (R-TTL-3): tombstone, stop its work, wake its waiters."""
         self.tombstones.add(rec.requestor, rec.task_id)
+        self.runner.forget(rec.task_id)
         audit("expired", rec.requestor, rec.task_id, status=rec.status.value)
         self.runner.stop(rec.task_id, forget=True)
 
     async def lookup(self, requestor: str, task_id: str, face: str | None = None) -> TaskRecord:
         """The requestor's own live task of ``face`` (any face when None), else
         ``TaskNotFound``/``TaskExpired`` (R-ERR-1, R-SEC-1, R-TTL-3)."""
-        rec = await self.guard.get(task_id)
+        rec = self.runner.recent(task_id)  # its work ended here a moment ago: no read
+        if rec is None:
+            rec = await self.guard.get(task_id)
+        return await self.checked(requestor, task_id, rec, face)
+
+    async def checked(
+        self, requestor: str, task_id: str, rec: TaskRecord | None, face: str | None = None
+    ) -> TaskRecord:
+        """``rec`` (the task as just read, or as a write of this engine returned it) when it
+        is the requestor's own live task of ``face``, else as ``lookup`` refuses it."""
         if rec is None or rec.requestor != requestor or (face is not None and rec.face != face):
             if (requestor, task_id) in self.tombstones:
                 raise TaskExpired()
@@ -251,6 +272,7 @@ class TaskEngine:
             raise TaskNotFound()
         expires = rec.expires_at
         if expires is not None and expires <= self.clock():
+            self.runner.forget(task_id)
             if await self.guard.delete(task_id):
                 await self._expired(rec)
             raise TaskExpired()
@@ -280,7 +302,6 @@ class TaskEngine:
         limit = self.active_limit
         limit.acquire(requestor)
         try:
-            limit.check(requestor, await self.guard.count_active(requestor))
             now = self.clock()
             rec = TaskRecord(
                 task_id=secrets.token_urlsafe(16),  # 128 bits from `secrets` (R-ID-1, R-ID-2)
@@ -297,10 +318,15 @@ class TaskEngine:
             active = self.runner.active
             active[rec.task_id] = run
             try:
-                await self.guard.create(rec)
+                # The count and the write in one store call (R-SEC-4).
+                room = limit.limit if self._atomic_limit else limit.room(requestor)
+                created = await self.guard.create_limited(rec, room)
             except TaskError:
                 active.pop(rec.task_id, None)
                 raise
+            if not created:
+                active.pop(rec.task_id, None)
+                limit.refuse(requestor)
         finally:
             limit.release(requestor)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
@@ -375,9 +401,7 @@ class TaskEngine:
         """The task once terminal (R-RESULT-2), handing its input requests to ``deliver``
         meanwhile, whichever instance runs the work."""
         self.rate.check(requestor)
-        rec = await self.lookup(requestor, task_id, face)
-        if rec.status not in protocol.TERMINAL:  # else no task group: the common case costs less
-            rec = await await_terminal(self, requestor, task_id, deliver, face)
+        rec = await await_terminal(self, requestor, task_id, deliver, face)
         audit("result_retrieved", requestor, task_id, status=rec.status.value)
         return rec
 

@@ -54,6 +54,9 @@ class StoreGuard:
     async def create(self, record: TaskRecord) -> None:
         await guarded(self.store.create(record))
 
+    async def create_limited(self, record: TaskRecord, max_active: int) -> bool:
+        return await guarded(self.store.create_limited(record, max_active))
+
     async def get(self, task_id: str) -> TaskRecord | None:
         # Spelled out (not through ``guarded``): the hot path of every task lookup.
         try:

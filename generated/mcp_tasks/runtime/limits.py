@@ -51,9 +51,11 @@ class RateLimiter:
 class ActiveLimit:
     """R-SEC-4: at most ``limit`` non-terminal tasks per requestor.
 
-    The store counts the active tasks; creations in flight hold a reservation (``acquire``
-    ... ``release`` in a ``finally``), so concurrent creations of one requestor cannot
-    overshoot the limit."""
+    The store counts the active tasks as it creates one (``TaskStore.create_limited``).
+    When its count and write are two steps (the default), creations in flight hold a
+    reservation (``acquire`` ... ``release`` in a ``finally``) and the store gets the
+    ``room`` left by the others, so concurrent creations of one requestor cannot overshoot
+    the limit."""
 
     __slots__ = ("_reserved", "limit")
 
@@ -65,12 +67,15 @@ class ActiveLimit:
         """Hold one slot for a creation in flight."""
         self._reserved[requestor] = self._reserved.get(requestor, 0) + 1
 
-    def check(self, requestor: str, active: int) -> None:
-        """``ConcurrencyLimitExceeded`` when ``active`` tasks plus the creations in flight
-        are over the limit."""
-        if active + self._reserved[requestor] > self.limit:
-            audit("create_rejected", requestor, None, reason="concurrency_limit")
-            raise ConcurrencyLimitExceeded(self.limit)
+    def room(self, requestor: str) -> int:
+        """How many active tasks the store may hold for one more to be created: the limit
+        less the other creations in flight."""
+        return self.limit - self._reserved[requestor] + 1
+
+    def refuse(self, requestor: str) -> None:
+        """Raise ``ConcurrencyLimitExceeded`` (the store had no room)."""
+        audit("create_rejected", requestor, None, reason="concurrency_limit")
+        raise ConcurrencyLimitExceeded(self.limit)
 
     def release(self, requestor: str) -> None:
         """The creation ended (created or refused)."""

@@ -15,6 +15,7 @@ coordination strategy's part (``coordination.py``); this module is the same for 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
@@ -113,10 +114,17 @@ class LazyEvent:
 class Run:
     """A task running in this engine: its cancel scope, pending inputs, change signal."""
 
-    __slots__ = ("_changed", "asked", "pending", "requestor", "scope", "tool_error")
+    __slots__ = (
+        "_changed", "asked", "busy", "final", "pending", "requestor", "scope", "tool_error"
+    )  # fmt: skip
 
     def __init__(self, requestor: str, tool_error: TaskStatus = FAILED) -> None:
         self.requestor = requestor
+        #: The record this run's own outcome stored (terminal: nothing changes it after),
+        #: so a waiter it wakes needs no read of the store.
+        self.final: TaskRecord | None = None
+        #: True until the work returned or raised (then only its outcome is left to store).
+        self.busy = True
         #: the status a tool result with ``isError`` ends in (the face decides)
         self.tool_error = tool_error
         self.scope = anyio.CancelScope()
@@ -213,12 +221,53 @@ async def outcome_of(
         return (FAILED, err.message, None, err.to_error())
 
 
+#: How long (seconds) and how many of the records that work stored as it ended its task
+#: are kept to answer lookups without the store (``Runner.recent``).
+RECENT_S = 1.0
+RECENT_MAX = 256
+
+
 class Runner:
-    """The tasks whose work runs in this engine, by task ID."""
+    """The tasks whose work runs in this engine, by task ID, and the records of those that
+    ended here a moment ago."""
 
     def __init__(self, engine: TaskEngine) -> None:
         self.engine = engine
         self.active: dict[str, Run] = {}
+        #: task ID -> (kept until, monotonic; the record its outcome stored), oldest first
+        self._recent: dict[str, tuple[float, TaskRecord]] = {}
+
+    def recent(self, task_id: str) -> TaskRecord | None:
+        """The record the work of ``task_id`` stored as it ended the task here, if that was
+        less than ``RECENT_S`` ago: a ``tasks/result`` or ``tasks/get`` right after the end
+        needs no read. Terminal records do not change (R-STATE-3); expiry is the caller's
+        check, and an expired or deleted task is forgotten here (``forget``)."""
+        got = self._recent.get(task_id)
+        if got is None:
+            return None
+        if got[0] < time.monotonic():
+            self._prune()
+            return None
+        return got[1]
+
+    def forget(self, task_id: str) -> None:
+        self._recent.pop(task_id, None)
+
+    def _remember(self, rec: TaskRecord) -> None:
+        recent = self._recent
+        if len(recent) >= RECENT_MAX:
+            self._prune()
+            if len(recent) >= RECENT_MAX:
+                del recent[next(iter(recent))]
+        recent[rec.task_id] = (time.monotonic() + RECENT_S, rec)
+
+    def _prune(self) -> None:
+        recent, now = self._recent, time.monotonic()
+        while recent:
+            key = next(iter(recent))
+            if recent[key][0] >= now:
+                return
+            del recent[key]
 
     def __len__(self) -> int:
         return len(self.active)
@@ -257,16 +306,17 @@ class Runner:
             with run.scope:
                 outcome = await outcome_of(work, tc, is_error_result, self.engine, run.tool_error)
         finally:
+            run.busy = False
             with anyio.CancelScope(shield=True):
                 if outcome is None and not run.scope.cancel_called:
                     # The engine shut down under the work.
                     err = InternalError(message=INTERRUPTED_MESSAGE)
                     outcome = (FAILED, INTERRUPTED_MESSAGE, None, err.to_error())
                 if outcome is not None:
-                    await self._finish(task_id, outcome)
+                    await self._finish(task_id, run, outcome)
                 self._end(task_id, run)
 
-    async def _finish(self, task_id: str, outcome: Outcome) -> None:
+    async def _finish(self, task_id: str, run: Run, outcome: Outcome) -> None:
         status, message, result, error = outcome
         engine = self.engine
         try:
@@ -294,6 +344,8 @@ class Runner:
             engine.log.exception("task %s: could not store its outcome", task_id)
             rec = None
         if rec is not None:
+            run.final = rec
+            self._remember(rec)
             await engine.status_changed(rec)
 
     def _end(self, task_id: str, run: Run) -> None:
@@ -302,11 +354,12 @@ class Runner:
         run.signal()
 
     async def set_message(self, task_id: str, message: str) -> None:
+        # A status message update without a move, tried in the task's likely status
+        # first: no read before the write. A terminal task keeps its message.
         engine = self.engine
-        rec = await engine.guard.get(task_id)
-        if rec is None or rec.status in TERMINAL:
-            return
-        await engine.transition(task_id, rec.status, expected=(rec.status,), status_message=message)
+        for status in (WORKING, INPUT_REQUIRED):
+            if await engine.transition(task_id, status, expected=(status,), status_message=message):
+                break
         run = self.active.get(task_id)
         if run is not None:
             run.signal()
@@ -363,30 +416,73 @@ async def await_terminal(
     on_input: InputHandler | None,
     face: str | None = None,
 ) -> TaskRecord:
-    """Block until the task is terminal (R-RESULT-2), delivering its input requests to
-    ``on_input`` meanwhile (R-INPUT-3), whichever instance runs the work."""
-    delivering: set[str] = set()
-    failure: TaskError | None = None
+    """The task once terminal (R-RESULT-2), delivering its input requests to ``on_input``
+    meanwhile (R-INPUT-3), whichever instance runs the work.
+
+    One read when the task is terminal already; else one more per wake-up, none when the
+    work ran here (its run hands over the record its outcome stored)."""
+    ended = await _outcome(engine, requestor, task_id, face)
+    if ended is not None:
+        return ended
     with engine.coordination.waiter(task_id, requestor) as waiter:
+        waiter.arm()
+        rec = await engine.lookup(requestor, task_id, face)
+        if rec.status in TERMINAL:
+            return rec
+        if on_input is None:  # nothing to deliver: no task group
+            while rec.status not in TERMINAL:
+                rec = await _next(engine, waiter, rec, requestor, task_id, face)
+            return rec
+        delivering: set[str] = set()
+        failure: TaskError | None = None
         async with anyio.create_task_group() as tg:
             try:
-                while True:
-                    waiter.arm()
-                    rec = await engine.lookup(requestor, task_id, face)
-                    if rec.status in TERMINAL:
-                        break
-                    if on_input is not None:
-                        for p in await waiter.pending(rec):
-                            if p.id not in delivering:
-                                delivering.add(p.id)
-                                tg.start_soon(_deliver, waiter, p, on_input, delivering)
-                    await waiter.wait(rec)
+                while rec.status not in TERMINAL:
+                    for p in await waiter.pending(rec):
+                        if p.id not in delivering:
+                            delivering.add(p.id)
+                            tg.start_soon(_deliver, waiter, p, on_input, delivering)
+                    rec = await _next(engine, waiter, rec, requestor, task_id, face)
             except TaskError as exc:
                 failure = exc
             tg.cancel_scope.cancel()
     if failure is not None:
         raise failure
     return rec
+
+
+async def _outcome(
+    engine: TaskEngine, requestor: str, task_id: str, face: str | None
+) -> TaskRecord | None:
+    """When the requestor's work of ``task_id`` returned here and its outcome is being
+    stored (it asks for no input any more), the record that write returns, without a read
+    first; None otherwise (or when the write did not end the task): read the store."""
+    run = engine.runner.get(task_id)
+    if run is None or run.busy or run.requestor != requestor:
+        return None
+    while run.final is None and engine.runner.get(task_id) is run:
+        await run.changed.wait()  # the run's end signals it, after its outcome is stored
+    if run.final is None:
+        return None
+    return await engine.checked(requestor, task_id, run.final, face)
+
+
+async def _next(
+    engine: TaskEngine,
+    waiter: Waiter,
+    rec: TaskRecord,
+    requestor: str,
+    task_id: str,
+    face: str | None,
+) -> TaskRecord:
+    """The task after the next wake-up: the record the work that ended it here stored,
+    else read again (armed before the read: a change after it wakes the next wait)."""
+    await waiter.wait(rec)
+    final = waiter.final()
+    waiter.arm()
+    if final is not None:
+        return await engine.checked(requestor, task_id, final, face)
+    return await engine.lookup(requestor, task_id, face)
 
 
 async def _deliver(

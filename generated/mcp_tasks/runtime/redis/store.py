@@ -157,6 +157,14 @@ class RedisTaskStore(SharedTaskStore):
     # ------------------------------------------------------------------ TaskStore
 
     async def create(self, record: TaskRecord) -> None:
+        await self._create(record, None)
+
+    async def create_limited(self, record: TaskRecord, max_active: int) -> bool:
+        """The count is ``create.lua``'s (the requestor's active set): one round trip, and
+        atomic on the server. A refusal costs a second one (it undoes the ID pointer)."""
+        return await self._create(record, max_active)
+
+    async def _create(self, record: TaskRecord, max_active: int | None) -> bool:
         keys, tid = self.keys, record.task_id
         tag = keys.tag(record.requestor)
         px = (
@@ -168,7 +176,8 @@ class RedisTaskStore(SharedTaskStore):
         lex = lexkey(record.created_at, tid)
         active = record.status not in TERMINAL
         hset = fields(record, lex, self.instance_id if active else None)
-        args = [tid, lex, "" if px is None else px, int(active), *hset]
+        limit = "" if max_active is None else max_active
+        args = [tid, lex, "" if px is None else px, int(active), limit, *hset]
         # One round trip: the ID pointer (its own slot), the task (the requestor's slot),
         # the expiry and lease entries. A taken ID is rare (IDs are random): undone below.
         calls: list[Call] = [
@@ -203,7 +212,13 @@ class RedisTaskStore(SharedTaskStore):
             raise KeyError(tid)
         if out[1] == 0:
             raise KeyError(tid)
+        if out[1] == -1:  # no room (R-SEC-4): undo the pointer and what this call added
+            undo = [_UNDO[c[1][0]](c[1]) for c, r in zip(added, out[2:], strict=True) if r == 1]
+            with anyio.CancelScope(shield=True):
+                await self._run.pipeline([(None, ["DEL", keys.ptr(tid)]), *undo])
+            return False
         self._tags[tid] = tag
+        return True
 
     async def get(self, task_id: str) -> TaskRecord | None:
         tag = await self._tag_of(task_id)
