@@ -331,11 +331,16 @@ class LeanPath:
     async def _terminal_result(
         self, rctx: RequestContext, params: dict[str, Any]
     ) -> dict[str, Any] | None:
-        """``tasks/result`` of a task already terminal; a task still running (whose input
-        requests ride the request's own stream, R-INPUT-3) is left to the SDK's path."""
+        """``tasks/result`` of a task already terminal, or whose work returned here and only
+        its outcome's write is left; a task still running (whose input requests ride the
+        request's own stream, R-INPUT-3) is left to the SDK's path."""
         task_id = params.get("taskId")
         if not isinstance(task_id, str):
             return None
+        engine = self.tasks.engine
+        if engine.outcome_pending(task_id):  # its work returned here: no input can come
+            ended: dict[str, Any] = await engine.handle(TASKS_RESULT, params, rctx)
+            return ended
         try:
             rec = await self.tasks.engine.lookup(rctx.requestor, task_id)
         except TaskError:
