@@ -330,6 +330,10 @@ class McpTasks:
         )
 
     def _remember(self, requestor: str, conn: Connection) -> None:
+        if conn.session_id is None and not conn.state.get(_REQUESTOR_KEY):
+            # Stateless HTTP: a connection per request, with no channel to the client after
+            # it; a status notification sent there would go nowhere (and cost a send).
+            return
         conns = self._connections.get(requestor)
         if conns is None:
             if len(self._connections) >= self._prune_at:
