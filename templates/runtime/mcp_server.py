@@ -106,7 +106,9 @@ INITIALIZE = method_of(types.InitializeRequest)
 TOOLS_LIST = method_of(types.ListToolsRequest)
 _REQUESTOR_KEY = "mcp_tasks.requestor"
 _WATCHED_KEY = "mcp_tasks.session_end_watched"
-_SESSION_PREFIXES = ("session:", "stdio:")  # requestors bound to one transport session
+_SESSION_PREFIXES = ("session:", "stdio:")
+#: status notifications that may wait per connection before more are dropped (R-NOTIFY-2)
+NOTIFY_BACKLOG = 8  # requestors bound to one transport session
 _F = TypeVar("_F", bound=Callable[..., Any])
 #: A tool run inside a task: ``run(task-scoped dctx, tools/call params)``.
 RunTool = Callable[[Any, dict[str, Any]], Awaitable[HandlerResult]]
@@ -194,6 +196,9 @@ class McpTasks:
         self.immediate_response = immediate_response
         self.cancel_on_session_end = cancel_on_session_end
         self._connections: dict[str, weakref.WeakSet[Connection]] = {}
+        #: status notifications waiting to be handed to each connection, and those dropped
+        self._notifying: weakref.WeakKeyDictionary[Connection, int] = weakref.WeakKeyDictionary()
+        self.notifications_dropped = 0
         #: HTTP session id -> its connection (learnt at ``initialize``; for the lean path)
         self._sessions: weakref.WeakValueDictionary[str, Connection] = weakref.WeakValueDictionary()
         #: the lean path of the last :meth:`streamable_http_app` (None: not in use)
@@ -353,10 +358,23 @@ class McpTasks:
             on_connection_close(conn).push_async_callback(self._session_ended, requestor)
 
     async def _on_status(self, requestor: str, task: dict[str, Any]) -> None:
-        """R-NOTIFY-1: the whole Task, no related-task ``_meta`` (R-NOTIFY-3)."""
+        """R-NOTIFY-1: the whole Task, no related-task ``_meta`` (R-NOTIFY-3).
+
+        Best effort (a MAY; requestors never rely on them, R-NOTIFY-2): the SDK hands a
+        connection's messages over one at a time, so at most ``NOTIFY_BACKLOG`` wait per
+        connection and the rest are dropped, rather than every ending task (its run, its
+        memory) waiting in line behind them when tasks end faster than that."""
         for conn in list(self._connections.get(requestor, ())):
-            with anyio.move_on_after(5):
-                await conn.notify(NOTIFICATIONS_TASKS_STATUS, dict(task))
+            waiting = self._notifying.get(conn, 0)
+            if waiting >= NOTIFY_BACKLOG:
+                self.notifications_dropped += 1
+                continue
+            self._notifying[conn] = waiting + 1
+            try:
+                with anyio.move_on_after(5):
+                    await conn.notify(NOTIFICATIONS_TASKS_STATUS, dict(task))
+            finally:
+                self._notifying[conn] -= 1
 
     # ------------------------------------------------------------------ session end
     async def _session_ended(self, requestor: str) -> None:

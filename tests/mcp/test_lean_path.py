@@ -242,3 +242,41 @@ def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware() -> None:
     finally:
         server.should_exit = True
         thread.join(timeout=20)
+
+
+def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
+    """R-NOTIFY-1 is a MAY and requestors never rely on it (R-NOTIFY-2): when a connection
+    takes notifications slower than tasks end, at most NOTIFY_BACKLOG wait on it and the
+    rest are dropped, instead of every ended task's run (and its memory) waiting in line."""
+    from mcp.server.mcpserver import MCPServer
+
+    from mcp_tasks.runtime.mcp_server import NOTIFY_BACKLOG
+
+    class SlowConnection:
+        session_id = "s-1"
+        state: dict[str, Any] = {}
+
+        def __init__(self) -> None:
+            self.waiting = 0
+            self.most = 0
+
+        async def notify(self, method: str, params: Any, opts: Any = None) -> None:
+            self.waiting += 1
+            self.most = max(self.most, self.waiting)
+            try:
+                await anyio.sleep(0.2)
+            finally:
+                self.waiting -= 1
+
+    async def main() -> tuple[int, int]:
+        tasks = McpTasks(MCPServer("t"))
+        conn = SlowConnection()
+        tasks.remember("session:s-1", conn)  # type: ignore[arg-type]
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(tasks._on_status, "session:s-1", {"taskId": str(i)})
+        return conn.most, tasks.notifications_dropped
+
+    most, dropped = anyio.run(main)
+    assert most == NOTIFY_BACKLOG
+    assert dropped == 50 - NOTIFY_BACKLOG
