@@ -185,7 +185,10 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     async def list_tasks(
         self, requestor: str, *, after: tuple[float, str] | None, limit: int
-    ) -> list[TaskRecord]: ...
+    ) -> list[TaskRecord]:
+        """Up to ``limit`` of ``requestor``'s tasks after ``after`` in (created_at, task_id)
+        order. A store may leave ``result`` and ``error`` out of these records (None): a
+        listing shows tasks, not what they returned."""
 
     @abc.abstractmethod
     async def delete(self, task_id: str) -> bool: ...

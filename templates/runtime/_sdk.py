@@ -411,10 +411,40 @@ def sdk_request_runner(server: Any, conn: Connection, lifespan: Any) -> Any:
     return ServerRunner(lowlevel_server(server), conn, lifespan).on_request
 
 
+#: id(input schema) -> (the schema, whether it declares Mcp-Param headers); bounded
+_HEADER_PARAMS: dict[int, tuple[Any, bool]] = {}
+
+
+def _declares_header_params(schema: Any) -> bool:
+    """Whether a tool's input schema has a valid ``x-mcp-header`` property: only then can
+    the SDK's header check reject anything (remembered per schema object)."""
+    hit = _HEADER_PARAMS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
+
+    declares = find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))
+    if len(_HEADER_PARAMS) < 4096:
+        _HEADER_PARAMS[id(schema)] = (schema, declares)
+    return declares
+
+
 async def mcp_param_rejection(
     server: Any, request: Any, message: Any, route: Any, lifespan: Any
 ) -> Any | None:
-    """The SDK's ``Mcp-Param-*`` header check of a modern ``tools/call`` (a rejection or None)."""
+    """The SDK's ``Mcp-Param-*`` header check of a modern ``tools/call`` (a rejection or
+    None); skipped when the tool's schema (from ``Server.get_tool_input_schema``) declares
+    no header parameter, where the SDK's check can only pass."""
     from mcp.server._streamable_http_modern import _mcp_param_rejection
 
-    return await _mcp_param_rejection(lowlevel_server(server), request, message, route, lifespan)
+    low = lowlevel_server(server)
+    name = (message.params or {}).get("name")
+    lookup = low.get_tool_input_schema
+    if lookup is not None and isinstance(name, str):
+        try:
+            schema: Any = lookup(name)
+        except Exception:  # the SDK's check logs it
+            return await _mcp_param_rejection(low, request, message, route, lifespan)
+        if schema is None or not _declares_header_params(schema):
+            return None
+    return await _mcp_param_rejection(low, request, message, route, lifespan)

@@ -81,6 +81,7 @@ from .runs import (
     TaskContext,
     TaskView,
     Work,
+    await_settled,
     await_terminal,
 )
 from .tombstones import Tombstones
@@ -397,6 +398,12 @@ class TaskEngine:
         rec = await await_terminal(self, requestor, task_id, deliver, face)
         audit("result_retrieved", requestor, task_id, status=rec.status.value)
         return rec
+
+    async def settled(self, requestor: str, task_id: str, *, face: str | None = None) -> TaskRecord:
+        """The requestor's task once terminal or ``INPUT_REQUIRED`` (``TaskNotFound`` or
+        ``TaskExpired`` as :meth:`lookup`); not rate-limited, not audited: for an adapter
+        that then answers through :meth:`wait_terminal` or hands the request on."""
+        return await await_settled(self, requestor, task_id, face)
 
     async def list_page(
         self, requestor: str, cursor: str | None, *, face: str | None = None

@@ -27,6 +27,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import pydantic_core
 from mcp.server.connection import Connection
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, check_accept_headers
@@ -46,6 +47,7 @@ from starlette.requests import Request
 from ..errors import InternalError, TaskError
 from ..handlers import RequestContext
 from ..protocol import (
+    INPUT_REQUIRED,
     REVISION,
     TASK_SUPPORT_OPTIONAL,
     TASK_SUPPORT_REQUIRED,
@@ -56,6 +58,7 @@ from ..protocol import (
     TERMINAL,
     TOOLS_CALL,
 )
+from ..store import TaskRecord
 from ._sdk import (
     InFlight,
     http_session,
@@ -78,8 +81,15 @@ _SESSION_HEADER = MCP_SESSION_ID_HEADER.lower()
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
 _SERVES = frozenset({TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED})
 _ENGINE_METHODS = frozenset({TASKS_GET, TASKS_LIST, TASKS_CANCEL})
+#: how long a ``tasks/result`` waits on the lean path for its task to end before the SDK's
+#: path (which streams input requests and keeps the wait alive) takes it over
+RESULT_WAIT_S = 10.0
 #: set in the ASGI scope of a request the lean path has already left to the SDK
 _SEEN = "mcp_tasks.lean_seen"
+
+
+class ClientGone(Exception):
+    """The client left while its request waited on the lean path."""
 
 
 class Answer:
@@ -204,7 +214,9 @@ class LeanPath:
         answer: Answer | None = None
         if body is not None:
             try:
-                answer = await self.answer(scope, body)
+                answer = await self.answer(scope, body, receive)
+            except ClientGone:
+                return  # left while its tasks/result waited: nobody to answer
             except Exception:  # never lose a request: the SDK's path answers it
                 log.exception("lean path: a request fell back to the SDK after an error")
                 answer = None
@@ -216,7 +228,7 @@ class LeanPath:
         self.answered += 1
         await answer.send(send)
 
-    async def answer(self, scope: Any, body: bytes) -> Answer | None:
+    async def answer(self, scope: Any, body: bytes, receive: Any = None) -> Answer | None:
         """The answer of a request this path serves, else ``None`` (the SDK answers)."""
         headers = _headers(scope)
         if not headers.get("content-type", "").split(";")[0].strip() == _JSON.decode():
@@ -232,7 +244,7 @@ class LeanPath:
             return None
         version = headers.get(_VERSION_HEADER)
         if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
-            return await self._handshake(scope, request, headers, version, *parsed)
+            return await self._handshake(scope, request, headers, version, *parsed, receive)
         ext = self.tasks.extension
         if ext is None or version != ext.revision:
             return None
@@ -248,6 +260,7 @@ class LeanPath:
         method: str,
         rid: str | int,
         params: dict[str, Any],
+        receive: Any = None,
     ) -> Answer | None:
         if method not in _ENGINE_METHODS and method not in (TASKS_RESULT, TOOLS_CALL):
             return None
@@ -258,7 +271,7 @@ class LeanPath:
         if self.manager.stateless:
             if (version or DEFAULT_NEGOTIATED_VERSION) != REVISION:
                 return None
-            return await self._serve_2025(None, None, method, rid, params)
+            return await self._serve_2025(None, None, method, rid, params, receive)
         if session_id is None:
             return None
         transport = http_session(self.manager, session_id, scope.get("user"))
@@ -268,7 +281,7 @@ class LeanPath:
         if conn.protocol_version != REVISION:
             return None
         with InFlight(transport):
-            return await self._serve_2025(session_id, conn, method, rid, params)
+            return await self._serve_2025(session_id, conn, method, rid, params, receive)
 
     async def _serve_2025(
         self,
@@ -277,6 +290,7 @@ class LeanPath:
         method: str,
         rid: str | int,
         params: dict[str, Any],
+        receive: Any = None,
     ) -> Answer | None:
         tasks = self.tasks
         requestor = tasks.http_requestor(session_id)
@@ -290,7 +304,7 @@ class LeanPath:
             if method == TOOLS_CALL:
                 result = await self._tool_task_2025(rctx, conn, params)
             elif method == TASKS_RESULT:
-                result = await self._terminal_result(rctx, params)
+                result = await self._result_2025(rctx, params, receive)
             else:
                 if conn is not None:
                     tasks.remember(requestor, conn)
@@ -321,27 +335,51 @@ class LeanPath:
         call = {k: v for k, v in raw.items() if k != "task"}
         return await self.tasks.start_task(rctx, conn, self._runner(conn), call, task)
 
-    async def _terminal_result(
-        self, rctx: RequestContext, params: dict[str, Any]
+    async def _result_2025(
+        self, rctx: RequestContext, params: dict[str, Any], receive: Any
     ) -> dict[str, Any] | None:
-        """``tasks/result`` of a task already terminal, or whose work returned here and only
-        its outcome's write is left; a task still running (whose input requests ride the
-        request's own stream, R-INPUT-3) is left to the SDK's path."""
+        """``tasks/result`` of a task that ends without asking for input: at once when it is
+        terminal (or its work returned here), else once it ends within ``RESULT_WAIT_S``.
+        A task that asks for input first (its requests ride the request's own stream,
+        R-INPUT-3), or runs longer, is left to the SDK's path; so is every refusal."""
         task_id = params.get("taskId")
         if not isinstance(task_id, str):
             return None
         engine = self.tasks.engine
-        if engine.outcome_pending(task_id):  # its work returned here: no input can come
-            ended: dict[str, Any] = await engine.handle(TASKS_RESULT, params, rctx)
-            return ended
-        try:
-            rec = await self.tasks.engine.lookup(rctx.requestor, task_id)
-        except TaskError:
-            return None  # the SDK's path answers (and counts) the refusal
-        if rec.status not in TERMINAL:
-            return None
-        result: dict[str, Any] = await self.tasks.engine.handle(TASKS_RESULT, params, rctx)
-        return result
+        if not engine.outcome_pending(task_id):  # else its work returned here: no input comes
+            try:
+                rec = await self._settled(rctx.requestor, task_id, receive)
+            except TaskError:
+                return None  # the SDK's path answers (and counts) the refusal
+            if rec.status not in TERMINAL:
+                return None
+        ended: dict[str, Any] = await engine.handle(TASKS_RESULT, params, rctx)
+        return ended
+
+    async def _settled(self, requestor: str, task_id: str, receive: Any) -> TaskRecord:
+        """The task once terminal or asking for input, or as it is after ``RESULT_WAIT_S``;
+        :class:`ClientGone` when the client leaves meanwhile."""
+        engine = self.tasks.engine
+        rec = await engine.lookup(requestor, task_id)
+        if rec.status in TERMINAL or rec.status == INPUT_REQUIRED or receive is None:
+            return rec
+        gone = False
+
+        async def watch(scope: anyio.CancelScope) -> None:
+            nonlocal gone
+            while (await receive()).get("type") != "http.disconnect":
+                pass
+            gone = True
+            scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch, tg.cancel_scope)
+            with anyio.move_on_after(RESULT_WAIT_S):
+                rec = await engine.settled(requestor, task_id)
+            tg.cancel_scope.cancel()
+        if gone:
+            raise ClientGone()
+        return rec
 
     def _runner(self, conn: Connection) -> RunTool:
         """A task's tool run through the SDK's own pipeline for ``conn``."""

@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import httpx
 import pytest
 import uvicorn
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
 
@@ -46,10 +48,18 @@ class InProc:
 
 @contextmanager
 def serving(
-    *, lean: bool = True, tokens: dict[str, str] | None = None, **app_kwargs: Any
+    *,
+    lean: bool = True,
+    tokens: dict[str, str] | None = None,
+    build: Any = None,
+    **app_kwargs: Any,
 ) -> Iterator[InProc]:
-    """The example server in this process (its own thread and event loop), lean or not."""
-    mcp, tasks = build_server(store=InMemoryTaskStore(), tokens=tokens)
+    """The example server (or ``build()``'s) in this process (its own thread and event
+    loop), lean or not."""
+    if build is not None:
+        mcp, tasks = build()
+    else:
+        mcp, tasks = build_server(store=InMemoryTaskStore(), tokens=tokens)
     app = tidy_http_errors(tasks.streamable_http_app(lean=lean, **app_kwargs))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
@@ -148,7 +158,9 @@ def _refusals(url: str, token_of_session: str | None) -> dict[str, Any]:
         good = c._headers()
         out: dict[str, Any] = {}
         out["unknown session"] = _post(url, body, {**good, "mcp-session-id": "f" * 32})
-        out["no session"] = _post(url, body, {k: v for k, v in good.items() if k != "mcp-session-id"})
+        out["no session"] = _post(
+            url, body, {k: v for k, v in good.items() if k != "mcp-session-id"}
+        )
         out["bad accept"] = _post(url, body, {**good, "Accept": "text/plain"})
         out["bad content type"] = _post(url, body, {**good, "Content-Type": "text/plain"})
         out["bad json"] = _post(url, b'{"jsonrpc": "2.0", "id": 7, "method": "tasks/g', good)
@@ -234,7 +246,12 @@ def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware() -> None:
             r = c.http.post(
                 url,
                 headers={**c._headers(), "Origin": "http://127.0.0.1:1"},
-                json={"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {"taskId": task_id}},
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 5,
+                    "method": "tasks/get",
+                    "params": {"taskId": task_id},
+                },
             )
             assert r.headers.get("access-control-allow-origin") == "http://127.0.0.1:1"
             assert r.json()["result"]["taskId"] == task_id
@@ -248,8 +265,6 @@ def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
     """R-NOTIFY-1 is a MAY and requestors never rely on it (R-NOTIFY-2): when a connection
     takes notifications slower than tasks end, at most NOTIFY_BACKLOG wait on it and the
     rest are dropped, instead of every ended task's run (and its memory) waiting in line."""
-    from mcp.server.mcpserver import MCPServer
-
     from mcp_tasks.runtime.mcp_server import NOTIFY_BACKLOG
 
     class SlowConnection:
@@ -280,3 +295,70 @@ def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
     most, dropped = anyio.run(main)
     assert most == NOTIFY_BACKLOG
     assert dropped == 50 - NOTIFY_BACKLOG
+
+
+def test_result_of_a_running_task_is_answered_when_it_ends() -> None:
+    """R-RESULT-2: tasks/result of a running task blocks until it ends; on the lean path as
+    one JSON answer (the server's SDK path would answer with an event stream here)."""
+    with serving() as fast, RawHttp(fast.url) as c:
+        task_id = c.create("slow_compute", {"seconds": 0.3})
+        before = fast.answered
+        r = c.http.post(
+            fast.url,
+            headers=c._headers(),
+            json={
+                "jsonrpc": "2.0",
+                "id": 9,
+                "method": "tasks/result",
+                "params": {"taskId": task_id},
+            },
+        )
+        assert r.headers["content-type"] == "application/json"
+        assert r.json()["result"]["content"][0]["text"].startswith("done after 0.3s")
+        assert fast.answered == before + 1
+
+
+def test_a_client_that_leaves_while_its_result_waits_costs_nothing_after() -> None:
+    with serving() as fast, RawHttp(fast.url) as c:
+        task_id = c.create("slow_compute", {"seconds": 1.0})
+        body = {"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": {"taskId": task_id}}
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(fast.url, headers=c._headers(), json=body, timeout=0.2)
+        assert c.wait(task_id)["status"] == "completed"  # the session and the task go on
+        assert c.ok("tasks/result", {"taskId": task_id})["content"]
+
+
+def _regional() -> tuple[Any, McpTasks]:
+    """A server whose tool routes on a header parameter (``x-mcp-header``)."""
+    mcp = MCPServer("regional")
+    tasks = McpTasks(mcp)
+
+    @tasks.tool(task_support="optional")
+    @mcp.tool()
+    async def regional(
+        region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
+    ) -> str:
+        return f"served in {region}"
+
+    return mcp, tasks
+
+
+def test_mcp_param_headers_are_checked_on_both_paths() -> None:
+    """The SDK's Mcp-Param header check (2026-07-28) holds for task calls the lean path
+    makes: a header that disagrees with the argument is refused the SDK's way."""
+
+    def calls(url: str) -> list[Any]:
+        with ExtClient(url) as c:
+            args = {"name": "regional", "arguments": {"region": "eu"}}
+            bad = c.send("tools/call", args, headers={"Mcp-Param-Region": "us"})
+            missing = c.send("tools/call", args)
+            good = c.send("tools/call", args, headers={"Mcp-Param-Region": "eu"})
+            return [bad, missing, good["result"]["resultType"]]
+
+    with serving(lean=False, build=_regional) as slow:
+        expected = calls(slow.url)
+    with serving(build=_regional) as fast:
+        got = calls(fast.url)
+        assert fast.answered == 1  # the good one; the refusals are the SDK's
+    assert got == expected
+    assert "error" in expected[0] and "error" in expected[1] and expected[2] == "task"

@@ -41,7 +41,10 @@ def test_default_tombstone_cap_is_documented() -> None:
 
 
 class _Conn:
-    """Stands in for an SDK Connection (only weak references are taken)."""
+    """Stands in for an SDK Connection of an HTTP session (only weak references are taken)."""
+
+    session_id = "s"
+    state: dict[str, object] = {}
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -451,6 +451,22 @@ async def await_terminal(
     return rec
 
 
+async def await_settled(
+    engine: TaskEngine, requestor: str, task_id: str, face: str | None = None
+) -> TaskRecord:
+    """The task once terminal or ``INPUT_REQUIRED``, whichever comes first (no input is
+    delivered, nothing counted or audited: the caller answers, or hands the request on)."""
+    ended = await _outcome(engine, requestor, task_id, face)
+    if ended is not None:
+        return ended
+    with engine.coordination.waiter(task_id, requestor) as waiter:
+        waiter.arm()
+        rec = await engine.lookup(requestor, task_id, face)
+        while rec.status not in TERMINAL and rec.status != INPUT_REQUIRED:
+            rec = await _next(engine, waiter, rec, requestor, task_id, face)
+        return rec
+
+
 async def _outcome(
     engine: TaskEngine, requestor: str, task_id: str, face: str | None
 ) -> TaskRecord | None:

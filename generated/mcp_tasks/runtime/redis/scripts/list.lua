@@ -1,6 +1,8 @@
 -- list: KEYS idx, active; ARGV task-key prefix, after lexkey|'', limit
 -- -> a JSON array of up to limit task hashes (objects) in (created_at, id) order, one bulk
---    reply; drops index entries of expired keys
+--    reply, without the result and error payloads (a listing shows tasks, not what they
+--    returned); drops index entries of expired keys
+local FIELDS = {'k', 'r', 'm', 's', 'c', 'u', 'ttl', 'pi', 'msg', 'v', 'f'}
 local min = '-'
 if ARGV[2] ~= '' then min = '(' .. ARGV[2] end
 local n = tonumber(ARGV[3])
@@ -10,12 +12,16 @@ while #out < n do
   if #ms == 0 then break end
   for _, m in ipairs(ms) do
     local id = string.sub(m, 17)
-    local h = redis.call('HGETALL', ARGV[1] .. id)
-    if #h == 0 then
+    local h = redis.call('HMGET', ARGV[1] .. id, unpack(FIELDS))
+    if not h[1] then
       redis.call('ZREM', KEYS[1], m)
       redis.call('SREM', KEYS[2], id)
     else
-      out[#out + 1] = hash_json(h)
+      local t = {}
+      for i, f in ipairs(FIELDS) do
+        if h[i] then t[f] = h[i] end
+      end
+      out[#out + 1] = cjson.encode(t)
     end
   end
   min = '(' .. ms[#ms]
