@@ -357,3 +357,16 @@ def test_mcp_param_rejection() -> None:
     assert _params(fn) == ["app", "request", "req", "verdict", "lifespan_state"], changed(
         "_mcp_param_rejection's parameters changed"
     )
+
+
+def test_transport_standalone_stream() -> None:
+    """StreamableHTTPServerTransport standalone stream: _request_streams, GET key, event store."""
+    from mcp.server import streamable_http
+
+    assert isinstance(getattr(streamable_http, "GET_STREAM_KEY", None), str), changed(
+        "streamable_http.GET_STREAM_KEY is gone"
+    )
+    for attr in ("_request_streams", "_event_store"):
+        assert _init_assigns(streamable_http.StreamableHTTPServerTransport, attr), changed(
+            f"StreamableHTTPServerTransport.{attr} is gone"
+        )

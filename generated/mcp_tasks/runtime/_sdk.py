@@ -101,6 +101,7 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ("Connection.initialize_accepted", "a session past its handshake"),
     ("ServerRunner(server, connection, lifespan).on_request", "the SDK's request pipeline"),
     ("_streamable_http_modern._mcp_param_rejection", "the Mcp-Param header check"),
+    ("StreamableHTTPServerTransport standalone stream", "_request_streams, GET key, event store"),
 )
 
 
@@ -403,6 +404,23 @@ class InFlight:
             t._requests_in_flight -= 1
             if not t._requests_in_flight:
                 t.idle_scope.deadline = anyio.current_time() + t._idle_timeout
+
+
+def standalone_delivers(server: Any, conn: Connection) -> bool:
+    """Whether a notification on ``conn``'s standalone channel reaches anyone: false for an
+    HTTP session with no ``GET`` stream open and no event store to replay it from (the SDK
+    drops it) or a session gone; true for anything else (stdio, unknown set-ups)."""
+    from mcp.server.streamable_http import GET_STREAM_KEY
+
+    if conn.session_id is None:
+        return True
+    manager = getattr(lowlevel_server(server), "_session_manager", None)
+    if manager is None:
+        return True
+    transport = manager._server_instances.get(conn.session_id)
+    if transport is None:
+        return False
+    return transport._event_store is not None or GET_STREAM_KEY in transport._request_streams
 
 
 def initialized(conn: Connection) -> bool:

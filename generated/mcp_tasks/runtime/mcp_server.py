@@ -84,6 +84,7 @@ from ._sdk import (
     method_of,
     on_connection_close,
     request_outbound,
+    standalone_delivers,
     task_session,
     to_sdk_error,
     tool_call_params,
@@ -372,6 +373,8 @@ class McpTasks:
         connection and the rest are dropped, rather than every ending task (its run, its
         memory) waiting in line behind them when tasks end faster than that."""
         for conn in list(self._connections.get(requestor, ())):
+            if not standalone_delivers(self.server, conn):
+                continue  # an HTTP session with no GET stream: the SDK would drop it
             waiting = self._notifying.get(conn, 0)
             if waiting >= NOTIFY_BACKLOG:
                 self.notifications_dropped += 1
