@@ -56,6 +56,7 @@ when it ends (stdio EOF, HTTP session DELETE): nobody could reach them afterward
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import logging
@@ -358,6 +359,10 @@ async def _serve(args: argparse.Namespace) -> None:
         tokens = loaded
     store = make_store(args.store)
     mcp, tasks = build_server(store=store, tokens=tokens, config=args.engine_config)
+    # Everything made so far (imports, the SDK's and pydantic's tables, the server) lives as
+    # long as the process: out of the collector's way, so full collections stay short.
+    gc.collect()
+    gc.freeze()
     try:
         async with tasks:
             if args.stdio:
