@@ -52,14 +52,13 @@ from ._sdk import (
 from .engine import TaskContext
 from .face_ext import ROUTING_NAME, FaceExt
 from .mcp_outbound import INPUT_METHODS, TaskDispatchContext
+from .mcp_server import ANONYMOUS  # the owner of every task here when auth gives none
 
 if TYPE_CHECKING:
     from .mcp_server import McpTasks, RunTool
 
 __all__ = ["ANONYMOUS", "ExtensionServing", "PollOutbound"]
 
-#: The owner of every task on this face when auth gives no subject.
-ANONYMOUS = "anonymous"
 _NAME_HEADER = ext.ROUTING_NAME_HEADER.lower()
 _SERVES = frozenset({ext.TASK_SUPPORT_OPTIONAL, ext.TASK_SUPPORT_REQUIRED})
 #: ``resultType`` of an MRTR input round (the SDK's ``InputRequiredResult``)
@@ -97,12 +96,6 @@ def _wire(result: Any) -> dict[str, Any]:
     return dict(result or {})
 
 
-def _subject() -> str | None:
-    from .mcp_server import _subject as subject
-
-    return subject()
-
-
 class ExtensionServing:
     """The extension's face on one ``McpTasks`` (see the module's docstring)."""
 
@@ -123,15 +116,10 @@ class ExtensionServing:
     #: the ``tasks/*`` methods the lean path answers on this face
     lean_methods = frozenset({ext.TASKS_GET, ext.TASKS_UPDATE, ext.TASKS_CANCEL})
 
-    @staticmethod
-    def requestor(ctx: ServerRequestContext[Any, Any]) -> str:
-        return ExtensionServing.requestor_now()
-
-    @staticmethod
-    def requestor_now() -> str:
-        """The owner of the request being served (X-SEC-1): its bearer token's subject."""
-        subject = _subject()
-        return f"subject:{subject}" if subject is not None else ANONYMOUS
+    def requestor(self, ctx: ServerRequestContext[Any, Any] | None = None) -> str:
+        """The owner of the request being served (X-SEC-1, X-SEC-2): its bearer token's
+        subject, else ``ANONYMOUS`` (no session on this stateless face)."""
+        return self.tasks.http_requestor(None)
 
     @staticmethod
     def _meta(ctx: ServerRequestContext[Any, Any]) -> Mapping[str, Any] | None:

@@ -165,18 +165,17 @@ def _replay(messages: list[Any], receive: Any) -> Any:
     return replayed
 
 
-def _request(doc: Any) -> tuple[str, str | int, dict[str, Any]] | None:
-    """(method, id, params) of a well-formed JSON-RPC request, else ``None``."""
+def _request(doc: Any) -> tuple[JSONRPCRequest, dict[str, Any]] | None:
+    """A well-formed JSON-RPC request and its params (by name), else ``None``."""
     if not isinstance(doc, dict):
-        return None
-    try:
-        JSONRPCRequest.model_validate(doc)
-    except ValidationError:
         return None
     params = doc.get("params")
     if params is not None and not isinstance(params, dict):
         return None
-    return doc["method"], doc["id"], dict(params or {})
+    try:
+        return JSONRPCRequest.model_validate(doc), dict(params or {})
+    except ValidationError:
+        return None
 
 
 def _progress_token(params: Mapping[str, Any]) -> str | int | None:
@@ -234,27 +233,32 @@ class LeanPath:
         if not headers.get("content-type", "").split(";")[0].strip() == _JSON.decode():
             return None
         try:
-            parsed = _request(pydantic_core.from_json(body))
+            doc = pydantic_core.from_json(body)
         except ValueError:
             return None
+        parsed = _request(doc)
         if parsed is None:
             return None
+        message, params = parsed
         request = Request(scope)
         if await self.security.validate_request(request, is_post=True) is not None:
             return None
+        has_json, has_sse = check_accept_headers(request)  # as the SDK asks, on both eras
+        if not has_json or not (self.manager.json_response or has_sse):
+            return None
+        method, rid = message.method, message.id
         version = headers.get(_VERSION_HEADER)
         if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
-            return await self._handshake(scope, request, headers, version, *parsed, receive)
+            return await self._handshake(scope, headers, version, method, rid, params, receive)
         ext = self.tasks.extension
         if ext is None or version != ext.revision:
             return None
-        return await self._modern(request, headers, *parsed)
+        return await self._modern(request, headers, doc, message, params)
 
     # ------------------------------------------------------------------ 2025-11-25
     async def _handshake(
         self,
         scope: Any,
-        request: Request,
         headers: Mapping[str, str],
         version: str | None,
         method: str,
@@ -263,9 +267,6 @@ class LeanPath:
         receive: Any = None,
     ) -> Answer | None:
         if method not in _ENGINE_METHODS and method not in (TASKS_RESULT, TOOLS_CALL):
-            return None
-        has_json, has_sse = check_accept_headers(request)
-        if not has_json or not (self.manager.json_response or has_sse):
             return None
         session_id = headers.get(_SESSION_HEADER)
         if self.manager.stateless:
@@ -402,26 +403,23 @@ class LeanPath:
         self,
         request: Request,
         headers: Mapping[str, str],
-        method: str,
-        rid: str | int,
+        doc: dict[str, Any],
+        message: JSONRPCRequest,
         params: dict[str, Any],
     ) -> Answer | None:
         ext = self.tasks.extension
+        method, rid = message.method, message.id
         if method != TOOLS_CALL and method not in ext.lean_methods:
-            return None
-        has_json, has_sse = check_accept_headers(request)
-        if not has_json or not (self.manager.json_response or has_sse):
             return None
         if find_duplicated_routing_header(request.headers.items()) is not None:
             return None
-        doc = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
         route = classify_inbound_request(doc, headers=headers)
         if isinstance(route, InboundLadderRejection):
             return None
-        rctx = ext.context_of(ext.requestor_now(), rid, _meta(params), headers)
+        rctx = ext.context_of(ext.requestor(), rid, _meta(params), headers)
         try:
             if method == TOOLS_CALL:
-                result = await self._tool_task_ext(request, doc, route, rctx, params)
+                result = await self._tool_task_ext(request, message, route, rctx, params)
             else:
                 result = await ext.face.dispatch(method, params, rctx)
         except TaskError as exc:
@@ -437,7 +435,7 @@ class LeanPath:
     async def _tool_task_ext(
         self,
         request: Request,
-        doc: dict[str, Any],
+        message: JSONRPCRequest,
         route: Any,
         rctx: RequestContext,
         params: dict[str, Any],
@@ -449,7 +447,6 @@ class LeanPath:
             return None
         if not ext.serves_task(parsed.name, rctx.meta, bool(parsed.input_responses)):
             return None  # runs inline, or refused (X-CAP-8), on the SDK's path
-        message = JSONRPCRequest.model_validate(doc)
         lifespan = lifespan_state(self.manager)
         if await mcp_param_rejection(self.tasks.server, request, message, route, lifespan):
             return None

@@ -108,6 +108,8 @@ TOOLS_LIST = method_of(types.ListToolsRequest)
 _REQUESTOR_KEY = "mcp_tasks.requestor"
 _WATCHED_KEY = "mcp_tasks.session_end_watched"
 _SESSION_PREFIXES = ("session:", "stdio:")
+#: The requestor of every request that identifies nobody (stateless HTTP without auth).
+ANONYMOUS = "anonymous"
 #: status notifications that may wait per connection before more are dropped (R-NOTIFY-2)
 NOTIFY_BACKLOG = 8  # requestors bound to one transport session
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -299,31 +301,25 @@ class McpTasks:
             self._sessions[conn.session_id] = conn
 
     def http_requestor(self, session_id: str | None) -> str:
-        """The requestor key of an HTTP request being served, as :meth:`requestor_of`."""
+        """The requestor key of an HTTP request being served (R-SEC-1): the bearer token's
+        subject, else the session, else ``ANONYMOUS`` (stateless HTTP without auth)."""
         subject = _subject()
         if subject is not None:
             return f"subject:{subject}"
-        return f"session:{session_id}" if session_id is not None else "anonymous"
-
-    def remember(self, requestor: str, conn: Connection) -> None:
-        """Send ``requestor``'s status notifications to ``conn`` too (R-NOTIFY-1)."""
-        self._remember(requestor, conn)
+        return f"session:{session_id}" if session_id is not None else ANONYMOUS
 
     # ------------------------------------------------------------------ identity
     def requestor_of(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, bool]:
         """(requestor key, whether it really identifies someone) for R-SEC-1."""
-        subject = _subject()
-        if subject is not None:
-            return f"subject:{subject}", True
         conn = connection_of(ctx.session)
-        if conn.session_id is not None:
-            return f"session:{conn.session_id}", True
-        if ctx.request is None:  # stdio: one connection, one requestor
+        stdio = ctx.request is None and conn.session_id is None
+        if stdio and _subject() is None:  # stdio: one connection, one requestor
             key = conn.state.get(_REQUESTOR_KEY)
             if key is None:
                 key = conn.state[_REQUESTOR_KEY] = f"stdio:{secrets.token_hex(16)}"
             return str(key), True
-        return "anonymous", False  # stateless HTTP without auth (R-SEC-2)
+        key = self.http_requestor(conn.session_id)
+        return key, key != ANONYMOUS  # stateless HTTP without auth: none (R-SEC-2)
 
     def _context(self, ctx: ServerRequestContext[Any, Any], requestor: str) -> RequestContext:
         meta = ctx.params.get("_meta") if isinstance(ctx.params, Mapping) else None
@@ -335,7 +331,8 @@ class McpTasks:
             meta=meta if isinstance(meta, Mapping) else None,
         )
 
-    def _remember(self, requestor: str, conn: Connection) -> None:
+    def remember(self, requestor: str, conn: Connection) -> None:
+        """Send ``requestor``'s status notifications to ``conn`` too (R-NOTIFY-1)."""
         if conn.session_id is None and not conn.state.get(_REQUESTOR_KEY):
             # Stateless HTTP: a connection per request, with no channel to the client after
             # it; a status notification sent there would go nowhere (and cost a send).
@@ -499,7 +496,7 @@ class McpTasks:
         """Create a task of a ``tools/call`` whose tool ``run(dctx, params)`` runs in the
         background with the task-scoped outbound ``dctx`` (:class:`TaskOutbound`);
         return the ``CreateTaskResult`` wire JSON at once (R-CREATE-2)."""
-        self._remember(rctx.requestor, conn)
+        self.remember(rctx.requestor, conn)
         self._watch_session_end(rctx.requestor, conn)
 
         async def work(tctx: TaskContext) -> dict[str, Any]:
@@ -539,7 +536,7 @@ class McpTasks:
             if method not in TASK_REQUEST_METHODS:  # the extension's own methods
                 raise to_sdk_error(MethodNotFound(detail=method))
             requestor, _identified = self.requestor_of(ctx)
-            self._remember(requestor, connection_of(ctx.session))
+            self.remember(requestor, connection_of(ctx.session))
             params = dict(ctx.params or {})
             on_input = self._input_sender(ctx) if method == TASKS_RESULT else None
             try:

@@ -52,15 +52,19 @@ def serving(
     lean: bool = True,
     tokens: dict[str, str] | None = None,
     build: Any = None,
+    prepare: Any = None,
     **app_kwargs: Any,
 ) -> Iterator[InProc]:
     """The example server (or ``build()``'s) in this process (its own thread and event
-    loop), lean or not."""
+    loop), lean or not; ``prepare(app)`` may change the app first."""
     if build is not None:
         mcp, tasks = build()
     else:
         mcp, tasks = build_server(store=InMemoryTaskStore(), tokens=tokens)
-    app = tidy_http_errors(tasks.streamable_http_app(lean=lean, **app_kwargs))
+    app = tasks.streamable_http_app(lean=lean, **app_kwargs)
+    if prepare is not None:
+        prepare(app)
+    app = tidy_http_errors(app)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
 
@@ -223,42 +227,20 @@ def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware() -> None:
     """Middleware added to the app afterwards (CORS here) runs for the lean answers too."""
     from starlette.middleware.cors import CORSMiddleware
 
-    mcp, tasks = build_server(store=InMemoryTaskStore())
-    app = tasks.streamable_http_app()
-    app.add_middleware(CORSMiddleware, allow_origins=["http://127.0.0.1:1"])
-    assert app.routes and app.user_middleware  # the Starlette app's own attributes
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    def add_cors(app: Any) -> None:
+        app.add_middleware(CORSMiddleware, allow_origins=["http://127.0.0.1:1"])
+        assert app.routes and app.user_middleware  # the Starlette app's own attributes
 
-    async def serve() -> None:
-        async with tasks:
-            await server.serve()
-
-    thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive()
-        time.sleep(0.02)
-    try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        with RawHttp(url) as c:
-            task_id = c.create("slow_compute", {"seconds": 0})
-            r = c.http.post(
-                url,
-                headers={**c._headers(), "Origin": "http://127.0.0.1:1"},
-                json={
-                    "jsonrpc": "2.0",
-                    "id": 5,
-                    "method": "tasks/get",
-                    "params": {"taskId": task_id},
-                },
-            )
-            assert r.headers.get("access-control-allow-origin") == "http://127.0.0.1:1"
-            assert r.json()["result"]["taskId"] == task_id
-        assert tasks.lean is not None and tasks.lean.answered >= 2
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
+    with serving(prepare=add_cors) as fast, RawHttp(fast.url) as c:
+        task_id = c.create("slow_compute", {"seconds": 0})
+        r = c.http.post(
+            fast.url,
+            headers={**c._headers(), "Origin": "http://127.0.0.1:1"},
+            json={"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {"taskId": task_id}},
+        )
+        assert r.headers.get("access-control-allow-origin") == "http://127.0.0.1:1"
+        assert r.json()["result"]["taskId"] == task_id
+        assert fast.answered >= 2
 
 
 def test_status_notifications_never_hold_ending_tasks_in_line() -> None:

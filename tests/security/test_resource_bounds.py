@@ -51,10 +51,10 @@ class _Conn:
 def test_requestor_connection_map_is_pruned_F7() -> None:
     tasks = McpTasks(MCPServer("bounds"))
     live = _Conn()
-    tasks._remember("subject:alice", live)  # type: ignore[arg-type]
+    tasks.remember("subject:alice", live)  # type: ignore[arg-type]
     for i in range(5000):
         conn = _Conn()
-        tasks._remember(f"session:{i}", conn)  # type: ignore[arg-type]
+        tasks.remember(f"session:{i}", conn)  # type: ignore[arg-type]
         del conn
         gc.collect(0)
     assert len(tasks._connections) < 2100, len(tasks._connections)

@@ -421,6 +421,8 @@ async def await_terminal(
 
     One read when the task is terminal already; else one more per wake-up, none when the
     work ran here (its run hands over the record its outcome stored)."""
+    if on_input is None:  # nothing to deliver: no task group
+        return await await_settled(engine, requestor, task_id, face, until=TERMINAL)
     ended = await _outcome(engine, requestor, task_id, face)
     if ended is not None:
         return ended
@@ -428,10 +430,6 @@ async def await_terminal(
         waiter.arm()
         rec = await engine.lookup(requestor, task_id, face)
         if rec.status in TERMINAL:
-            return rec
-        if on_input is None:  # nothing to deliver: no task group
-            while rec.status not in TERMINAL:
-                rec = await _next(engine, waiter, rec, requestor, task_id, face)
             return rec
         delivering: set[str] = set()
         failure: TaskError | None = None
@@ -451,18 +449,27 @@ async def await_terminal(
     return rec
 
 
+#: where :func:`await_settled` stops by default: the task ended, or it asks for input
+SETTLED = frozenset({*TERMINAL, INPUT_REQUIRED})
+
+
 async def await_settled(
-    engine: TaskEngine, requestor: str, task_id: str, face: str | None = None
+    engine: TaskEngine,
+    requestor: str,
+    task_id: str,
+    face: str | None = None,
+    until: frozenset[TaskStatus] = SETTLED,
 ) -> TaskRecord:
-    """The task once terminal or ``INPUT_REQUIRED``, whichever comes first (no input is
-    delivered, nothing counted or audited: the caller answers, or hands the request on)."""
+    """The task once its status is in ``until`` (terminal or ``INPUT_REQUIRED``), with no
+    input delivered: one read, or none when the work ran here (its run hands over the
+    record its outcome stored); nothing counted or audited."""
     ended = await _outcome(engine, requestor, task_id, face)
     if ended is not None:
         return ended
     with engine.coordination.waiter(task_id, requestor) as waiter:
         waiter.arm()
         rec = await engine.lookup(requestor, task_id, face)
-        while rec.status not in TERMINAL and rec.status != INPUT_REQUIRED:
+        while rec.status not in until:
             rec = await _next(engine, waiter, rec, requestor, task_id, face)
         return rec
 
