@@ -175,7 +175,7 @@ class IR:
     )
     ttl_nullable: bool = doc("the task's ``ttl`` admits ``null`` (unlimited retention)")
     task_support_default: str = doc("``taskSupport`` when a tool declares none (R-TOOL-2)")
-    face: str = doc("the subpackage of this schema's bindings (``v2025_11_25``)", "")
+    face: str = doc("the subpackage of this schema's bindings (``core``)", "")
     kind: str = doc('"core" (tasks in the protocol) or "extension"', "core")
     extension: ExtensionIR | None = doc("the extension's facts (None for a core face)", None)
     variants: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = doc(

@@ -98,7 +98,7 @@ class Overlay:
     meta: tuple[MetaRule, ...]
     tool_task_support: ToolTaskSupportRule
     roles: tuple[RoleRule, ...]
-    #: the subpackage this overlay's schema is generated into (``v2025_11_25``, ``tasks_ext``)
+    #: the subpackage this overlay's schema is generated into (``core``, ``extension``)
     face: str = ""
     #: ``core`` (tasks in the protocol) or ``extension`` (tasks as an extension)
     kind: str = "core"

@@ -20,7 +20,7 @@ from typing import Final
 
 from ._lifecycle import InvalidTransition as InvalidTransition
 from ._lifecycle import Lifecycle
-from .v2025_11_25.models import TaskStatus
+from .core.models import TaskStatus
 
 STATUSES: Final[tuple[TaskStatus, ...]] = (
     TaskStatus("cancelled"),

@@ -6,8 +6,8 @@
 # @generated
 
 """The models of the 2025-11-25 face, under the name it had before faces (a
-compatibility re-export of ``v2025_11_25.models``; new code may import either)."""
+compatibility re-export of ``core.models``; new code may import either)."""
 
 from __future__ import annotations
 
-from .v2025_11_25.models import *  # noqa: F403
+from .core.models import *  # noqa: F403

@@ -14,7 +14,7 @@ this generated file, not the runtime.
 
 Protocol-neutral here: the statuses and the state machine (every face agrees on them)
 and ``FACES``. Each face's own facts are in ``<face>.protocol``
-(``v2025_11_25``, ``tasks_ext``);
+(``core``, ``extension``);
 those of the 2025-11-25 face are re-exported here under the names they had
 before faces.
 """
@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from .core.protocol import *  # noqa: F403
 from .lifecycle import CANCELLED as CANCELLED
 from .lifecycle import COMPLETED as COMPLETED
 from .lifecycle import FAILED as FAILED
@@ -35,19 +36,18 @@ from .lifecycle import STATUSES as STATUSES
 from .lifecycle import TERMINAL as TERMINAL
 from .lifecycle import TRANSITIONS as TRANSITIONS
 from .lifecycle import WORKING as WORKING
-from .v2025_11_25.protocol import *  # noqa: F403
 
 #: protocol revision -> the subpackage of its bindings (one per schema the package was
 #: generated from): pick the face of a negotiated revision here
 FACES: Final[Mapping[str, str]] = MappingProxyType(
     {
-        "2025-11-25": "v2025_11_25",
-        "2026-07-28": "tasks_ext",
+        "2025-11-25": "core",
+        "2026-07-28": "extension",
     }
 )
 #: face -> the extension identifier it speaks (a face of an extension only)
 EXTENSIONS: Final[Mapping[str, str]] = MappingProxyType(
     {
-        "tasks_ext": "io.modelcontextprotocol/tasks",
+        "extension": "io.modelcontextprotocol/tasks",
     }
 )

@@ -3,7 +3,7 @@ translation between the protocol-neutral engine and the extension's wire.
 
 Same engine, same store, same limits, ttl policy, rate limit, audit and isolation as the
 2025-11-25 face (``face_2025.py``); only the wire differs (the facts and models come from
-the generated ``tasks_ext`` subpackage):
+the generated ``extension`` subpackage):
 
 - a task is flat: ``ttlMs`` and ``pollIntervalMs`` instead of ``ttl`` and ``pollInterval``;
   the create answer is the task itself with ``resultType: "task"`` (X-TASK-1, X-RT-1);
@@ -34,11 +34,11 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .. import protocol
 from ..errors import HeaderMismatch, InternalError, InvalidParams, describe_validation_error
+from ..extension import models
+from ..extension import protocol as ext
+from ..extension.handlers import DISPATCH, TasksHandlerBase
 from ..handlers import RequestContext
 from ..store import TaskRecord
-from ..tasks_ext import models
-from ..tasks_ext import protocol as ext
-from ..tasks_ext.handlers import DISPATCH, TasksHandlerBase
 from .face_2025 import task_json
 from .runs import IsErrorResult, TaskView, Work
 

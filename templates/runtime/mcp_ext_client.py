@@ -15,7 +15,7 @@
   (X-CAN-1), each ``tasks/*`` request with its ``Mcp-Name`` (X-HTTP-1).
 
 Every fact (method names, statuses, ``resultType`` values, the identifier) and every
-model comes from the generated ``tasks_ext`` face; private SDK parts only through ``_sdk``.
+model comes from the generated ``extension`` face; private SDK parts only through ``_sdk``.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from mcp.client.session import ClientSession
 from pydantic import BaseModel, ConfigDict, create_model
 
 from ..errors import RequestCancelled, TaskError, error_from_payload
-from ..tasks_ext import methods as ext_methods
-from ..tasks_ext import protocol as ext
+from ..extension import methods as ext_methods
+from ..extension import protocol as ext
 from ._sdk import answer_input_request, send_raw_request, to_sdk_error
 
 __all__ = [

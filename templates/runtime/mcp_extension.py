@@ -39,9 +39,9 @@ from mcp.shared.inbound import decode_header_value
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InternalError, MethodNotFound, TaskError
+from ..extension import protocol as ext
+from ..extension.handlers import DECLARED
 from ..handlers import RequestContext
-from ..tasks_ext import protocol as ext
-from ..tasks_ext.handlers import DECLARED
 from ._sdk import (
     from_sdk_error,
     task_session,

@@ -127,11 +127,11 @@ class _RawParams(BaseModel):
 
 def _extension(tasks: McpTasks) -> Any:
     """The extension face's ``ExtensionServing`` for ``tasks``; None when the package was
-    generated without the extension's schema (no ``tasks_ext`` bindings)."""
+    generated without the extension's schema (no ``extension`` bindings)."""
     try:
         module = importlib.import_module(f"{__package__}.mcp_extension")
     except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.endswith(("tasks_ext", "mcp_extension")):
+        if exc.name is not None and exc.name.endswith(("extension", "mcp_extension")):
             return None
         raise
     return module.ExtensionServing(tasks)

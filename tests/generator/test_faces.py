@@ -39,7 +39,7 @@ def ext_ir() -> Any:
 
 
 def test_extension_ir_finds_the_task_types_by_structure(ext_ir: Any) -> None:
-    assert ext_ir.face == "tasks_ext" and ext_ir.kind == "extension"
+    assert ext_ir.face == "extension" and ext_ir.kind == "extension"
     assert ext_ir.extension.id == "io.modelcontextprotocol/tasks"  # X-ID-1
     assert ext_ir.extension.result_type_task == "task"  # X-RT-1
     assert [m.method for m in ext_ir.methods] == [
@@ -74,7 +74,7 @@ def ext_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_no_numbered_class_names_in_the_extension_face(ext_only: Path) -> None:
     """Plain datamodel-code-generator numbers 42 of 133 classes of this schema."""
-    code = (ext_only / "tasks_ext" / "models.py").read_text()
+    code = (ext_only / "extension" / "models.py").read_text()
     names = re.findall(r"^(?:class (\w+)|(\w+) = TypeAliasType)", code, re.M)
     flat = [a or b for a, b in names]
     assert len(flat) > 90
@@ -86,12 +86,12 @@ def test_extension_only_package_has_no_runtime_and_imports(
 ) -> None:
     """templates/needs.toml: the runtime needs a core face; the package still imports."""
     files = set(tree(ext_only))
-    assert "tasks_ext/models.py" in files and "protocol.py" in files
-    assert not any(f.startswith(("runtime/", "v2025_11_25/")) for f in files)
+    assert "extension/models.py" in files and "protocol.py" in files
+    assert not any(f.startswith(("runtime/", "core/")) for f in files)
     assert "models.py" not in files and "store.py" not in files
     pkg = import_package(ext_only)
-    assert pkg.protocol.FACES == {"2026-07-28": "tasks_ext"}
-    assert pkg.protocol.EXTENSIONS == {"tasks_ext": "io.modelcontextprotocol/tasks"}
+    assert pkg.protocol.FACES == {"2026-07-28": "extension"}
+    assert pkg.protocol.EXTENSIONS == {"extension": "io.modelcontextprotocol/tasks"}
 
 
 def test_extension_only_output_passes_mypy_strict_and_ruff(ext_only: Path) -> None:
@@ -101,7 +101,7 @@ def test_extension_only_output_passes_mypy_strict_and_ruff(ext_only: Path) -> No
 def test_2025_only_output_passes_mypy_strict_and_ruff(tmp_path: Path) -> None:
     out = tmp_path / "core_tasks"
     assert run_cli(SCHEMA, "-o", out).exit_code == 0
-    assert not (out / "tasks_ext").exists()
+    assert not (out / "extension").exists()
     _mypy_and_ruff(out)
 
 
@@ -115,7 +115,7 @@ def test_argument_order_does_not_matter(generated_pkg: Path, tmp_path: Path) -> 
 def test_same_schema_twice_is_refused(tmp_path: Path) -> None:
     result = run_cli(SCHEMA, SCHEMA, "-o", tmp_path / "pkg")
     assert result.exit_code == 2
-    assert "same face 'v2025_11_25'" in result.output
+    assert "same face 'core'" in result.output
     assert len(result.output.strip().splitlines()) == 1
 
 
@@ -126,7 +126,7 @@ def test_faces_must_agree_on_the_state_machine(ext_ir: Any) -> None:
     from mcptask_gen.render import package_ir
 
     core, _ = analyse(SCHEMA, None, "mcp_tasks")
-    assert package_ir([core, ext_ir]).face == "v2025_11_25"
+    assert package_ir([core, ext_ir]).face == "core"
     odd = dataclasses.replace(ext_ir, terminal=("completed",))
     with pytest.raises(GeneratorError, match="one package has one state machine"):
         package_ir([core, odd])
@@ -159,7 +159,7 @@ def test_errors_of_every_face_are_merged(generated_pkg: Path, import_package: An
 
 def test_extension_face_facts(generated_pkg: Path, import_package: Any) -> None:
     pkg = import_package(generated_pkg)
-    facts = pkg.tasks_ext.protocol
+    facts = pkg.extension.protocol
     assert facts.EXTENSION_ID == "io.modelcontextprotocol/tasks"  # X-ID-1
     assert (facts.RESULT_TYPE_TASK, facts.RESULT_TYPE_COMPLETE) == ("task", "complete")
     assert facts.TASKS_UPDATE == "tasks/update" and facts.NOTIFICATIONS_TASKS == "notifications/tasks"
@@ -171,14 +171,14 @@ def test_extension_face_facts(generated_pkg: Path, import_package: Any) -> None:
     assert facts.PROTOCOL_VERSION_KEY == "io.modelcontextprotocol/protocolVersion"  # X-HTTP-5
     assert facts.SUBSCRIPTION_ID_KEY == "io.modelcontextprotocol/subscriptionId"  # X-NOTIF-8
     assert facts.TERMINAL == pkg.protocol.TERMINAL  # one state machine
-    assert facts.GetTaskParams is pkg.tasks_ext.models.GetTaskRequestParams
-    assert facts.DetailedTask is pkg.tasks_ext.models.DetailedTask  # X-GET-1..3
-    assert facts.ExtensionCapability is pkg.tasks_ext.models.TasksExtensionCapability  # X-CAP-3
+    assert facts.GetTaskParams is pkg.extension.models.GetTaskRequestParams
+    assert facts.DetailedTask is pkg.extension.models.DetailedTask  # X-GET-1..3
+    assert facts.ExtensionCapability is pkg.extension.models.TasksExtensionCapability  # X-CAP-3
     # the subscriptions/listen filter (X-NOTIF-2)
-    assert facts.TaskSubscriptionFilter is pkg.tasks_ext.models.TaskSubscriptionNotifications
+    assert facts.TaskSubscriptionFilter is pkg.extension.models.TaskSubscriptionNotifications
     assert facts.NOTIFICATION_CHANNEL == "subscriptions/listen"
     assert facts.NOTIFICATION_FILTER == "taskIds"
-    listen = pkg.tasks_ext.models.TaskSubscriptionNotifications(taskIds=["t1"])
+    listen = pkg.extension.models.TaskSubscriptionNotifications(taskIds=["t1"])
     assert listen.model_dump(by_alias=True, exclude_unset=True) == {"taskIds": ["t1"]}
     # the per-request capability envelope survives in params._meta (X-CAP-1)
     envelope = {
@@ -194,18 +194,18 @@ def test_extension_face_facts(generated_pkg: Path, import_package: Any) -> None:
         "method": "tasks/get",
         "params": {"taskId": "t1", "_meta": envelope},
     }
-    parsed = pkg.tasks_ext.methods.parse_request(message)
+    parsed = pkg.extension.methods.parse_request(message)
     assert parsed.model_dump(mode="json", by_alias=True, exclude_unset=True) == message
 
 
 def test_compat_names_are_the_core_face(generated_pkg: Path, import_package: Any) -> None:
     """Top-level modules keep their names: re-exports of the 2025-11-25 face."""
     pkg = import_package(generated_pkg)
-    assert pkg.models.Task is pkg.v2025_11_25.models.Task
+    assert pkg.models.Task is pkg.core.models.Task
     assert pkg.protocol.TASKS_RESULT == "tasks/result"
-    assert pkg.protocol.Task is pkg.v2025_11_25.models.Task
-    assert pkg.handlers.TasksHandlerBase is pkg.v2025_11_25.handlers.TasksHandlerBase
-    assert pkg.protocol.FACES == {"2025-11-25": "v2025_11_25", "2026-07-28": "tasks_ext"}
+    assert pkg.protocol.Task is pkg.core.models.Task
+    assert pkg.handlers.TasksHandlerBase is pkg.core.handlers.TasksHandlerBase
+    assert pkg.protocol.FACES == {"2025-11-25": "core", "2026-07-28": "extension"}
 
 
 def test_extension_handler_base_gates_before_params(ext_only: Path, import_package: Any) -> None:
@@ -214,8 +214,8 @@ def test_extension_handler_base_gates_before_params(ext_only: Path, import_packa
     import asyncio
 
     pkg = import_package(ext_only)
-    handlers = importlib.import_module(f"{pkg.__name__}.tasks_ext.handlers")
-    models = importlib.import_module(f"{pkg.__name__}.tasks_ext.models")
+    handlers = importlib.import_module(f"{pkg.__name__}.extension.handlers")
+    models = importlib.import_module(f"{pkg.__name__}.extension.models")
     errors = pkg.errors
 
     class Mine(handlers.TasksHandlerBase):  # type: ignore[misc,name-defined]
@@ -263,8 +263,8 @@ def test_pyproject_schema_may_be_a_list(tmp_path: Path, monkeypatch: pytest.Monk
     result = run_cli()
     assert result.exit_code == 0, result.output
     out = tmp_path / "out" / "both_tasks"
-    assert (out / "tasks_ext" / "protocol.py").is_file()
-    assert (out / "v2025_11_25" / "protocol.py").is_file()
+    assert (out / "extension" / "protocol.py").is_file()
+    assert (out / "core" / "protocol.py").is_file()
     (tmp_path / "pyproject.toml").write_text('[tool.mcptask-gen]\nschema = ["a.json", 3]\n')
     bad = run_cli()
     assert bad.exit_code == 2 and "a string or an array of strings" in bad.output

@@ -110,10 +110,10 @@ EXT_SCHEMA = REPO.parent / "shared" / "mcp-schema" / "ext-tasks-draft" / "schema
 
 @pytest.fixture(scope="module")
 def ext() -> Any:
-    import mcp_tasks.tasks_ext.methods
-    import mcp_tasks.tasks_ext.models
+    import mcp_tasks.extension.methods
+    import mcp_tasks.extension.models
 
-    return mcp_tasks.tasks_ext
+    return mcp_tasks.extension
 
 
 def test_every_valid_extension_example_is_covered() -> None:

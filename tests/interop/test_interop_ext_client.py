@@ -36,9 +36,9 @@ from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_tasks.errors import MissingRequiredClientCapability, RequestCancelled
+from mcp_tasks.extension import protocol as ext
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, TaskRequestor
 from mcp_tasks.runtime.mcp_ext_client import ExtTaskRequestor, TasksClientExtension
-from mcp_tasks.tasks_ext import protocol as ext
 
 pytestmark = pytest.mark.anyio
 

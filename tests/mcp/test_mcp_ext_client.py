@@ -10,9 +10,9 @@ from typing import Any, cast
 import anyio
 import pytest
 
+from mcp_tasks.extension import methods as ext_methods
+from mcp_tasks.extension import protocol as ext
 from mcp_tasks.runtime.mcp_ext_client import ExtTaskRequestor, TasksClientExtension
-from mcp_tasks.tasks_ext import methods as ext_methods
-from mcp_tasks.tasks_ext import protocol as ext
 
 pytestmark = pytest.mark.anyio
 

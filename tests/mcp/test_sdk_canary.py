@@ -24,10 +24,10 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_tasks import protocol
 from mcp_tasks.errors import InvalidParams, TaskError, TaskNotFound
+from mcp_tasks.extension import protocol as ext
 from mcp_tasks.runtime import _sdk
 from mcp_tasks.runtime.mcp_extension import PollOutbound
 from mcp_tasks.runtime.mcp_outbound import TaskOutbound
-from mcp_tasks.tasks_ext import protocol as ext
 
 VERSION = _sdk.mcp_version()
 
@@ -164,7 +164,7 @@ def test_modern_stamp_envelope() -> None:
     from mcp.client import session as client_session
     from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
-    from mcp_tasks.tasks_ext import protocol as ext
+    from mcp_tasks.extension import protocol as ext
 
     make = getattr(client_session, "_make_modern_stamp", None)
     assert make is not None, changed("mcp.client.session._make_modern_stamp is gone")
@@ -182,8 +182,8 @@ def test_modern_stamp_envelope() -> None:
 
 def test_claim_model_is_accepted() -> None:
     """The SDK's ResultClaim checks accept our claim of the extension's task answer (X-RT-1)."""
+    from mcp_tasks.extension import protocol as ext
     from mcp_tasks.runtime.mcp_ext_client import TasksClientExtension
-    from mcp_tasks.tasks_ext import protocol as ext
 
     try:
         (claim,) = TasksClientExtension().claims()

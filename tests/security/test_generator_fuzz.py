@@ -36,7 +36,7 @@ SUCCESSES: list[Path] = []
 EXT_SCHEMA = REPO.parent / "shared" / "mcp-schema" / "ext-tasks-draft" / "schema.json"
 EXT_BASE: dict[str, Any] = json.loads(EXT_SCHEMA.read_text())
 EXT_TASK_DEFS = sorted(k for k in EXT_BASE["$defs"] if "Task" in k)
-EXT_RENDERED = ["protocol", "lifecycle", "errors", "tasks_ext.models", "tasks_ext.methods"]
+EXT_RENDERED = ["protocol", "lifecycle", "errors", "extension.models", "extension.methods"]
 
 
 def run_gen(schema: Path, out: Path) -> tuple[int, str]:

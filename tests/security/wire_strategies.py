@@ -19,7 +19,7 @@ from json_tree import drop_at, json_paths, set_at
 from pydantic import BaseModel
 
 from mcp_tasks import models
-from mcp_tasks.tasks_ext import protocol as ext_protocol
+from mcp_tasks.extension import protocol as ext_protocol
 
 #: the example server's tools and arguments that answer at once when not run as a task
 QUICK_TOOLS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
