@@ -25,6 +25,7 @@ from mcptask_gen.overlay import Overlay
 from mcptask_gen.reshape import TASK_SHAPE
 from mcptask_gen.select import (
     CapabilityTree,
+    FoundAugmentable,
     FoundMethod,
     Selection,
     _Finder,
@@ -205,7 +206,17 @@ def select_extension(loaded: LoadedSchema, overlay: Overlay) -> Selection:
     return Selection(
         defs=closure.defs,
         methods=tuple(replace(m, params=m.params) for m in methods),
-        augmentable=(),
+        # The request a server may answer with a task (X-CAP-4, X-CAP-7: ``tools/call``
+        # only): the overlay's ``[tool_task_support].method``; no ``task`` param (X-CREATE-5).
+        augmentable=(
+            FoundAugmentable(
+                method=overlay.tool_task_support.method,
+                definition="",
+                receiver="server",
+                sent_by=("client",),
+                capability_path=(),
+            ),
+        ),
         capabilities={},
         capability_requests={},
         capability_flags={},

@@ -1,12 +1,16 @@
-"""The handler machinery behind the generated ``handlers`` module: hand-written, copied verbatim.
+"""The handler machinery behind each face's generated ``handlers`` module: hand-written,
+copied verbatim.
 
-``handlers`` subclasses ``HandlerBase`` once with the revision's tables (one method per
-``tasks/*`` request, one hook per task-augmentable request type) and its dispatch tables.
+A face's ``handlers`` subclasses ``HandlerBase`` once as ``TasksHandlerBase``, with the
+face's tables (one method per ``tasks/*`` request, one hook per request that may become a
+task, one method per task notification). Each generated method is a :func:`stub`: it
+answers ``-32601`` until a subclass overrides it, and :meth:`HandlerBase.serves` tells which
+ones a handler overrides (a server advertises only those: R-CAP-1, X-CAP-2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -15,6 +19,23 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .errors import InvalidParams, MethodNotFound, TaskError, describe_validation_error
 
 M = TypeVar("M", bound=BaseModel)
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The attribute :func:`stub` sets on a generated method a subclass has not overridden.
+STUB_MARK = "__mcptask_stub__"
+
+#: A request the handler sends to the requestor on the stream of the request it serves
+#: (``method``, ``params``) -> the requestor's result; a ``TaskError`` for an error answer.
+SendRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+#: The work of a request that became a task, as the server runs it: called with the task's
+#: context (the default runtime's ``TaskContext``) once, in the background; its wire result.
+Work = Callable[[Any], Awaitable[dict[str, Any]]]
+
+
+def stub(fn: F) -> F:
+    """Mark a generated method as not implemented (it answers ``-32601``)."""
+    setattr(fn, STUB_MARK, True)
+    return fn
 
 
 class Unimplemented(MethodNotFound):
@@ -27,24 +48,34 @@ class Unimplemented(MethodNotFound):
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """Who asks, and about which request. ``requestor`` is the identity tasks are bound to
-    (an auth subject when there is one, else a session key: R-SEC-1)."""
+    (an auth subject when there is one, else a session key: R-SEC-1, X-SEC-1).
+
+    ``progress_token`` is the request's own ``_meta.progressToken``; ``meta`` its ``_meta``;
+    ``send_request`` (when the transport has a stream for it) sends a request to the
+    requestor on this request's own stream (the input requests of a ``tasks/result``,
+    R-INPUT-3); ``extra`` carries what a face reads from the transport (routing headers)."""
 
     requestor: str
     request_id: str | int | None = None
     progress_token: str | int | None = None
     meta: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    send_request: SendRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class AugmentedRequest(Generic[M]):
-    """A task-augmented request as a hook receives it (R-CREATE-1); ``task`` is its validated
-    task metadata."""
+    """A request that becomes a task, as its hook receives it (R-CREATE-1, X-CAP-4).
+
+    ``params`` are the request's own, without the ``task`` param; ``task`` is that param
+    validated (a face without one: an empty :class:`NoParams`). ``work`` runs the request
+    itself (the tool through the server's pipeline, the client's callback) when the hook
+    starts it: a handler over its own job system may ignore it and submit ``params``."""
 
     method: str
     params: Mapping[str, Any]
     task: M
-    progress_token: str | int | None = None
+    work: Work | None = None
 
 
 class NoParams(BaseModel):
@@ -66,18 +97,29 @@ Table = Mapping[str, tuple[type[BaseModel], str]]
 class HandlerBase:
     """Validation and dispatch over the tables a generated subclass sets."""
 
+    #: The face's name: the protocol revision it speaks (``protocol.FACES``' key).
+    face: ClassVar[str] = ""
     #: ``tasks/*`` request -> (params model, handler method name)
     requests: ClassVar[Table] = {}
-    #: task-augmentable method -> hook method name
+    #: method that may become a task -> hook method name
     hooks: ClassVar[Mapping[str, str]] = {}
     #: notification method -> (params model, handler method name)
     notifications: ClassVar[Table] = {}
-    #: The model of a request's task metadata, and the params member carrying it.
+    #: The model of a request's task metadata, and the params member carrying it ("": none).
     task_metadata: ClassVar[type[BaseModel]] = NoParams
     task_param: ClassVar[str] = "task"
     #: Requests the client must declare the face's capability for, on the request itself;
     #: checked before the params (a face of an extension: X-CAP-9, X-ERR-5).
     gated: ClassVar[frozenset[str]] = frozenset()
+
+    def serves(self, method: str) -> bool:
+        """Whether this handler implements ``method``: a ``tasks/*`` request, a request
+        that may become a task (its hook) or a notification, overridden from its stub."""
+        entry = self.requests.get(method) or self.notifications.get(method)
+        name = entry[1] if entry is not None else self.hooks.get(method)
+        if name is None:
+            return False
+        return not getattr(getattr(type(self), name, None), STUB_MARK, False)
 
     def declared(self, ctx: RequestContext) -> bool:
         """Whether the request of ``ctx`` declared the face's capability (gated methods)."""
@@ -105,25 +147,28 @@ class HandlerBase:
         return dump(result)
 
     async def dispatch_augmented(
-        self, method: str, params: Mapping[str, Any], ctx: RequestContext
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        ctx: RequestContext,
+        *,
+        work: Work | None = None,
     ) -> dict[str, Any]:
-        """Call the hook of a task-augmented request; return its wire answer (R-CREATE-2)."""
+        """Call the hook of a request that becomes a task; its wire answer at once
+        (R-CREATE-2, X-CREATE-1). ``params`` may carry the ``task`` param (validated here
+        and left out of the hook's ``params``)."""
         hook = self.hooks.get(method)
         if hook is None:
             raise MethodNotFound(detail=f"{method} cannot be task-augmented")
+        task_param = self.task_param
+        own = dict(params)
+        raw_task = own.pop(task_param, None) if task_param else None
         try:
-            task = self.task_metadata.model_validate(params.get(self.task_param) or {})
+            task = self.task_metadata.model_validate(raw_task or {})
         except ValidationError as exc:
-            prefix = f"params.{self.task_param}"
+            prefix = f"params.{task_param}"
             raise InvalidParams(detail=describe_validation_error(exc, prefix)) from None
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, Mapping) else None
-        request = AugmentedRequest(
-            method=method,
-            params=params,
-            task=task,
-            progress_token=token if isinstance(token, (str, int)) else None,
-        )
+        request = AugmentedRequest(method=method, params=own, task=task, work=work)
         result = await getattr(self, hook)(request, ctx)
         return dump(result)
 

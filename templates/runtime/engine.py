@@ -116,7 +116,8 @@ def cancelled_error() -> dict[str, Any]:
 class Face(Protocol):
     """What the engine needs of a face: its name and how it tells a status change."""
 
-    face: str
+    @property
+    def face(self) -> str: ...
 
     async def notify_status(self, rec: TaskRecord) -> None: ...
 

@@ -26,9 +26,11 @@ from .._handlers import (
     Table,
     Unimplemented,
     dump,
+    stub,
 )
 from ..errors import describe_validation_error
 from . import models
+from .protocol import REVISION
 
 #: method -> (params model, handler method name)
 DISPATCH: Final[Mapping[str, tuple[type[BaseModel], str]]] = MappingProxyType(
@@ -62,36 +64,42 @@ class TasksHandlerBase(HandlerBase):
     """The receiver's handlers: one method per ``tasks/*`` request, one hook per
     task-augmentable request type, one method per task notification."""
 
+    face: ClassVar[str] = REVISION
     requests: ClassVar[Table] = DISPATCH
     hooks: ClassVar[Mapping[str, str]] = HOOKS
     notifications: ClassVar[Table] = NOTIFICATION_DISPATCH
     task_metadata: ClassVar[type[BaseModel]] = models.TaskMetadata
     task_param: ClassVar[str] = "task"
 
+    @stub
     async def tasks_cancel(
         self, params: models.CancelTaskRequestParams, ctx: RequestContext
     ) -> models.CancelTaskResult:
         """``tasks/cancel`` (sent by: client, server)."""
         raise Unimplemented("tasks/cancel", type(self).__name__)
 
+    @stub
     async def tasks_get(
         self, params: models.GetTaskRequestParams, ctx: RequestContext
     ) -> models.GetTaskResult:
         """``tasks/get`` (sent by: client, server)."""
         raise Unimplemented("tasks/get", type(self).__name__)
 
+    @stub
     async def tasks_list(
         self, params: models.PaginatedRequestParams, ctx: RequestContext
     ) -> models.ListTasksResult:
         """``tasks/list`` (sent by: client, server)."""
         raise Unimplemented("tasks/list", type(self).__name__)
 
+    @stub
     async def tasks_result(
         self, params: models.GetTaskPayloadRequestParams, ctx: RequestContext
     ) -> models.GetTaskPayloadResult:
         """``tasks/result`` (sent by: client, server)."""
         raise Unimplemented("tasks/result", type(self).__name__)
 
+    @stub
     async def elicitation_create_task(
         self, request: AugmentedRequest[models.TaskMetadata], ctx: RequestContext
     ) -> models.CreateTaskResult:
@@ -99,6 +107,7 @@ class TasksHandlerBase(HandlerBase):
         ``tasks.requests.elicitation.create``). Answer at once (R-CREATE-2)."""
         raise Unimplemented("elicitation/create (task-augmented)", type(self).__name__)
 
+    @stub
     async def sampling_create_message_task(
         self, request: AugmentedRequest[models.TaskMetadata], ctx: RequestContext
     ) -> models.CreateTaskResult:
@@ -106,6 +115,7 @@ class TasksHandlerBase(HandlerBase):
         ``tasks.requests.sampling.createMessage``). Answer at once (R-CREATE-2)."""
         raise Unimplemented("sampling/createMessage (task-augmented)", type(self).__name__)
 
+    @stub
     async def tools_call_task(
         self, request: AugmentedRequest[models.TaskMetadata], ctx: RequestContext
     ) -> models.CreateTaskResult:
@@ -131,4 +141,5 @@ __all__ = [
     "Unimplemented",
     "describe_validation_error",
     "dump",
+    "stub",
 ]

@@ -21,11 +21,20 @@ from typing import ClassVar, Final
 
 from pydantic import BaseModel
 
-from .._handlers import HandlerBase, RequestContext, Table, Unimplemented, dump
+from .._handlers import (
+    AugmentedRequest,
+    HandlerBase,
+    NoParams,
+    RequestContext,
+    Table,
+    Unimplemented,
+    dump,
+    stub,
+)
 from .._meta import DeclaredExtension
 from ..errors import MissingRequiredClientCapability, TaskError
 from . import models
-from .protocol import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID, GATE_METHODS
+from .protocol import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID, GATE_METHODS, REVISION
 
 #: method -> (params model, handler method name)
 DISPATCH: Final[Mapping[str, tuple[type[BaseModel], str]]] = MappingProxyType(
@@ -35,14 +44,24 @@ DISPATCH: Final[Mapping[str, tuple[type[BaseModel], str]]] = MappingProxyType(
         "tasks/update": (models.UpdateTaskRequestParams, "tasks_update"),
     }
 )
+#: method that may become a task -> hook method name (X-CAP-4, X-CAP-7)
+HOOKS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "tools/call": "tools_call_task",
+    }
+)
 #: The extension in a request's own ``_meta`` capability envelope (X-CAP-1).
 DECLARED: Final = DeclaredExtension(CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID)
 
 
 class TasksHandlerBase(HandlerBase):
-    """The server's handlers: one method per ``tasks/*`` request of the extension."""
+    """The server's handlers: one method per ``tasks/*`` request of the extension, one hook
+    per request the server may answer with a task."""
 
+    face: ClassVar[str] = REVISION
     requests: ClassVar[Table] = DISPATCH
+    hooks: ClassVar[Mapping[str, str]] = HOOKS
+    task_param: ClassVar[str] = ""  # no task param on this face (X-CREATE-5)
     gated: ClassVar[frozenset[str]] = GATE_METHODS
 
     def declared(self, ctx: RequestContext) -> bool:
@@ -52,23 +71,45 @@ class TasksHandlerBase(HandlerBase):
         """-32021 with ``data.requiredCapabilities`` (X-CAP-8, X-CAP-9)."""
         return MissingRequiredClientCapability(data={"requiredCapabilities": DECLARED.required()})
 
+    @stub
     async def tasks_cancel(
         self, params: models.CancelTaskRequestParams, ctx: RequestContext
     ) -> models.CancelTaskResult:
         """``tasks/cancel`` (sent by: client)."""
         raise Unimplemented("tasks/cancel", type(self).__name__)
 
+    @stub
     async def tasks_get(
         self, params: models.GetTaskRequestParams, ctx: RequestContext
     ) -> models.GetTaskResult:
         """``tasks/get`` (sent by: client)."""
         raise Unimplemented("tasks/get", type(self).__name__)
 
+    @stub
     async def tasks_update(
         self, params: models.UpdateTaskRequestParams, ctx: RequestContext
     ) -> models.UpdateTaskResult:
         """``tasks/update`` (sent by: client)."""
         raise Unimplemented("tasks/update", type(self).__name__)
 
+    @stub
+    async def tools_call_task(
+        self, request: AugmentedRequest[NoParams], ctx: RequestContext
+    ) -> models.CreateTaskResult:
+        """A ``tools/call`` the server answers with a task (X-CAP-4): store the task,
+        start its work, answer the flat ``CreateTaskResult`` at once (X-CREATE-1, X-CREATE-3)."""
+        raise Unimplemented("tools/call (as a task)", type(self).__name__)
 
-__all__ = ["DECLARED", "DISPATCH", "RequestContext", "TasksHandlerBase", "Unimplemented", "dump"]
+
+__all__ = [
+    "DECLARED",
+    "DISPATCH",
+    "HOOKS",
+    "AugmentedRequest",
+    "NoParams",
+    "RequestContext",
+    "TasksHandlerBase",
+    "Unimplemented",
+    "dump",
+    "stub",
+]

@@ -54,7 +54,10 @@ TASK_REQUEST_METHODS: Final[tuple[str, ...]] = (
 )
 #: The requests each side may answer with a task (X-SCOPE-1: tools/call only, on the server).
 AUGMENTABLE: Final[Mapping[Side, frozenset[str]]] = MappingProxyType(
-    {"client": frozenset(), "server": frozenset({"tools/call"})}
+    {
+        "client": frozenset(),
+        "server": frozenset({"tools/call"}),
+    }
 )
 #: Methods that answer -32021 to a request without the capability, before any lookup
 #: (X-CAP-9, X-ERR-5).
