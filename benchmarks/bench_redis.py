@@ -50,7 +50,7 @@ from bench_runtime import lifecycle_rows, print_lifecycle
 
 from mcp_tasks.handlers import RequestContext
 from mcp_tasks.lifecycle import COMPLETED, WORKING
-from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
+from mcp_tasks.runtime import CoreTasks, EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
 from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import TaskRecord
 
@@ -191,11 +191,15 @@ async def bench_wakeup(url: str, n: int) -> list[float]:
                     await release.wait()
                     return RESULT
 
-                tid = (await b.create_task(ctx, "tools/call", work))["task"]["taskId"]
+                tid = (
+                    await CoreTasks(b).dispatch_augmented(
+                        "tools/call", {"task": {}}, ctx, work=work
+                    )
+                )["task"]["taskId"]
                 woke: list[float] = []
 
                 async def waiter(tid: str = tid, woke: list[float] = woke) -> None:
-                    await a.handle("tasks/result", {"taskId": tid}, ctx)
+                    await CoreTasks(a).dispatch("tasks/result", {"taskId": tid}, ctx)
                     woke.append(time.perf_counter())
 
                 orig = sb.transition
@@ -241,13 +245,15 @@ async def bench_list(url: str, retained: int, pages: int) -> dict[str, float]:
             for w in range(16):
                 tg.start_soon(filler, w)
         eng = TaskEngine(store, cfg)
-        first = await eng.handle("tasks/list", {}, ctx)  # warm up (script load, secret)
+        first = await CoreTasks(eng).dispatch(
+            "tasks/list", {}, ctx
+        )  # warm up (script load, secret)
         cursor = first["nextCursor"]
         for name, params in (("first", {}), ("later", {"cursor": cursor})):
             times, trips = [], store.round_trips
             for _ in range(pages):
                 t = time.perf_counter()
-                page = await eng.handle("tasks/list", params, ctx)
+                page = await CoreTasks(eng).dispatch("tasks/list", params, ctx)
                 times.append((time.perf_counter() - t) * 1000)
                 assert page["tasks"]
             out[name] = statistics.median(times)
@@ -282,7 +288,9 @@ async def run(url: str, quick: bool) -> None:
     engine = await lifecycle_rows(
         {
             "memory": InMemoryTaskStore,
-            "redis": lambda: RedisTaskStore(url, namespace=f"life-{uuid.uuid4().hex[:8]}-{next(seq)}"),
+            "redis": lambda: RedisTaskStore(
+                url, namespace=f"life-{uuid.uuid4().hex[:8]}-{next(seq)}"
+            ),
         },
         400 if quick else 4_000,
         (8, 32),

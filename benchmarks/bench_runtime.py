@@ -28,6 +28,7 @@ import anyio
 from mcp_tasks.handlers import RequestContext
 from mcp_tasks.protocol import COMPLETED, INITIAL, TASKS_LIST, TASKS_RESULT, TOOLS_CALL
 from mcp_tasks.runtime import (
+    CoreTasks,
     EngineConfig,
     InMemoryTaskStore,
     SqliteTaskStore,
@@ -141,11 +142,13 @@ async def wakeup_latency(samples: int) -> tuple[float, float]:
                 stamp.append(time.perf_counter())
                 return RESULT
 
-            tid = (await eng.create_task(ctx, TOOLS_CALL, work))["task"]["taskId"]
+            tid = (
+                await CoreTasks(eng).dispatch_augmented(TOOLS_CALL, {"task": {}}, ctx, work=work)
+            )["task"]["taskId"]
             async with anyio.create_task_group() as tg:
 
                 async def waiter(tid: str = tid, stamp: list[float] = stamp) -> None:
-                    await eng.handle(TASKS_RESULT, {"taskId": tid}, ctx)
+                    await CoreTasks(eng).dispatch(TASKS_RESULT, {"taskId": tid}, ctx)
                     lat.append(time.perf_counter() - stamp[0])
 
                 tg.start_soon(waiter)
@@ -167,14 +170,14 @@ async def list_page_times(sizes: tuple[int, ...], rounds: int, pages: int) -> li
         for r in records(size, "bench"):
             await store.create(r)
         eng = TaskEngine(store, EngineConfig(rate_limit_calls=10**9))
-        first = await eng.handle(TASKS_LIST, {}, ctx)
+        first = await CoreTasks(eng).dispatch(TASKS_LIST, {}, ctx)
         setups.append((eng, first["nextCursor"]))
     samples: list[list[float]] = [[] for _ in sizes]
     for _ in range(rounds):
         for k, (eng, cursor) in enumerate(setups):
             t = time.perf_counter()
             for _ in range(pages):
-                page = await eng.handle(TASKS_LIST, {"cursor": cursor}, ctx)
+                page = await CoreTasks(eng).dispatch(TASKS_LIST, {"cursor": cursor}, ctx)
                 assert len(page["tasks"]) == 50
             samples[k].append((time.perf_counter() - t) / pages * 1e6)
     return [statistics.median(x) for x in samples]
@@ -193,7 +196,7 @@ async def bytes_per_task(n: int) -> tuple[float, int]:
             async def work(tc: TaskContext, r: dict[str, Any] = results[i]) -> dict[str, Any]:
                 return r
 
-            await eng.create_task(ctx, TOOLS_CALL, work)
+            await CoreTasks(eng).dispatch_augmented(TOOLS_CALL, {"task": {}}, ctx, work=work)
         while eng.running:
             await anyio.sleep(0.001)
         gc.collect()
@@ -220,8 +223,12 @@ async def engine_lifecycle(
         async def client(w: int) -> None:
             ctx = RequestContext(requestor=f"life-{w % 4}")
             for _ in range(per):
-                tid = (await eng.create_task(ctx, TOOLS_CALL, work))["task"]["taskId"]
-                await eng.handle(TASKS_RESULT, {"taskId": tid}, ctx)
+                tid = (
+                    await CoreTasks(eng).dispatch_augmented(
+                        TOOLS_CALL, {"task": {}}, ctx, work=work
+                    )
+                )["task"]["taskId"]
+                await CoreTasks(eng).dispatch(TASKS_RESULT, {"taskId": tid}, ctx)
 
         await client(0)  # warm up (scripts, statements, caches)
         t, cpu = time.perf_counter(), time.process_time()
@@ -243,9 +250,7 @@ async def lifecycle_rows(
             for name, make in makers.items():
                 store = make()
                 try:
-                    got.setdefault((name, conc), []).append(
-                        await engine_lifecycle(store, n, conc)
-                    )
+                    got.setdefault((name, conc), []).append(await engine_lifecycle(store, n, conc))
                 finally:
                     await store.close()
     return {

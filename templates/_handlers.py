@@ -21,6 +21,9 @@ from .errors import InvalidParams, MethodNotFound, TaskError, describe_validatio
 M = TypeVar("M", bound=BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: ``RequestContext.extra`` key of the request's decoded routing-name header, when it had
+#: one (the extension face's ``Mcp-Name``, checked against the params by its handler).
+ROUTING_NAME: str = "routing_name"
 #: The attribute :func:`stub` sets on a generated method a subclass has not overridden.
 STUB_MARK = "__mcptask_stub__"
 
@@ -36,6 +39,12 @@ def stub(fn: F) -> F:
     """Mark a generated method as not implemented (it answers ``-32601``)."""
     setattr(fn, STUB_MARK, True)
     return fn
+
+
+class NeedsStream(Exception):
+    """A request the handler can answer only on a stream to the requestor
+    (``RequestContext.send_request``), which the front door that asked has not: the server
+    answers it through a front door that has one (the SDK's path)."""
 
 
 class Unimplemented(MethodNotFound):
@@ -88,6 +97,17 @@ def dump(result: BaseModel) -> dict[str, Any]:
     """Wire JSON of a result model: by alias, only the fields that were set (``ttl: null`` kept)."""
     out: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
     return out
+
+
+def _integral(value: Any) -> Any:
+    """``value`` with every integral float (``1500.0``) as an int, in objects and arrays."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
 
 
 #: method -> (params model, handler method name)
@@ -164,7 +184,9 @@ class HandlerBase:
         own = dict(params)
         raw_task = own.pop(task_param, None) if task_param else None
         try:
-            task = self.task_metadata.model_validate(raw_task or {})
+            # Strict (no "10" for 10, no true for 1), but an integral JSON number is an
+            # integer whatever its spelling (JSON Schema's "integer": 1500.0 is 1500).
+            task = self.task_metadata.model_validate(_integral(raw_task or {}), strict=True)
         except ValidationError as exc:
             prefix = f"params.{task_param}"
             raise InvalidParams(detail=describe_validation_error(exc, prefix)) from None

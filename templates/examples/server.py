@@ -1,7 +1,8 @@
 """Example MCP server with tasks, on the ``mcp`` SDK's ``MCPServer``.
 
     python -m PACKAGE.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH|redis://HOST:PORT/DB]
-                                        [--tokens FILE] [--stateless] [--http-stack auto|h11] [--no-lean]
+                                        [--tokens FILE] [--stateless] [--http-stack auto|h11]
+                                        [--no-task-endpoint]
                                         [--workers N] [LIMITS]
     python -m PACKAGE.examples.server --stdio [--store ...] [LIMITS]
 
@@ -252,7 +253,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tokens", metavar="FILE", help="JSON map of bearer token -> subject")
     parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without sessions")
     parser.add_argument(
-        "--no-lean",
+        "--no-task-endpoint",
         action="store_true",
         help="serve the task methods through the SDK's per-request machinery too (slower)",
     )
@@ -285,8 +286,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.engine_config = engine_config(args)
     except ValueError as exc:
         parser.error(str(exc))
-    if args.stdio and (args.tokens or args.stateless or args.no_lean or args.http_stack != "auto"):
-        parser.error("--tokens, --stateless, --http-stack and --no-lean apply to --http only")
+    http_only = args.tokens or args.stateless or args.no_task_endpoint or args.http_stack != "auto"
+    if args.stdio and http_only:
+        parser.error(
+            "--tokens, --stateless, --http-stack and --no-task-endpoint apply to --http only"
+        )
     problem = workers_problem(args)
     if problem is not None:
         parser.error(problem)
@@ -373,7 +377,8 @@ async def _serve(args: argparse.Namespace) -> None:
             host, _, port = str(args.http).rpartition(":")
             app = tidy_http_errors(
                 tasks.streamable_http_app(
-                    stateless_http=bool(args.stateless), lean=not args.no_lean
+                    stateless_http=bool(args.stateless),
+                    task_endpoint=not args.no_task_endpoint,
                 )
             )
             config = uvicorn.Config(

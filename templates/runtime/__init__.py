@@ -1,10 +1,14 @@
-"""The default runtime: ``TaskEngine`` over an ``InMemoryTaskStore`` or a ``SqliteTaskStore``.
+"""The default runtime: ``TaskEngine`` over a ``TaskStore`` (``InMemoryTaskStore``,
+``SqliteTaskStore``, ``RedisTaskStore``), and each face's default handler on it:
+``CoreTasks`` (2025-11-25) and, when the package has the tasks extension's face,
+``ExtensionTasks`` (both from the generated ``faces`` module, which knows the faces).
 
 Built only on this package's own modules (plus the standard library, pydantic and anyio).
 """
 
 from __future__ import annotations
 
+from . import faces
 from .cursor import CursorCodec, CursorError
 from .engine import (
     DEFAULT,
@@ -15,7 +19,7 @@ from .engine import (
     TaskEngine,
     TaskView,
 )
-from .face_2025 import Face2025
+from .faces import *  # noqa: F403 (each face's default handler: CoreTasks, ExtensionTasks)
 from .memory import InMemoryTaskStore
 from .sqlite import SqliteTaskStore
 
@@ -24,7 +28,6 @@ __all__ = [
     "CursorCodec",
     "CursorError",
     "EngineConfig",
-    "Face2025",
     "InMemoryTaskStore",
     "InputRequest",
     "PendingInput",
@@ -33,3 +36,4 @@ __all__ = [
     "TaskEngine",
     "TaskView",
 ]
+__all__ += faces.__all__

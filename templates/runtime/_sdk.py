@@ -1,8 +1,9 @@
 """Everything this package assumes about the ``mcp`` SDK beyond its documented API.
 
-The SDK adapters (``mcp_server``, ``mcp_client``, ``mcp_outbound``, ``mcp_transport``)
-reach the SDK's private attributes and structural details only through the small
-functions here, so a new ``mcp`` release breaks one module, not several.
+The SDK adapters (``mcp_server``, ``sdk_hooks``, ``task_endpoint``, ``router``,
+``mcp_sessions``, ``mcp_identity``, ``mcp_client``, ``mcp_outbound``, ``mcp_transport``)
+import the SDK's internals (private attributes, transport modules, structural details) only
+from here, so a new ``mcp`` release breaks one module, not several.
 ``tests/mcp/test_sdk_canary.py`` names each assumption in :data:`ASSUMPTIONS` and
 fails with a message like "mcp 2.4.0 changed: ServerSession._connection is gone;
 update mcp_tasks.runtime._sdk" when one no longer holds.
@@ -24,13 +25,25 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientResponse, ClientSession
 from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.lowlevel.server import Server
 from mcp.server.session import ServerSession
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, check_accept_headers
 from mcp.shared.dispatcher import CallOptions, DispatchContext
 from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
-from mcp_types import CLIENT_CAPABILITIES_META_KEY
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    MCP_NAME_HEADER,
+    MCP_PROTOCOL_VERSION_HEADER,
+    InboundLadderRejection,
+    classify_inbound_request,
+    decode_header_value,
+    encode_header_value,
+    find_duplicated_routing_header,
+)
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, DEFAULT_NEGOTIATED_VERSION, JSONRPCRequest
 from mcp_types import methods as _methods
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import InternalError, InvalidParams, TaskError, error_from_payload
@@ -38,23 +51,54 @@ from ..errors import describe_validation_error as _describe
 
 __all__ = [
     "ASSUMPTIONS",
+    "DEFAULT_NEGOTIATED_VERSION",
+    "ERROR_CODE_HTTP_STATUS",
+    "HANDSHAKE_PROTOCOL_VERSIONS",
+    "INITIALIZE",
+    "MCP_PROTOCOL_VERSION_HEADER",
+    "MCP_SESSION_ID_HEADER",
     "MCP_SUPPORTED",
+    "PING",
+    "PROGRESS",
+    "TOOLS_LIST",
+    "CallNext",
     "ClientSessionHooks",
+    "Connection",
+    "HandlerResult",
+    "InFlight",
+    "JSONRPCRequest",
+    "MCPError",
+    "accepts",
     "answer_input_request",
+    "connection_from_envelope",
     "connection_of",
     "create_context_streams",
+    "current_subject",
+    "decode_header_value",
+    "from_sdk_error",
+    "http_endpoint",
+    "http_session",
+    "initialized",
+    "input_round_result_type",
     "internal_error",
     "is_sdk_validation_report",
+    "lifespan_state",
     "lowlevel_server",
+    "mcp_param_rejection",
     "mcp_version",
     "method_of",
+    "modern_route",
     "on_connection_close",
     "request_outbound",
     "run_input_callback",
+    "sdk_request_runner",
     "send_raw_request",
+    "session_manager",
+    "standalone_delivers",
     "task_session",
     "to_sdk_error",
-    "from_sdk_error",
+    "tool_call_params",
+    "transport_security",
     "validation_error",
 ]
 
@@ -156,6 +200,35 @@ def method_of(model: type[Any]) -> str:
 
 PING: str = method_of(types.PingRequest)
 PROGRESS: str = method_of(types.ProgressNotification)
+INITIALIZE: str = method_of(types.InitializeRequest)
+TOOLS_LIST: str = method_of(types.ListToolsRequest)
+
+
+def current_subject() -> str | None:
+    """The bearer token's subject (else its client id) of the request being served, when
+    the SDK's auth middleware verified one; None otherwise."""
+    try:
+        from mcp.server.auth.middleware.auth_context import get_access_token
+    except ImportError:  # pragma: no cover - auth extras missing
+        return None
+    token = get_access_token()
+    if token is None:
+        return None
+    return token.subject or token.client_id or None
+
+
+def connection_from_envelope(
+    version: str, client_info: Any, client_capabilities: Mapping[str, Any] | None
+) -> Connection:
+    """A born-ready connection for one request (a stateless or per-request-envelope one),
+    as the SDK builds it (``Connection.from_envelope``)."""
+    return Connection.from_envelope(version, client_info, client_capabilities)
+
+
+def input_round_result_type() -> str:
+    """The ``resultType`` of an MRTR input round (the SDK's ``InputRequiredResult``)."""
+    value: str = types.InputRequiredResult.model_fields["result_type"].default
+    return value
 
 
 def lowlevel_server(server: Any) -> Server[Any]:
@@ -323,6 +396,30 @@ class ClientSessionHooks(ClientSession):
 
 
 # ---------------------------------------------------------------------- lean path (HTTP)
+
+
+def transport_security(manager: Any) -> Any:
+    """The SDK's Host/Origin check with the session manager's settings."""
+    from mcp.server.transport_security import TransportSecurityMiddleware
+
+    return TransportSecurityMiddleware(manager.security_settings)
+
+
+def accepts(request: Any) -> tuple[bool, bool]:
+    """(accepts JSON, accepts SSE) of a request's ``Accept``, as the SDK reads it."""
+    has_json, has_sse = check_accept_headers(request)
+    return bool(has_json), bool(has_sse)
+
+
+def modern_route(doc: Any, scope: Any, headers: Mapping[str, str]) -> Any | None:
+    """The SDK's classification of a request of a per-request-envelope revision (its
+    ``protocol_version``, ``client_info``, ``client_capabilities``), or None when the SDK
+    would refuse it (a repeated routing header, a header/body mismatch, a bad envelope)."""
+    raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", ())]
+    if find_duplicated_routing_header(raw) is not None:
+        return None
+    route = classify_inbound_request(doc, headers=headers)
+    return None if isinstance(route, InboundLadderRejection) else route
 
 
 def http_endpoint(app: Any, path: str) -> tuple[Any, str, bool]:

@@ -65,6 +65,7 @@ from ..protocol import (
 )
 from ..store import TaskStore
 from ._sdk import ClientSessionHooks, run_input_callback, send_raw_request
+from .core import CoreTasks
 from .engine import EngineConfig, TaskContext, TaskEngine
 
 if TYPE_CHECKING:  # absent from a package generated without the extension's schema
@@ -398,6 +399,8 @@ class TasksClientSession(ClientSessionHooks):
         super().__init__(read_stream, write_stream, *args, notification_bindings=bindings, **kwargs)
         self.receive_tasks = receive_tasks
         self.engine = TaskEngine(task_store, task_config)
+        #: the receiver's handler of the server's tasks/* and task-augmented requests
+        self.task_handler = CoreTasks(self.engine)
         self.tasks = TaskRequestor(self, wakeups=self.task_wakeups)
 
     async def __aenter__(self) -> TasksClientSession:
@@ -436,23 +439,22 @@ class TasksClientSession(ClientSessionHooks):
             return None
         p = dict(params or {})
         rctx = RequestContext(requestor="server", request_id=request_id)
+        handler = self.task_handler
         if method in TASK_REQUEST_METHODS:
-            return await self.engine.handle(method, p, rctx)
-        if method in CLIENT_TASK_METHODS and p.get("task") is not None:
-            return await self._create_task(method, p, rctx)
+            return await handler.dispatch(method, p, rctx)
+        if method in CLIENT_TASK_METHODS and p.get(handler.task_param) is not None:
+            return await handler.dispatch_augmented(
+                method, p, rctx, work=self._work(method, p, rctx)
+            )
         return None
 
-    async def _create_task(
-        self, method: str, params: dict[str, Any], rctx: RequestContext
-    ) -> dict[str, Any]:
-        """R-CREATE-2: answer ``CreateTaskResult`` now; the callback runs in the task."""
-        task_param = params.pop("task")
+    def _work(self, method: str, params: dict[str, Any], rctx: RequestContext) -> Any:
+        """R-CREATE-2: the callback of a task-augmented request, run in its task."""
+        own = {k: v for k, v in params.items() if k != self.task_handler.task_param}
         version = self.protocol_version or REVISION
         request_id = rctx.request_id if rctx.request_id is not None else 0
 
         async def work(tctx: TaskContext) -> dict[str, Any]:
-            return await run_input_callback(self, method, version, params, request_id)
+            return await run_input_callback(self, method, version, own, request_id)
 
-        return await self.engine.create_task(
-            rctx, method, work, task=task_param if isinstance(task_param, Mapping) else {}
-        )
+        return work

@@ -141,7 +141,7 @@ class Run:
 
 
 class TaskContext:
-    """What a task's work gets: its identity, progress, status message and input requests."""
+    """What a task's work gets: its identity, its status message and input requests."""
 
     def __init__(
         self, engine: TaskEngine, task_id: str, requestor: str, progress_token: str | int | None
@@ -151,20 +151,8 @@ class TaskContext:
         self.requestor = requestor
         self.progress_token = progress_token
 
-    async def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Progress against the original request's token, after ``CreateTaskResult`` too (R-PROGRESS-1)."""
-        hook = self._engine.on_progress
-        if hook is None or self.progress_token is None:
-            return
-        try:
-            await hook(self.requestor, self.progress_token, progress, total, message, self.task_id)
-        except Exception:
-            self._engine.log.exception("progress hook failed for task %s", self.task_id)
-
     async def set_status_message(self, message: str) -> None:
-        await self._engine.runner.set_message(self.task_id, message)
+        await self._engine.runs.set_message(self.task_id, message)
 
     async def request_input(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """Ask the requestor (``elicitation/create``, ``sampling/createMessage``, ...) and wait.
@@ -172,7 +160,7 @@ class TaskContext:
         The task is ``input_required`` until every pending request is answered, then
         ``working`` again (R-INPUT-1, R-INPUT-4). Cancelling the task ends the wait.
         An error answer is raised here as a ``TaskError``."""
-        return await self._engine.runner.request_input(self.task_id, method, params)
+        return await self._engine.runs.request_input(self.task_id, method, params)
 
 
 def error_text(result: Mapping[str, Any]) -> str:
@@ -215,12 +203,12 @@ async def outcome_of(
 
 
 #: How long (seconds) and how many of the records that work stored as it ended its task
-#: are kept to answer lookups without the store (``Runner.recent``).
+#: are kept to answer lookups without the store (``Runs.recent``).
 RECENT_S = 1.0
 RECENT_MAX = 256
 
 
-class Runner:
+class Runs:
     """The tasks whose work runs in this engine, by task ID, and the records of those that
     ended here a moment ago."""
 
@@ -473,10 +461,10 @@ async def _outcome(
     """When the requestor's work of ``task_id`` returned here and its outcome is being
     stored (it asks for no input any more), the record that write returns, without a read
     first; None otherwise (or when the write did not end the task): read the store."""
-    run = engine.runner.get(task_id)
+    run = engine.runs.get(task_id)
     if run is None or run.busy or run.requestor != requestor:
         return None
-    while run.final is None and engine.runner.get(task_id) is run:
+    while run.final is None and engine.runs.get(task_id) is run:
         await run.changed.wait()  # the run's end signals it, after its outcome is stored
     if run.final is None:
         return None

@@ -18,8 +18,8 @@ from ext_wire import ExtClient
 from mcp.shared.exceptions import MCPError
 from mcp_e2e import HttpServer, http_session
 
-from mcp_tasks.runtime.face_2025 import FACE as CORE_FACE
-from mcp_tasks.runtime.face_ext import FACE as EXT_FACE
+from mcp_tasks.runtime.core import FACE as CORE_FACE
+from mcp_tasks.runtime.extension import FACE as EXT_FACE
 from mcp_tasks.runtime.sqlite import SqliteTaskStore
 
 pytestmark = pytest.mark.anyio

@@ -100,7 +100,7 @@ async def test_unexpected_exception_answers_plain_internal_error(
         raise RuntimeError("store at 10.1.2.3:6379 refused the connection")
 
     async with _connected(mcp, tasks) as session:
-        monkeypatch.setattr(tasks.engine, "create_task", broken)
+        monkeypatch.setattr(tasks.engine, "start", broken)
         with caplog.at_level(logging.ERROR), pytest.raises(MCPError) as err:
             await session.tasks.call_tool_as_task("count_words", {"text": "a b"})
     assert (err.value.error.code, err.value.error.message) == (-32603, "Internal error")
@@ -116,7 +116,7 @@ async def test_task_error_goes_out_with_its_own_code(monkeypatch: pytest.MonkeyP
         raise ConcurrencyLimitExceeded(3)
 
     async with _connected(mcp, tasks) as session:
-        monkeypatch.setattr(tasks.engine, "create_task", limited)
+        monkeypatch.setattr(tasks.engine, "start", limited)
         with pytest.raises(MCPError) as err:
             await session.tasks.call_tool_as_task("count_words", {"text": "a b"})
     expected = ConcurrencyLimitExceeded(3)

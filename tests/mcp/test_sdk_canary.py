@@ -26,8 +26,7 @@ from mcp_tasks import protocol
 from mcp_tasks.errors import InvalidParams, TaskError, TaskNotFound
 from mcp_tasks.extension import protocol as ext
 from mcp_tasks.runtime import _sdk
-from mcp_tasks.runtime.mcp_extension import PollOutbound
-from mcp_tasks.runtime.mcp_outbound import TaskOutbound
+from mcp_tasks.runtime.mcp_outbound import PollOutbound, TaskOutbound
 
 VERSION = _sdk.mcp_version()
 
@@ -262,7 +261,7 @@ def test_core_result_types() -> None:
     )
 
 
-# ---------------------------------------------------------------------- the lean path
+# ---------------------------------------------------------------------- the task endpoint
 
 
 def _http_app() -> tuple[MCPServer, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from core_calls import Asked, create_task, handle
 
 from mcp_tasks.errors import (
     ConcurrencyLimitExceeded,
@@ -20,16 +21,16 @@ from mcp_tasks.errors import (
     TaskError,
 )
 from mcp_tasks.handlers import RequestContext
-from mcp_tasks.meta import MODEL_IMMEDIATE_RESPONSE_KEY, RELATED_TASK_KEY
+from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime import (
+    CoreTasks,
     EngineConfig,
     InMemoryTaskStore,
-    PendingInput,
     SqliteTaskStore,
     TaskContext,
     TaskEngine,
 )
-from mcp_tasks.store import TaskStore
+from mcp_tasks.store import TaskRecord, TaskStore
 
 pytestmark = pytest.mark.anyio
 
@@ -70,7 +71,7 @@ def clock() -> Clock:
 @pytest.fixture
 def make_engine(store_factory: Callable[[], TaskStore], clock: Clock) -> Callable[..., TaskEngine]:
     def make(**kw: Any) -> TaskEngine:
-        hooks = {k: kw.pop(k) for k in ("on_status", "on_progress") if k in kw}
+        hooks = {k: kw.pop(k) for k in ("on_status",) if k in kw}
         kw.setdefault("sweep_interval_s", 3600)
         return TaskEngine(store_factory(), EngineConfig(**kw), clock=clock, **hooks)
 
@@ -100,7 +101,7 @@ async def instant(tc: TaskContext) -> dict[str, Any]:
 
 
 async def call(eng: TaskEngine, method: str, ctx: RequestContext = ALICE, **params: Any) -> Any:
-    return await eng.handle(method, params, ctx)
+    return await handle(eng, method, params, ctx)
 
 
 async def wait_status(
@@ -128,7 +129,7 @@ async def expect_error(coro: Any, code: int, message: str | None = None) -> Task
 
 async def test_create_answers_at_once_working_R_CREATE_2_R_STATE_1(engine: TaskEngine) -> None:
     ev, work = gate()
-    created = await engine.create_task(ALICE, "tools/call", work)
+    created = await create_task(engine, ALICE, "tools/call", work)
     task = created["task"]
     assert task["status"] == "working"
     assert set(task) >= {"taskId", "status", "createdAt", "lastUpdatedAt", "ttl"}
@@ -137,16 +138,9 @@ async def test_create_answers_at_once_working_R_CREATE_2_R_STATE_1(engine: TaskE
     await call(engine, "tasks/result", taskId=task["taskId"])
 
 
-async def test_immediate_response_meta_R_CREATE_3(engine: TaskEngine) -> None:
-    created = await engine.create_task(
-        ALICE, "tools/call", instant, immediate_response="Working on it"
-    )
-    assert created["_meta"] == {MODEL_IMMEDIATE_RESPONSE_KEY: "Working on it"}
-
-
 async def test_ids_secure_and_unique_R_ID_1_R_ID_2(engine: TaskEngine) -> None:
     ids = {
-        (await engine.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+        (await create_task(engine, ALICE, "tools/call", instant))["task"]["taskId"]
         for _ in range(50)
     }
     assert len(ids) == 50
@@ -167,7 +161,7 @@ async def test_completed_result_exact_with_related_meta_R_RESULT_1_R_RESULT_3_R_
     async def work(tc: TaskContext) -> dict[str, Any]:
         return result
 
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     got = await call(engine, "tasks/result", taskId=tid)
     assert got == {**result, "_meta": {"custom": True, RELATED_TASK_KEY: {"taskId": tid}}}
     t = await call(engine, "tasks/get", taskId=tid)
@@ -180,7 +174,7 @@ async def test_is_error_result_is_failed_with_message_R_STATE_4(engine: TaskEngi
     async def work(tc: TaskContext) -> dict[str, Any]:
         return bad
 
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     got = await call(engine, "tasks/result", taskId=tid)
     assert got["isError"] is True and got["content"] == bad["content"]
     t = await call(engine, "tasks/get", taskId=tid)
@@ -191,7 +185,7 @@ async def test_raised_jsonrpc_error_stored_R_RESULT_1_R_STATE_4_R_ERR_3(engine: 
     async def work(tc: TaskContext) -> dict[str, Any]:
         raise JsonRpcError(-32042, "upstream said no", {"retry": False})
 
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     err = await expect_error(call(engine, "tasks/result", taskId=tid), -32042, "upstream said no")
     assert err.data == {"retry": False}
     t = await call(engine, "tasks/get", taskId=tid)  # tasks/get itself succeeds (R-ERR-3)
@@ -202,20 +196,20 @@ async def test_unexpected_exception_is_internal_error_R_ERR_1(engine: TaskEngine
     async def work(tc: TaskContext) -> dict[str, Any]:
         raise ZeroDivisionError("x")
 
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     await expect_error(call(engine, "tasks/result", taskId=tid), -32603)
     assert (await call(engine, "tasks/get", taskId=tid))["status"] == "failed"
 
 
 async def test_terminal_status_never_changes_R_STATE_2_R_STATE_3(engine: TaskEngine) -> None:
-    tid = (await engine.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", instant))["task"]["taskId"]
     await call(engine, "tasks/result", taskId=tid)
     await expect_error(call(engine, "tasks/cancel", taskId=tid), -32602)
     assert (await call(engine, "tasks/get", taskId=tid))["status"] == "completed"
 
 
 async def test_get_returns_whole_task_R_GET_3_R_TTL_1_R_TTL_4(engine: TaskEngine) -> None:
-    tid = (await engine.create_task(ALICE, "tools/call", instant, task={"ttl": 5000}))["task"][
+    tid = (await create_task(engine, ALICE, "tools/call", instant, task={"ttl": 5000}))["task"][
         "taskId"
     ]
     t = await call(engine, "tasks/get", taskId=tid)
@@ -232,7 +226,7 @@ async def test_result_blocks_until_terminal_every_waiter_wakes_R_RESULT_2(
     engine: TaskEngine,
 ) -> None:
     ev, work = gate()
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     got: list[Any] = []
 
     async def waiter() -> None:
@@ -249,11 +243,11 @@ async def test_result_blocks_until_terminal_every_waiter_wakes_R_RESULT_2(
 
 async def test_cancelled_waiters_are_cleaned_up_R_RESULT_2(engine: TaskEngine) -> None:
     ev, work = gate()
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     for _ in range(20):
         with anyio.move_on_after(0.01):
             await call(engine, "tasks/result", taskId=tid)
-    run = engine.runner.active[tid]
+    run = engine.runs.active[tid]
     # the waiters went away: nothing of theirs is left on the task's change signal
     assert not run.changed._event._waiters  # type: ignore[attr-defined]
     ev.set()
@@ -279,7 +273,7 @@ async def test_cancel_stops_work_and_is_cancelled_before_answer_R_CANCEL_2(
             stopped.set()
         return {}
 
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     await anyio.sleep(0.01)
     answer = await call(engine, "tasks/cancel", taskId=tid)
     assert answer["status"] == "cancelled" and answer["taskId"] == tid
@@ -290,10 +284,10 @@ async def test_cancel_stops_work_and_is_cancelled_before_answer_R_CANCEL_2(
 
 
 async def test_cancel_terminal_is_invalid_params_R_CANCEL_1_R_ERR_2(engine: TaskEngine) -> None:
-    tid = (await engine.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", instant))["task"]["taskId"]
     await call(engine, "tasks/result", taskId=tid)
     ev, work = gate()
-    tid2 = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid2 = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     await call(engine, "tasks/cancel", taskId=tid2)
     for task_id, status in ((tid, "completed"), (tid2, "cancelled")):
         message = f"Cannot cancel task: already in terminal status '{status}'"
@@ -308,7 +302,7 @@ async def test_stays_cancelled_when_work_completes_anyway_R_CANCEL_3(engine: Tas
             await release.wait()
         return {"content": [], "late": True}
 
-    tid = (await engine.create_task(ALICE, "tools/call", stubborn))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", stubborn))["task"]["taskId"]
     await call(engine, "tasks/cancel", taskId=tid)
     release.set()
     with anyio.fail_after(2):
@@ -322,7 +316,7 @@ async def test_stays_cancelled_when_work_completes_anyway_R_CANCEL_3(engine: Tas
 async def test_cancelled_tasks_kept_until_ttl_R_CANCEL_4(engine: TaskEngine, clock: Clock) -> None:
     """R-CANCEL-4 is a MAY: this engine keeps cancelled tasks until their ttl, then deletes them."""
     ev, work = gate()
-    tid = (await engine.create_task(ALICE, "tools/call", work, task={"ttl": 1000}))["task"][
+    tid = (await create_task(engine, ALICE, "tools/call", work, task={"ttl": 1000}))["task"][
         "taskId"
     ]
     await call(engine, "tasks/cancel", taskId=tid)
@@ -341,12 +335,12 @@ async def test_ttl_default_and_clamp_R_TTL_2_R_SEC_4(
     async with make_engine(default_ttl_ms=1000, max_ttl_ms=5000) as eng:
         for asked, actual in ((None, 1000), (3000, 3000), (10**15, 5000), (2**80, 5000), (0, 0)):
             task = None if asked is None else {"ttl": asked}
-            created = await eng.create_task(ALICE, "tools/call", instant, task=task)
+            created = await create_task(eng, ALICE, "tools/call", instant, task=task)
             assert created["task"]["ttl"] == actual
             got = await call(eng, "tasks/get", taskId=created["task"]["taskId"]) if actual else None
             assert got is None or got["ttl"] == actual
         # null asks for unlimited: refused (clamped) unless configured
-        created = await eng.create_task(ALICE, "tools/call", instant, task={"ttl": None})
+        created = await create_task(eng, ALICE, "tools/call", instant, task={"ttl": None})
         assert created["task"]["ttl"] == 5000
 
 
@@ -354,26 +348,26 @@ async def test_ttl_null_only_when_configured_R_TTL_2(
     make_engine: Callable[..., TaskEngine],
 ) -> None:
     async with make_engine(allow_unlimited_ttl=True, default_ttl_ms=None) as eng:
-        created = await eng.create_task(ALICE, "tools/call", instant, task={"ttl": None})
+        created = await create_task(eng, ALICE, "tools/call", instant, task={"ttl": None})
         assert created["task"]["ttl"] is None
-        created = await eng.create_task(ALICE, "tools/call", instant)
+        created = await create_task(eng, ALICE, "tools/call", instant)
         assert created["task"]["ttl"] is None
         t = await call(eng, "tasks/get", taskId=created["task"]["taskId"])
         assert t["ttl"] is None
 
 
 async def test_expired_task_is_gone_R_TTL_3_R_ERR_2(engine: TaskEngine, clock: Clock) -> None:
-    short = (await engine.create_task(ALICE, "tools/call", instant, task={"ttl": 1000}))["task"][
+    short = (await create_task(engine, ALICE, "tools/call", instant, task={"ttl": 1000}))["task"][
         "taskId"
     ]
-    lazy = (await engine.create_task(ALICE, "tools/call", instant, task={"ttl": 1000}))["task"][
+    lazy = (await create_task(engine, ALICE, "tools/call", instant, task={"ttl": 1000}))["task"][
         "taskId"
     ]
     ev, work = gate()
-    running = (await engine.create_task(ALICE, "tools/call", work, task={"ttl": 1000}))["task"][
+    running = (await create_task(engine, ALICE, "tools/call", work, task={"ttl": 1000}))["task"][
         "taskId"
     ]
-    keep = (await engine.create_task(ALICE, "tools/call", instant, task={"ttl": 100_000}))["task"][
+    keep = (await create_task(engine, ALICE, "tools/call", instant, task={"ttl": 100_000}))["task"][
         "taskId"
     ]
     await call(engine, "tasks/result", taskId=short)
@@ -395,7 +389,7 @@ async def test_expired_task_is_gone_R_TTL_3_R_ERR_2(engine: TaskEngine, clock: C
 
 async def test_waiter_on_expiring_task_wakes_R_TTL_3(engine: TaskEngine, clock: Clock) -> None:
     ev, work = gate()
-    tid = (await engine.create_task(ALICE, "tools/call", work, task={"ttl": 1000}))["task"][
+    tid = (await create_task(engine, ALICE, "tools/call", work, task={"ttl": 1000}))["task"][
         "taskId"
     ]
     errors: list[TaskError] = []
@@ -424,8 +418,8 @@ async def test_list_pages_cursor_R_LIST_1_R_LIST_2_R_LIST_3(
         ids = []
         for _i in range(10):
             clock.now += 0.001
-            ids.append((await eng.create_task(ALICE, "tools/call", instant))["task"]["taskId"])
-        await eng.create_task(BOB, "tools/call", instant)
+            ids.append((await create_task(eng, ALICE, "tools/call", instant))["task"]["taskId"])
+        await create_task(eng, BOB, "tools/call", instant)
         seen: list[str] = []
         cursor = None
         pages = 0
@@ -454,7 +448,7 @@ async def test_cursor_valid_after_its_task_deleted_R_LIST_1(
             clock.now += 0.001
             ttl = 1000 if i == 1 else 100_000
             ids.append(
-                (await eng.create_task(ALICE, "tools/call", instant, task={"ttl": ttl}))["task"][
+                (await create_task(eng, ALICE, "tools/call", instant, task={"ttl": ttl}))["task"][
                     "taskId"
                 ]
             )
@@ -470,7 +464,7 @@ async def test_bad_cursor_invalid_params_R_ERR_1_R_LIST_2(
     engine: TaskEngine, make_engine: Callable[..., TaskEngine]
 ) -> None:
     for _i in range(3):
-        await engine.create_task(ALICE, "tools/call", instant)
+        await create_task(engine, ALICE, "tools/call", instant)
     engine.config.page_size = 1
     cursor = (await call(engine, "tasks/list"))["nextCursor"]
     body, mac = cursor.split(".")
@@ -497,22 +491,22 @@ async def test_unknown_task_invalid_params_R_ERR_1_R_ERR_2(engine: TaskEngine) -
 async def test_malformed_params_name_the_field_R_ERR_1(engine: TaskEngine) -> None:
     for method in ("tasks/get", "tasks/result", "tasks/cancel"):
         for params in ({}, {"taskId": 5}, {"taskId": None}, {"taskId": ["x"]}):
-            err = await expect_error(engine.handle(method, params, ALICE), -32602)
+            err = await expect_error(handle(engine, method, params, ALICE), -32602)
             assert "taskId" in err.message
-        err = await expect_error(engine.handle(method, ["x"], ALICE), -32602)  # type: ignore[arg-type]
+        err = await expect_error(handle(engine, method, ["x"], ALICE), -32602)  # type: ignore[arg-type]
     for bad in (-1, "10", 1.5, True, [1], {"x": 1}, float("nan")):
         err = await expect_error(
-            engine.create_task(ALICE, "tools/call", instant, task={"ttl": bad}), -32602
+            create_task(engine, ALICE, "tools/call", instant, task={"ttl": bad}), -32602
         )
         assert "params.task.ttl" in err.message
-    await expect_error(engine.create_task(ALICE, "tools/call", instant, task="x"), -32602)  # type: ignore[arg-type]
-    await expect_error(engine.handle("tasks/nope", {}, ALICE), -32601)
+    await expect_error(create_task(engine, ALICE, "tools/call", instant, task="x"), -32602)  # type: ignore[arg-type]
+    await expect_error(handle(engine, "tasks/nope", {}, ALICE), -32601)
 
 
 async def test_meta_in_params_ignored_R_META_2(engine: TaskEngine) -> None:
-    tid = (await engine.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", instant))["task"]["taskId"]
     params = {"taskId": tid, "_meta": {RELATED_TASK_KEY: {"taskId": "other"}}}
-    assert (await engine.handle("tasks/get", params, ALICE))["taskId"] == tid
+    assert (await handle(engine, "tasks/get", params, ALICE))["taskId"] == tid
 
 
 async def test_store_failure_is_internal_error_R_ERR_1(engine: TaskEngine) -> None:
@@ -529,7 +523,7 @@ async def test_store_failure_is_internal_error_R_ERR_1(engine: TaskEngine) -> No
 
 async def test_other_requestor_sees_not_found_R_SEC_1(engine: TaskEngine) -> None:
     ev, work = gate()
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     for method in ("tasks/get", "tasks/result", "tasks/cancel"):
         await expect_error(call(engine, method, BOB, taskId=tid), -32602, NOT_FOUND)
     assert (await call(engine, "tasks/list", BOB))["tasks"] == []
@@ -541,13 +535,13 @@ async def test_concurrency_limit_R_SEC_4(make_engine: Callable[..., TaskEngine])
     async with make_engine(max_active_per_requestor=3) as eng:
         ev, work = gate()
         tids = [
-            (await eng.create_task(ALICE, "tools/call", work))["task"]["taskId"] for _ in range(3)
+            (await create_task(eng, ALICE, "tools/call", work))["task"]["taskId"] for _ in range(3)
         ]
-        err = await expect_error(eng.create_task(ALICE, "tools/call", work), -32000)
+        err = await expect_error(create_task(eng, ALICE, "tools/call", work), -32000)
         assert isinstance(err, ConcurrencyLimitExceeded) and "3" in err.message
-        await eng.create_task(BOB, "tools/call", work)  # others are not affected
+        await create_task(eng, BOB, "tools/call", work)  # others are not affected
         await call(eng, "tasks/cancel", taskId=tids[0])
-        await eng.create_task(ALICE, "tools/call", work)  # a slot freed
+        await create_task(eng, ALICE, "tools/call", work)  # a slot freed
         ev.set()
 
 
@@ -560,7 +554,7 @@ async def test_concurrency_limit_holds_under_concurrent_creates_R_SEC_4(
 
         async def create() -> None:
             try:
-                ok.append((await eng.create_task(ALICE, "tools/call", work))["task"]["taskId"])
+                ok.append((await create_task(eng, ALICE, "tools/call", work))["task"]["taskId"])
             except ConcurrencyLimitExceeded:
                 pass
 
@@ -585,12 +579,12 @@ async def test_audit_events_with_requestor_R_SEC_5(
     engine: TaskEngine, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="mcp_tasks.audit")
-    tid = (await engine.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", instant))["task"]["taskId"]
     await call(engine, "tasks/result", taskId=tid)
     await call(engine, "tasks/get", taskId=tid)
     await expect_error(call(engine, "tasks/get", BOB, taskId=tid), -32602)
     ev, work = gate()
-    tid2 = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid2 = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     await call(engine, "tasks/cancel", taskId=tid2)
     events = [
         (r.audit_event, r.requestor, r.task_id)
@@ -616,14 +610,16 @@ async def test_status_hook_whole_task_no_related_meta_R_NOTIFY_1_R_NOTIFY_3(
 ) -> None:
     seen: list[tuple[str, dict[str, Any]]] = []
 
-    async def on_status(requestor: str, task: dict[str, Any]) -> None:
-        seen.append((requestor, task))
+    async def on_status(rec: TaskRecord) -> None:  # rendered as the core face tells it
+        method, task = CoreTasks(eng).status_notification(rec)
+        assert method == "notifications/tasks/status"
+        seen.append((rec.requestor, task))
 
     async with make_engine(on_status=on_status) as eng:
-        tid = (await eng.create_task(ALICE, "tools/call", instant))["task"]["taskId"]
+        tid = (await create_task(eng, ALICE, "tools/call", instant))["task"]["taskId"]
         await call(eng, "tasks/result", taskId=tid)
         ev, work = gate()
-        tid2 = (await eng.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        tid2 = (await create_task(eng, ALICE, "tools/call", work))["task"]["taskId"]
         await call(eng, "tasks/cancel", taskId=tid2)
     assert [(r, t["taskId"], t["status"]) for r, t in seen] == [
         ("alice", tid, "completed"),
@@ -645,15 +641,15 @@ async def test_input_required_roundtrip_R_INPUT_1_R_INPUT_2_R_INPUT_3_R_INPUT_4(
         statuses.append((await engine.store.get(tc.task_id)).status.value)  # type: ignore[union-attr]
         return {"content": [{"type": "text", "text": f"hi {answer['content']['name']}"}]}
 
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     await wait_status(engine, tid, "input_required")
-    asked: list[PendingInput] = []
+    asked: list[Asked] = []
 
-    async def on_input(p: PendingInput) -> dict[str, Any]:
+    async def on_input(p: Asked) -> dict[str, Any]:
         asked.append(p)
         return {"action": "accept", "content": {"name": "Ada"}}
 
-    got = await engine.handle("tasks/result", {"taskId": tid}, ALICE, on_input=on_input)
+    got = await handle(engine, "tasks/result", {"taskId": tid}, ALICE, on_input=on_input)
     assert got["content"][0]["text"] == "hi Ada"
     assert [p.method for p in asked] == ["elicitation/create"]
     assert asked[0].params["_meta"] == {RELATED_TASK_KEY: {"taskId": tid}}
@@ -664,21 +660,21 @@ async def test_input_redelivered_when_waiter_leaves_R_INPUT_3(engine: TaskEngine
     async def work(tc: TaskContext) -> dict[str, Any]:
         return await tc.request_input("sampling/createMessage", {"messages": []})
 
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     await wait_status(engine, tid, "input_required")
 
-    async def never(p: PendingInput) -> dict[str, Any]:
+    async def never(p: Asked) -> dict[str, Any]:
         await anyio.sleep(60)
         return {}
 
     with anyio.move_on_after(0.05):
-        await engine.handle("tasks/result", {"taskId": tid}, ALICE, on_input=never)
+        await handle(engine, "tasks/result", {"taskId": tid}, ALICE, on_input=never)
 
-    async def answer(p: PendingInput) -> dict[str, Any]:
+    async def answer(p: Asked) -> dict[str, Any]:
         return {"role": "assistant", "content": {"type": "text", "text": "x"}}
 
     with anyio.fail_after(2):
-        got = await engine.handle("tasks/result", {"taskId": tid}, ALICE, on_input=answer)
+        got = await handle(engine, "tasks/result", {"taskId": tid}, ALICE, on_input=answer)
     assert got["role"] == "assistant"
 
 
@@ -690,13 +686,13 @@ async def test_input_error_answer_reaches_work_R_INPUT_4(engine: TaskEngine) -> 
             return {"content": [{"type": "text", "text": exc.message}]}
         return {}
 
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     await wait_status(engine, tid, "input_required")
 
-    async def refuse(p: PendingInput) -> dict[str, Any]:
+    async def refuse(p: Asked) -> dict[str, Any]:
         raise JsonRpcError(-1, "user declined")
 
-    got = await engine.handle("tasks/result", {"taskId": tid}, ALICE, on_input=refuse)
+    got = await handle(engine, "tasks/result", {"taskId": tid}, ALICE, on_input=refuse)
     assert got["content"][0]["text"] == "user declined"
 
 
@@ -704,7 +700,7 @@ async def test_cancel_while_waiting_for_input_R_INPUT_1_R_CANCEL_2(engine: TaskE
     async def work(tc: TaskContext) -> dict[str, Any]:
         return await tc.request_input("elicitation/create", {})
 
-    tid = (await engine.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     await wait_status(engine, tid, "input_required")
     assert (await call(engine, "tasks/cancel", taskId=tid))["status"] == "cancelled"
     with anyio.fail_after(2):
@@ -713,33 +709,14 @@ async def test_cancel_while_waiting_for_input_R_INPUT_1_R_CANCEL_2(engine: TaskE
     assert (await call(engine, "tasks/get", taskId=tid))["status"] == "cancelled"
 
 
-async def test_progress_after_create_R_PROGRESS_1(make_engine: Callable[..., TaskEngine]) -> None:
-    seen: list[tuple[Any, ...]] = []
-
-    async def on_progress(*args: Any) -> None:
-        seen.append(args)
-
-    async def work(tc: TaskContext) -> dict[str, Any]:
-        await tc.report_progress(1, 2, "half")
-        await tc.set_status_message("half way")
-        await tc.report_progress(2, 2)
-        return {}
-
-    async with make_engine(on_progress=on_progress) as eng:
-        tid = (await eng.create_task(ALICE, "tools/call", work))["task"]["taskId"]
-        await call(eng, "tasks/result", taskId=tid)
-        await eng.create_task(BOB, "tools/call", work)  # no progress token: nothing sent
-    assert seen == [("alice", "tok-1", 1, 2, "half", tid), ("alice", "tok-1", 2, 2, None, tid)]
-
-
 async def test_engine_not_started_and_shutdown_fails_running(
     make_engine: Callable[..., TaskEngine],
 ) -> None:
     eng = make_engine()
-    await expect_error(eng.create_task(ALICE, "tools/call", instant), -32603)
+    await expect_error(create_task(eng, ALICE, "tools/call", instant), -32603)
     ev, work = gate()
     async with eng:
-        tid = (await eng.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        tid = (await create_task(eng, ALICE, "tools/call", work))["task"]["taskId"]
         await anyio.sleep(0.01)
     rec = await eng.store.get(tid)
     assert rec is not None and rec.status.value == "failed" and rec.status_message

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from click.testing import CliRunner
+from core_calls import create_task, handle
 
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.handlers import RequestContext
@@ -28,6 +29,7 @@ from mcp_tasks.protocol import (
     TTL_NULLABLE,
 )
 from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
+from mcp_tasks.store import TaskRecord
 from mcptask_gen.cli import main as generate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,16 +80,19 @@ async def test_str_cursor_secret_is_accepted_R_LIST_2() -> None:
     """A str secret is used as UTF-8: it signs exactly like the same bytes."""
     cfg = EngineConfig(cursor_secret="a str secret", page_size=1)
     assert cfg.cursor_secret == b"a str secret"
-    async with TaskEngine(config=cfg) as a, TaskEngine(
-        config=EngineConfig(cursor_secret=b"a str secret", page_size=1)
-    ) as b:
+    async with (
+        TaskEngine(config=cfg) as a,
+        TaskEngine(config=EngineConfig(cursor_secret=b"a str secret", page_size=1)) as b,
+    ):
         for _ in range(2):
-            await a.create_task(ALICE, TOOLS_CALL, instant)
-        first = await a.handle("tasks/list", {}, ALICE)
-        rest = await a.handle("tasks/list", {"cursor": first["nextCursor"]}, ALICE)
+            await create_task(a, ALICE, TOOLS_CALL, instant)
+        first = await handle(a, "tasks/list", {}, ALICE)
+        rest = await handle(a, "tasks/list", {"cursor": first["nextCursor"]}, ALICE)
         assert len(rest["tasks"]) == 1
         # the same secret as bytes verifies the cursor too
-        assert (await b.handle("tasks/list", {"cursor": first["nextCursor"]}, ALICE))["tasks"] == []
+        assert (await handle(b, "tasks/list", {"cursor": first["nextCursor"]}, ALICE))[
+            "tasks"
+        ] == []
 
 
 # ---------------------------------------------------------------- ttl against the schema
@@ -137,16 +142,17 @@ def test_unlimited_ttl_refused_when_schema_forbids_it_R_TTL_2(original_pkg: Any)
 @pytest.mark.anyio
 async def test_null_ttl_is_clamped_and_answers_stay_valid_R_TTL_2(original_pkg: Any) -> None:
     rt = original_pkg.runtime
-    ctx = original_pkg.handlers.RequestContext(requestor="alice")
+    ctx = importlib.import_module("mcp_tasks_original.handlers").RequestContext(requestor="alice")
     async with rt.TaskEngine(config=rt.EngineConfig(max_ttl_ms=60_000)) as engine:
-        created = await engine.create_task(
-            ctx, original_pkg.protocol.TOOLS_CALL, instant, task={"ttl": None}
+        core = rt.CoreTasks(engine)
+        created = await core.dispatch_augmented(
+            original_pkg.protocol.TOOLS_CALL, {"task": {"ttl": None}}, ctx, work=instant
         )
         assert created["task"]["ttl"] == 60_000
         tid = created["task"]["taskId"]
-        got = await engine.handle("tasks/get", {"taskId": tid}, ctx)
+        got = await core.dispatch("tasks/get", {"taskId": tid}, ctx)
         assert got["ttl"] == 60_000
-        listed = await engine.handle("tasks/list", {}, ctx)
+        listed = await core.dispatch("tasks/list", {}, ctx)
         assert [t["taskId"] for t in listed["tasks"]] == [tid]
 
 
@@ -157,17 +163,19 @@ async def test_null_ttl_is_clamped_and_answers_stay_valid_R_TTL_2(original_pkg: 
 async def test_audit_is_quiet_unless_asked_for_R_SEC_5(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)  # e.g. a server that logs INFO at the root
     async with TaskEngine() as engine:
-        tid = (await engine.create_task(ALICE, TOOLS_CALL, instant))["task"]["taskId"]
-        await engine.handle("tasks/get", {"taskId": tid}, ALICE)
+        tid = (await create_task(engine, ALICE, TOOLS_CALL, instant))["task"]["taskId"]
+        await handle(engine, "tasks/get", {"taskId": tid}, ALICE)
     assert not [r for r in caplog.records if r.name == "mcp_tasks.audit"]
     logging.getLogger("mcp_tasks.audit").setLevel(logging.INFO)  # the documented switch
     try:
         async with TaskEngine() as engine:
-            tid = (await engine.create_task(ALICE, TOOLS_CALL, instant))["task"]["taskId"]
-            await engine.handle("tasks/get", {"taskId": tid}, ALICE)
+            tid = (await create_task(engine, ALICE, TOOLS_CALL, instant))["task"]["taskId"]
+            await handle(engine, "tasks/get", {"taskId": tid}, ALICE)
     finally:
         logging.getLogger("mcp_tasks.audit").setLevel(logging.WARNING)
-    events = [getattr(r, "audit_event", None) for r in caplog.records if r.name == "mcp_tasks.audit"]
+    events = [
+        getattr(r, "audit_event", None) for r in caplog.records if r.name == "mcp_tasks.audit"
+    ]
     assert "created" in events and "retrieved" in events
 
 
@@ -178,26 +186,26 @@ async def test_audit_is_quiet_unless_asked_for_R_SEC_5(caplog: pytest.LogCapture
 async def test_cancel_requestor_tasks_R_CANCEL_2() -> None:
     statuses: list[tuple[str, str]] = []
 
-    async def on_status(requestor: str, task: dict[str, Any]) -> None:
-        statuses.append((requestor, task["status"]))
+    async def on_status(rec: TaskRecord) -> None:
+        statuses.append((rec.requestor, rec.status.value))
 
     async with TaskEngine(config=EngineConfig(page_size=2), on_status=on_status) as engine:
         running = [
-            (await engine.create_task(ALICE, TOOLS_CALL, forever))["task"]["taskId"]
+            (await create_task(engine, ALICE, TOOLS_CALL, forever))["task"]["taskId"]
             for _ in range(3)
         ]
-        done = (await engine.create_task(ALICE, TOOLS_CALL, instant))["task"]["taskId"]
-        bobs = (await engine.create_task(BOB, TOOLS_CALL, forever))["task"]["taskId"]
-        await engine.handle("tasks/result", {"taskId": done}, ALICE)
+        done = (await create_task(engine, ALICE, TOOLS_CALL, instant))["task"]["taskId"]
+        bobs = (await create_task(engine, BOB, TOOLS_CALL, forever))["task"]["taskId"]
+        await handle(engine, "tasks/result", {"taskId": done}, ALICE)
         assert await engine.cancel_requestor_tasks("alice", "The session ended") == 3
         for tid in running:
-            got = await engine.handle("tasks/get", {"taskId": tid}, ALICE)
+            got = await handle(engine, "tasks/get", {"taskId": tid}, ALICE)
             assert got["status"] == CANCELLED.value
             assert got["statusMessage"] == "The session ended"
-        assert (await engine.handle("tasks/get", {"taskId": done}, ALICE))["status"] == (
+        assert (await handle(engine, "tasks/get", {"taskId": done}, ALICE))["status"] == (
             COMPLETED.value
         )
-        assert (await engine.handle("tasks/get", {"taskId": bobs}, BOB))["status"] != (
+        assert (await handle(engine, "tasks/get", {"taskId": bobs}, BOB))["status"] != (
             CANCELLED.value
         )
         with anyio.fail_after(5):  # the cancelled works wind down; only bob's still runs
@@ -243,14 +251,14 @@ async def test_every_store_failure_answers_store_unavailable_R_ERR_1(
 ) -> None:
     store = _Broken()
     async with TaskEngine(store) as engine:
-        tid = (await engine.create_task(ALICE, TOOLS_CALL, forever))["task"]["taskId"]
+        tid = (await create_task(engine, ALICE, TOOLS_CALL, forever))["task"]["taskId"]
         store.broken = True
         calls = [
-            engine.handle(TASKS_GET, {"taskId": tid}, ALICE),
-            engine.handle(TASKS_RESULT, {"taskId": tid}, ALICE),
-            engine.handle(TASKS_CANCEL, {"taskId": tid}, ALICE),
-            engine.handle(TASKS_LIST, {}, ALICE),
-            engine.create_task(ALICE, TOOLS_CALL, instant),
+            handle(engine, TASKS_GET, {"taskId": tid}, ALICE),
+            handle(engine, TASKS_RESULT, {"taskId": tid}, ALICE),
+            handle(engine, TASKS_CANCEL, {"taskId": tid}, ALICE),
+            handle(engine, TASKS_LIST, {}, ALICE),
+            create_task(engine, ALICE, TOOLS_CALL, instant),
             engine.cancel_requestor_tasks("alice", "gone"),
         ]
         for coro in calls:
@@ -260,4 +268,4 @@ async def test_every_store_failure_answers_store_unavailable_R_ERR_1(
             assert info.value.to_error() == StoreUnavailable().to_error()
         assert any("OSError: disk" in r.getMessage() for r in caplog.records)
         store.broken = False
-        assert (await engine.handle(TASKS_GET, {"taskId": tid}, ALICE))["taskId"] == tid
+        assert (await handle(engine, TASKS_GET, {"taskId": tid}, ALICE))["taskId"] == tid

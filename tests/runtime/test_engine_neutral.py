@@ -1,5 +1,5 @@
 """The protocol-neutral engine API a second face calls (no wire format anywhere here):
-create / view / answer / cancel, read-your-writes after answering (A-10, also across two
+start / view / answer / cancel, read-your-writes after answering (A-10, also across two
 engines on one Redis), unknown keys ignored (X-UPD-7, A-9), the ``tool_error`` status of an
 ``isError`` result, and a face that cannot see another face's task (X-SEC-2)."""
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from core_calls import handle
 from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import TaskNotFound
@@ -44,15 +45,14 @@ OTHER = "another-face"
 
 
 class Recorder:
-    """A minimal face: it only records the status changes of its tasks."""
-
-    face = OTHER
+    """A status listener: the status changes of the other face's tasks."""
 
     def __init__(self) -> None:
         self.seen: list[TaskStatus] = []
 
-    async def notify_status(self, rec: TaskRecord) -> None:
-        self.seen.append(rec.status)
+    async def __call__(self, rec: TaskRecord) -> None:
+        if rec.face == OTHER:
+            self.seen.append(rec.status)
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])
@@ -71,7 +71,7 @@ async def engine(make_store: Callable[[], TaskStore]) -> AsyncIterator[TaskEngin
     store = make_store()
     try:
         async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as eng:
-            eng.add_face(Recorder())
+            eng.on_status.append(Recorder())
             yield eng
     finally:
         await store.close()
@@ -110,7 +110,7 @@ async def test_create_is_stored_before_it_returns(engine: TaskEngine) -> None:
         await release.wait()
         return {"content": []}
 
-    rec = await engine.create("alice", OTHER, TOOLS_CALL, work, tool_error=COMPLETED)
+    rec = await engine.start("alice", OTHER, TOOLS_CALL, work, tool_error=COMPLETED)
     assert rec.face == OTHER and rec.ttl_ms == engine.config.default_ttl_ms
     view = await engine.view("alice", rec.task_id, face=OTHER)  # X-CREATE-3
     assert view.record.task_id == rec.task_id and view.inputs == ()
@@ -121,7 +121,7 @@ async def test_create_is_stored_before_it_returns(engine: TaskEngine) -> None:
 
 async def test_ttl_asked_for_is_clamped_R_TTL_2(engine: TaskEngine) -> None:
     cap = engine.config.max_ttl_ms
-    rec = await engine.create(
+    rec = await engine.start(
         "alice", OTHER, TOOLS_CALL, asking(0), ttl_ms=cap * 10, tool_error=COMPLETED
     )
     assert rec.ttl_ms == cap
@@ -134,7 +134,7 @@ async def test_is_error_result_ends_in_tool_error(
     async def work(tc: TaskContext) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": "bad"}], "isError": True}
 
-    rec = await engine.create("alice", OTHER, TOOLS_CALL, work, tool_error=tool_error)
+    rec = await engine.start("alice", OTHER, TOOLS_CALL, work, tool_error=tool_error)
     done = await until(engine, rec.task_id, lambda v: v.record.status == tool_error)
     assert done.record.result is not None and done.record.result["isError"] is True
 
@@ -142,7 +142,7 @@ async def test_is_error_result_ends_in_tool_error(
 async def test_view_lists_inputs_and_partial_answer_is_read_your_writes_A_10(
     engine: TaskEngine,
 ) -> None:
-    rec = await engine.create("alice", OTHER, TOOLS_CALL, asking(2), tool_error=COMPLETED)
+    rec = await engine.start("alice", OTHER, TOOLS_CALL, asking(2), tool_error=COMPLETED)
     tid = rec.task_id
     view = await until(engine, tid, lambda v: len(v.inputs) == 2)
     assert view.record.status == INPUT_REQUIRED
@@ -171,7 +171,7 @@ async def test_view_lists_inputs_and_partial_answer_is_read_your_writes_A_10(
 
 
 async def test_cancel_moves_once(engine: TaskEngine) -> None:
-    rec = await engine.create("alice", OTHER, TOOLS_CALL, asking(1), tool_error=COMPLETED)
+    rec = await engine.start("alice", OTHER, TOOLS_CALL, asking(1), tool_error=COMPLETED)
     new, moved = await engine.cancel("alice", rec.task_id, face=OTHER)
     assert moved and new.status == CANCELLED
     again, moved_again = await engine.cancel("alice", rec.task_id, face=OTHER)
@@ -180,17 +180,17 @@ async def test_cancel_moves_once(engine: TaskEngine) -> None:
 
 
 async def test_status_changes_go_to_the_records_face(engine: TaskEngine) -> None:
-    face = engine.faces[OTHER]
+    face = engine.on_status[0]
     assert isinstance(face, Recorder)
-    rec = await engine.create("alice", OTHER, TOOLS_CALL, asking(0), tool_error=COMPLETED)
+    rec = await engine.start("alice", OTHER, TOOLS_CALL, asking(0), tool_error=COMPLETED)
     await until(engine, rec.task_id, lambda v: v.record.status == COMPLETED)
     assert face.seen[-1] == COMPLETED
 
 
 async def test_a_face_cannot_see_another_faces_task_X_SEC_2(engine: TaskEngine) -> None:
     """Another face's task (or another requestor's) answers exactly like an unknown one."""
-    theirs = await engine.create("alice", REVISION, TOOLS_CALL, asking(1), tool_error=FAILED)
-    ours = await engine.create("alice", OTHER, TOOLS_CALL, asking(1), tool_error=COMPLETED)
+    theirs = await engine.start("alice", REVISION, TOOLS_CALL, asking(1), tool_error=FAILED)
+    ours = await engine.start("alice", OTHER, TOOLS_CALL, asking(1), tool_error=COMPLETED)
     tid = theirs.task_id
     for call in (
         engine.view("alice", tid, face=OTHER),
@@ -204,7 +204,7 @@ async def test_a_face_cannot_see_another_faces_task_X_SEC_2(engine: TaskEngine) 
     page, _ = await engine.list_page("alice", None, face=REVISION)
     assert [r.task_id for r in page] == [tid]
     with pytest.raises(TaskNotFound):
-        await engine.handle("tasks/get", {"taskId": ours.task_id}, RequestContext("alice"))
+        await handle(engine, "tasks/get", {"taskId": ours.task_id}, RequestContext("alice"))
 
 
 async def test_answer_on_one_instance_is_visible_on_the_other_A_10(
@@ -218,7 +218,7 @@ async def test_answer_on_one_instance_is_visible_on_the_other_A_10(
     cfg = EngineConfig(sweep_interval_s=3600)
     try:
         async with TaskEngine(sa, cfg) as a, TaskEngine(sb, cfg) as b:
-            rec = await a.create("alice", OTHER, TOOLS_CALL, asking(2), tool_error=COMPLETED)
+            rec = await a.start("alice", OTHER, TOOLS_CALL, asking(2), tool_error=COMPLETED)
             tid = rec.task_id
             view = await until(b, tid, lambda v: len(v.inputs) == 2)
             first, second = view.inputs

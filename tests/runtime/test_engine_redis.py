@@ -9,11 +9,12 @@ from typing import Any
 
 import anyio
 import pytest
+from core_calls import Asked, create_task, handle
 from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import JsonRpcError, RequestCancelled, TaskError
 from mcp_tasks.handlers import RequestContext
-from mcp_tasks.runtime import EngineConfig, PendingInput, TaskContext, TaskEngine
+from mcp_tasks.runtime import EngineConfig, TaskContext, TaskEngine
 from mcp_tasks.runtime.redis import RedisTaskStore
 
 pytestmark = pytest.mark.anyio
@@ -43,14 +44,14 @@ async def test_result_on_b_wakes_when_a_finishes(redis_url: str) -> None:
         return {"content": [{"type": "text", "text": "done"}], "isError": False}
 
     async with two_engines(redis_url) as (a, b):
-        created = await a.create_task(ALICE, "tools/call", work, task={"ttl": 60_000})
+        created = await create_task(a, ALICE, "tools/call", work, task={"ttl": 60_000})
         tid = created["task"]["taskId"]
-        got = await b.handle("tasks/get", {"taskId": tid}, ALICE)
+        got = await handle(b, "tasks/get", {"taskId": tid}, ALICE)
         assert got["status"] == "working"
         out: dict[str, Any] = {}
 
         async def wait_result() -> None:
-            out.update(await b.handle("tasks/result", {"taskId": tid}, ALICE))
+            out.update(await handle(b, "tasks/result", {"taskId": tid}, ALICE))
 
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg:
@@ -60,7 +61,7 @@ async def test_result_on_b_wakes_when_a_finishes(redis_url: str) -> None:
         assert out["content"] == [{"type": "text", "text": "done"}]
         assert out["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": tid}
         # listing with a cursor issued by A works on B (same cursor secret)
-        listed = await b.handle("tasks/list", {}, ALICE)
+        listed = await handle(b, "tasks/list", {}, ALICE)
         assert [t["taskId"] for t in listed["tasks"]] == [tid]
 
 
@@ -76,18 +77,18 @@ async def test_cancel_on_b_stops_work_on_a(redis_url: str) -> None:
         return {}
 
     async with two_engines(redis_url) as (a, b):
-        tid = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        tid = (await create_task(a, ALICE, "tools/call", work))["task"]["taskId"]
         with anyio.fail_after(60):
             await started.wait()
-            cancelled = await b.handle("tasks/cancel", {"taskId": tid}, ALICE)
+            cancelled = await handle(b, "tasks/cancel", {"taskId": tid}, ALICE)
             assert cancelled["status"] == "cancelled"
             await stopped.wait()  # R-CANCEL-2 across instances
             while a.running:
                 await anyio.sleep(0.01)
-        got = await a.handle("tasks/get", {"taskId": tid}, ALICE)
+        got = await handle(a, "tasks/get", {"taskId": tid}, ALICE)
         assert got["status"] == "cancelled"  # the late end of the work changed nothing
         with pytest.raises(RequestCancelled) as ei:
-            await a.handle("tasks/result", {"taskId": tid}, ALICE)
+            await handle(a, "tasks/result", {"taskId": tid}, ALICE)
         assert ei.value.code == -32800
 
 
@@ -98,20 +99,20 @@ async def test_input_required_delivered_by_other_instance(redis_url: str) -> Non
         )
         return {"content": [{"type": "text", "text": answer["action"]}], "isError": False}
 
-    seen: list[PendingInput] = []
+    seen: list[Asked] = []
 
-    async def on_input(p: PendingInput) -> dict[str, Any]:
+    async def on_input(p: Asked) -> dict[str, Any]:
         seen.append(p)
         return {"action": "accept", "content": {}}
 
     async with two_engines(redis_url) as (a, b):
-        tid = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        tid = (await create_task(a, ALICE, "tools/call", work))["task"]["taskId"]
         with anyio.fail_after(60):
-            out = await b.handle("tasks/result", {"taskId": tid}, ALICE, on_input=on_input)
+            out = await handle(b, "tasks/result", {"taskId": tid}, ALICE, on_input=on_input)
         assert out["content"] == [{"type": "text", "text": "accept"}]
         assert len(seen) == 1 and seen[0].method == "elicitation/create"
         assert seen[0].params["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": tid}
-        assert (await a.handle("tasks/get", {"taskId": tid}, ALICE))["status"] == "completed"
+        assert (await handle(a, "tasks/get", {"taskId": tid}, ALICE))["status"] == "completed"
 
 
 async def test_input_error_answer_reaches_work(redis_url: str) -> None:
@@ -122,13 +123,13 @@ async def test_input_error_answer_reaches_work(redis_url: str) -> None:
             return {"content": [{"type": "text", "text": f"refused {exc.code}"}]}
         return {"content": []}
 
-    async def on_input(p: PendingInput) -> dict[str, Any]:
+    async def on_input(p: Asked) -> dict[str, Any]:
         raise JsonRpcError(-1, "User rejected sampling request")
 
     async with two_engines(redis_url) as (a, b):
-        tid = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        tid = (await create_task(a, ALICE, "tools/call", work))["task"]["taskId"]
         with anyio.fail_after(60):
-            out = await b.handle("tasks/result", {"taskId": tid}, ALICE, on_input=on_input)
+            out = await handle(b, "tasks/result", {"taskId": tid}, ALICE, on_input=on_input)
         assert out["content"] == [{"type": "text", "text": "refused -1"}]
 
 
@@ -137,19 +138,19 @@ async def test_abandoned_delivery_is_offered_again(redis_url: str) -> None:
         answer = await tc.request_input("elicitation/create", {"message": "?"})
         return {"content": [{"type": "text", "text": str(answer["n"])}]}
 
-    async def never(p: PendingInput) -> dict[str, Any]:
+    async def never(p: Asked) -> dict[str, Any]:
         await anyio.sleep_forever()
         return {}
 
-    async def answer(p: PendingInput) -> dict[str, Any]:
+    async def answer(p: Asked) -> dict[str, Any]:
         return {"n": 7}
 
     async with two_engines(redis_url) as (a, b):
-        tid = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        tid = (await create_task(a, ALICE, "tools/call", work))["task"]["taskId"]
         with anyio.move_on_after(1.0):  # this tasks/result call goes away mid-delivery
-            await b.handle("tasks/result", {"taskId": tid}, ALICE, on_input=never)
+            await handle(b, "tasks/result", {"taskId": tid}, ALICE, on_input=never)
         with anyio.fail_after(60):
-            out = await a.handle("tasks/result", {"taskId": tid}, ALICE, on_input=answer)
+            out = await handle(a, "tasks/result", {"taskId": tid}, ALICE, on_input=answer)
         assert out["content"] == [{"type": "text", "text": "7"}]
 
 
@@ -160,7 +161,7 @@ async def test_store_outage_is_clear_error_and_recovers(
         return {"content": []}
 
     async with two_engines(fresh_redis_server.url) as (a, b):
-        tid = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
+        tid = (await create_task(a, ALICE, "tools/call", work))["task"]["taskId"]
         fresh_redis_server.stop()
         for method, params in (
             ("tasks/get", {"taskId": tid}),
@@ -169,18 +170,18 @@ async def test_store_outage_is_clear_error_and_recovers(
             ("tasks/cancel", {"taskId": tid}),
         ):
             with anyio.fail_after(60), pytest.raises(TaskError) as ei:
-                await b.handle(method, params, ALICE)
+                await handle(b, method, params, ALICE)
             err = ei.value.to_error()
             assert err["code"] == -32603
             assert err["message"] == "Task store unavailable"
             assert "127.0.0.1" not in err["message"]  # the address is for the server log
         with pytest.raises(TaskError) as ei:
-            await a.create_task(ALICE, "tools/call", work)
+            await create_task(a, ALICE, "tools/call", work)
         assert ei.value.code == -32603
         fresh_redis_server.start()
         with anyio.fail_after(60):
-            tid2 = (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"]
-            out = await b.handle("tasks/result", {"taskId": tid2}, ALICE)
+            tid2 = (await create_task(a, ALICE, "tools/call", work))["task"]["taskId"]
+            out = await handle(b, "tasks/result", {"taskId": tid2}, ALICE)
         assert out["content"] == []
 
 
@@ -199,17 +200,17 @@ async def test_list_cursor_from_a_accepted_by_b_without_configured_secret(
     try:
         async with TaskEngine(sa, cfg) as a, TaskEngine(sb, cfg) as b:
             ids = [
-                (await a.create_task(ALICE, "tools/call", work))["task"]["taskId"] for _ in "xyz"
+                (await create_task(a, ALICE, "tools/call", work))["task"]["taskId"] for _ in "xyz"
             ]
             seen: list[str] = []
-            page = await a.handle("tasks/list", {}, ALICE)
+            page = await handle(a, "tasks/list", {}, ALICE)
             engines = [b, a]
             while True:
                 seen += [t["taskId"] for t in page["tasks"]]
                 if "nextCursor" not in page:
                     break
                 engines.reverse()  # alternate instances page by page
-                page = await engines[0].handle("tasks/list", {"cursor": page["nextCursor"]}, ALICE)
+                page = await handle(engines[0], "tasks/list", {"cursor": page["nextCursor"]}, ALICE)
             assert sorted(seen) == sorted(ids)
     finally:
         await sa.close()
@@ -235,20 +236,20 @@ async def test_cursors_agree_again_after_redis_lost_its_data_R_LIST_2(
         async with TaskEngine(sa, cfg) as a:
             fresh_redis_server.stop()
             with pytest.raises(TaskError):  # A notices the outage
-                await a.handle("tasks/list", {}, ALICE)
+                await handle(a, "tasks/list", {}, ALICE)
             fresh_redis_server.start()
             sb = RedisTaskStore(url, namespace=ns, lease_s=0.3)  # instance B (re)starts
             stores.append(sb)
             async with TaskEngine(sb, cfg) as b:
                 for _ in "xy":
-                    await b.create_task(ALICE, "tools/call", work)
+                    await create_task(b, ALICE, "tools/call", work)
                 with anyio.fail_after(30):
                     for first, second in ((b, a), (a, b)):
                         while True:
-                            page = await first.handle("tasks/list", {}, ALICE)
+                            page = await handle(first, "tasks/list", {}, ALICE)
                             try:
-                                await second.handle(
-                                    "tasks/list", {"cursor": page["nextCursor"]}, ALICE
+                                await handle(
+                                    second, "tasks/list", {"cursor": page["nextCursor"]}, ALICE
                                 )
                                 break
                             except TaskError:  # not adopted yet: the heartbeat re-reads it

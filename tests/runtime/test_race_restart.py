@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from core_calls import create_task, handle
 
 from mcp_tasks.errors import TaskAlreadyTerminal, TaskError
 from mcp_tasks.handlers import RequestContext
@@ -64,7 +65,9 @@ async def test_cancel_complete_race_1000_R_CANCEL_2_R_CANCEL_3_R_STATE_3(
         return {"content": [{"type": "text", "text": tc.task_id}]}
 
     async with TaskEngine(make(), config) as eng:
-        ids = [(await eng.create_task(CTX, "tools/call", work))["task"]["taskId"] for _ in range(n)]
+        ids = [
+            (await create_task(eng, CTX, "tools/call", work))["task"]["taskId"] for _ in range(n)
+        ]
         # each pair (work, cancel) reaches the finish line after a random number of
         # scheduler turns, so either may win
         delays.update({tid: (rng.randrange(4), rng.randrange(4)) for tid in ids})
@@ -73,7 +76,7 @@ async def test_cancel_complete_race_1000_R_CANCEL_2_R_CANCEL_3_R_STATE_3(
             await go.wait()
             await checkpoints(delays[tid][1])
             try:
-                await eng.handle("tasks/cancel", {"taskId": tid}, CTX)
+                await handle(eng, "tasks/cancel", {"taskId": tid}, CTX)
                 cancel_ok[tid] = True
             except TaskAlreadyTerminal:
                 cancel_ok[tid] = False
@@ -92,16 +95,16 @@ async def test_cancel_complete_race_1000_R_CANCEL_2_R_CANCEL_3_R_STATE_3(
         assert not unexpected
         counts = {"cancelled": 0, "completed": 0}
         for tid in ids:
-            t = await eng.handle("tasks/get", {"taskId": tid}, CTX)
+            t = await handle(eng, "tasks/get", {"taskId": tid}, CTX)
             assert t["status"] in counts
             counts[t["status"]] += 1
             if cancel_ok[tid]:
                 assert t["status"] == "cancelled"
                 with pytest.raises(TaskError):
-                    await eng.handle("tasks/result", {"taskId": tid}, CTX)
+                    await handle(eng, "tasks/result", {"taskId": tid}, CTX)
             else:
                 assert t["status"] == "completed"
-                res = await eng.handle("tasks/result", {"taskId": tid}, CTX)
+                res = await handle(eng, "tasks/result", {"taskId": tid}, CTX)
                 assert res["content"][0]["text"] == tid
         if kind == "memory":  # both outcomes happen (deterministic scheduling)
             assert counts["cancelled"] and counts["completed"], counts
@@ -109,38 +112,36 @@ async def test_cancel_complete_race_1000_R_CANCEL_2_R_CANCEL_3_R_STATE_3(
     await eng.store.close()
 
 
-CHILD = textwrap.dedent(
-    """
+CHILD = textwrap.dedent("""
     import json, sys, anyio
     from mcp_tasks.handlers import RequestContext
-    from mcp_tasks.runtime import EngineConfig, SqliteTaskStore, TaskEngine
+    from mcp_tasks.runtime import CoreTasks, EngineConfig, SqliteTaskStore, TaskEngine
 
     async def main(path):
         ctx = RequestContext(requestor="alice")
         async with TaskEngine(SqliteTaskStore(path), EngineConfig(cursor_secret=b"k" * 32)) as eng:
-            done = {}
+            core, done = CoreTasks(eng), {}
             for i in range(3):
                 async def work(tc, i=i):
                     return {"content": [{"type": "text", "text": f"result {i} \\u00e9"}], "n": i}
-                tid = (await eng.create_task(ctx, "tools/call", work))["task"]["taskId"]
-                done[tid] = await eng.handle("tasks/result", {"taskId": tid}, ctx)
+                tid = (await core.dispatch_augmented("tools/call", {"task": {}}, ctx, work=work))["task"]["taskId"]
+                done[tid] = await core.dispatch("tasks/result", {"taskId": tid}, ctx)
             async def hang(tc):
                 await anyio.sleep_forever()
-            hung = (await eng.create_task(ctx, "tools/call", hang))["task"]["taskId"]
+            hung = (await core.dispatch_augmented("tools/call", {"task": {}}, ctx, work=hang))["task"]["taskId"]
             asking_started = anyio.Event()
             async def ask(tc):
                 asking_started.set()
                 return await tc.request_input("elicitation/create", {"message": "?"})
-            asking = (await eng.create_task(ctx, "tools/call", ask))["task"]["taskId"]
+            asking = (await core.dispatch_augmented("tools/call", {"task": {}}, ctx, work=ask))["task"]["taskId"]
             await asking_started.wait()
-            while (await eng.handle("tasks/get", {"taskId": asking}, ctx))["status"] != "input_required":
+            while (await core.dispatch("tasks/get", {"taskId": asking}, ctx))["status"] != "input_required":
                 await anyio.sleep(0.001)
             print(json.dumps({"done": done, "hung": hung, "asking": asking}), flush=True)
             await anyio.sleep_forever()
 
     anyio.run(main, sys.argv[1])
-    """
-)
+    """)
 
 
 async def test_sigkill_restart_sqlite(tmp_path: Path) -> None:
@@ -167,14 +168,14 @@ async def test_sigkill_restart_sqlite(tmp_path: Path) -> None:
     ctx = RequestContext(requestor="alice")
     async with TaskEngine(SqliteTaskStore(db), EngineConfig(cursor_secret=b"k" * 32)) as eng:
         for tid, result in state["done"].items():
-            assert await eng.handle("tasks/result", {"taskId": tid}, ctx) == result
-            assert (await eng.handle("tasks/get", {"taskId": tid}, ctx))["status"] == "completed"
+            assert await handle(eng, "tasks/result", {"taskId": tid}, ctx) == result
+            assert (await handle(eng, "tasks/get", {"taskId": tid}, ctx))["status"] == "completed"
         for tid in (state["hung"], state["asking"]):
-            t = await eng.handle("tasks/get", {"taskId": tid}, ctx)
+            t = await handle(eng, "tasks/get", {"taskId": tid}, ctx)
             assert t["status"] == "failed" and "stopped" in t["statusMessage"]
             with pytest.raises(TaskError) as info:
-                await eng.handle("tasks/result", {"taskId": tid}, ctx)
+                await handle(eng, "tasks/result", {"taskId": tid}, ctx)
             assert info.value.code == -32603
-        listed = await eng.handle("tasks/list", {}, ctx)
+        listed = await handle(eng, "tasks/list", {}, ctx)
         assert len(listed["tasks"]) == 5
     await eng.store.close()

@@ -103,8 +103,7 @@ async def test_failed_batch_fails_each_caller_with_the_typed_error(
         await store.close()
 
 
-CHILD = textwrap.dedent(
-    """
+CHILD = textwrap.dedent("""
     import os, signal, sys, time, anyio
     from mcp_tasks.protocol import COMPLETED, INITIAL, TOOLS_CALL
     from mcp_tasks.runtime import SqliteTaskStore
@@ -130,8 +129,7 @@ CHILD = textwrap.dedent(
         os.kill(os.getpid(), signal.SIGKILL)  # right after the last acknowledgement
 
     anyio.run(main)
-    """
-)
+    """)
 
 
 async def test_sigkill_loses_no_acknowledged_write(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 from anyio.from_thread import start_blocking_portal
+from core_calls import create_task, handle
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
@@ -81,7 +82,7 @@ class EngineMachine(RuleBasedStateMachine):
             self._tmp.cleanup()
 
     def call(self, method: str, ctx: RequestContext, **params: Any) -> Any:
-        return self.portal.call(self.engine.handle, method, params, ctx)
+        return self.portal.call(handle, self.engine, method, params, ctx)
 
     def error_of(self, method: str, ctx: RequestContext, **params: Any) -> TaskError:
         with pytest.raises(TaskError) as info:
@@ -104,8 +105,8 @@ class EngineMachine(RuleBasedStateMachine):
                     raise JsonRpcError(**value)
                 return dict(value)
 
-            created = await self.engine.create_task(
-                ctx, "tools/call", work, task=None if ttl is None else {"ttl": ttl}
+            created = await create_task(
+                self.engine, ctx, "tools/call", work, task=None if ttl is None else {"ttl": ttl}
             )
             self.gates[created["task"]["taskId"]] = gate
             return created

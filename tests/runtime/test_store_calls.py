@@ -11,6 +11,7 @@ from typing import Any, Unpack
 
 import anyio
 import pytest
+from core_calls import create_task, handle
 
 from mcp_tasks.errors import ConcurrencyLimitExceeded, TaskNotFound
 from mcp_tasks.handlers import RequestContext
@@ -82,13 +83,13 @@ async def lifecycle(
 ) -> Counter[str]:
     """Create a task, (let it complete, ``tasks/get`` it,) ``tasks/result`` it: the calls."""
     store.calls.clear()
-    tid = (await engine.create_task(ALICE, TOOLS_CALL, work))["task"]["taskId"]
+    tid = (await create_task(engine, ALICE, TOOLS_CALL, work))["task"]["taskId"]
     if settle:
         while engine.running:
             await anyio.sleep(0)
     if get:
-        assert (await engine.handle(TASKS_GET, {"taskId": tid}, ALICE))["status"] == COMPLETED
-    await engine.handle(TASKS_RESULT, {"taskId": tid}, ALICE)
+        assert (await handle(engine, TASKS_GET, {"taskId": tid}, ALICE))["status"] == COMPLETED
+    await handle(engine, TASKS_RESULT, {"taskId": tid}, ALICE)
     return store.calls.copy()
 
 
@@ -130,10 +131,10 @@ async def test_limit_refusal_writes_nothing_R_SEC_4() -> None:
         return {"content": []}
 
     async with TaskEngine(store, cfg) as engine:
-        await engine.create_task(ALICE, TOOLS_CALL, wait)
+        await create_task(engine, ALICE, TOOLS_CALL, wait)
         store.calls.clear()
         with pytest.raises(ConcurrencyLimitExceeded):
-            await engine.create_task(ALICE, TOOLS_CALL, wait)
+            await create_task(engine, ALICE, TOOLS_CALL, wait)
         assert store.calls == Counter(create_limited=1)
         assert len(store.inner) == 1 and engine.running == 1
         release.set()
@@ -150,32 +151,12 @@ async def test_status_message_is_one_write() -> None:
         return {"content": []}
 
     async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as engine:
-        tid = (await engine.create_task(ALICE, TOOLS_CALL, talk))["task"]["taskId"]
+        tid = (await create_task(engine, ALICE, TOOLS_CALL, talk))["task"]["taskId"]
         await said.wait()
         assert store.calls == Counter(create_limited=1, transition=1)
-        task = await engine.handle(TASKS_GET, {"taskId": tid}, ALICE)
+        task = await handle(engine, TASKS_GET, {"taskId": tid}, ALICE)
         assert (task["status"], task["statusMessage"]) == (WORKING, "half way")
         release.set()
-
-
-async def test_outcome_pending_once_the_work_returned() -> None:
-    """A faster path may hold a tasks/result without an input stream once the work
-    returned: ``outcome_pending`` says so while the outcome is being stored."""
-    seen: list[bool] = []
-
-    class Slow(Counting):
-        async def transition(
-            self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
-        ) -> TaskRecord | None:
-            seen.append(engine.outcome_pending(task_id))
-            return await super().transition(task_id, status, now=now, **change)
-
-    store = Slow()
-    async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as engine:
-        tid = (await engine.create_task(ALICE, TOOLS_CALL, work))["task"]["taskId"]
-        assert not engine.outcome_pending(tid)  # not started yet
-        await engine.handle(TASKS_RESULT, {"taskId": tid}, ALICE)
-        assert seen == [True] and not engine.outcome_pending(tid)
 
 
 async def test_result_while_the_outcome_is_stored_reads_nothing_R_SEC_1() -> None:
@@ -192,16 +173,17 @@ async def test_result_while_the_outcome_is_stored_reads_nothing_R_SEC_1() -> Non
     store = Held()
     got: dict[str, Any] = {}
     async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as engine:
-        tid = (await engine.create_task(ALICE, TOOLS_CALL, work))["task"]["taskId"]
+        tid = (await create_task(engine, ALICE, TOOLS_CALL, work))["task"]["taskId"]
         await writing.wait()
-        assert engine.outcome_pending(tid)
+        run = engine.runs.get(tid)
+        assert run is not None and not run.busy  # the work returned; its outcome is written
         # Another requestor is refused at once, as for any task of someone else.
         with pytest.raises(TaskNotFound):
-            await engine.handle(TASKS_RESULT, {"taskId": tid}, RequestContext(requestor="bob"))
+            await handle(engine, TASKS_RESULT, {"taskId": tid}, RequestContext(requestor="bob"))
         store.calls.clear()
 
         async def result() -> None:
-            got["result"] = await engine.handle(TASKS_RESULT, {"taskId": tid}, ALICE)
+            got["result"] = await handle(engine, TASKS_RESULT, {"taskId": tid}, ALICE)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(result)

@@ -16,7 +16,7 @@ import httpx
 from ext_wire import ExtClient
 from sec_harness import HttpServer, RawHttp
 
-from mcp_tasks.runtime.face_ext import MAX_INPUT_RESPONSES
+from mcp_tasks.runtime.extension import MAX_INPUT_RESPONSES
 
 ASKING = frozenset({"input_required"})
 

@@ -51,11 +51,11 @@ class _Conn:
 def test_requestor_connection_map_is_pruned_F7() -> None:
     tasks = McpTasks(MCPServer("bounds"))
     live = _Conn()
-    tasks.remember("subject:alice", live)  # type: ignore[arg-type]
+    tasks.sessions.bind("subject:alice", live)  # type: ignore[arg-type]
     for i in range(5000):
         conn = _Conn()
-        tasks.remember(f"session:{i}", conn)  # type: ignore[arg-type]
+        tasks.sessions.bind(f"session:{i}", conn)  # type: ignore[arg-type]
         del conn
         gc.collect(0)
-    assert len(tasks._connections) < 2100, len(tasks._connections)
-    assert live in tasks._connections["subject:alice"]
+    assert len(tasks.sessions._connections) < 2100, len(tasks.sessions._connections)
+    assert live in tasks.sessions._connections["subject:alice"]

@@ -82,13 +82,13 @@ def end_to_end(client: Any) -> None:
 # --------------------------------------------------------------------------- HTTP
 
 
-@pytest.fixture(scope="module", params=["lean", "sdk"])
+@pytest.fixture(scope="module", params=["endpoint", "sdk"])
 def http_target(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[HttpServer, RawHttp]]:
-    """The example server, its task methods on the lean path (the default) or on the SDK's
-    own machinery (``--no-lean``): the fuzz cases run against both."""
-    extra = ("--no-lean",) if request.param == "sdk" else ()
+    """The example server, its task methods at the task endpoint (the default) or on the SDK's
+    own machinery (``--no-task-endpoint``): the fuzz cases run against both."""
+    extra = ("--no-task-endpoint",) if request.param == "sdk" else ()
     server = HttpServer(*extra, log_dir=tmp_path_factory.mktemp("fuzz-http")).start()
     client = RawHttp(server.url, timeout=MESSAGE_DEADLINE).initialize()
     try:

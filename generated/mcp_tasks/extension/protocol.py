@@ -102,6 +102,10 @@ TASK_SUPPORT_VALUES: Final[tuple[TaskSupportValue, ...]] = (
     TASK_SUPPORT_REQUIRED,
 )
 TASK_SUPPORT_DEFAULT: Final = "forbidden"
+#: The values under which a call may become a task, and those under which a call without
+#: the extension declared is refused (X-CAP-5, X-CAP-8).
+TASK_SUPPORT_MAY: Final[frozenset[TaskSupportValue]] = frozenset({"optional", "required"})
+TASK_SUPPORT_MUST: Final[frozenset[TaskSupportValue]] = frozenset({"required"})
 
 #: The task's ``ttlMs`` admits ``null`` (unlimited retention) in this schema.
 TTL_NULLABLE: Final = True
@@ -164,6 +168,8 @@ __all__ = [
     "TASK_REQUEST_METHODS",
     "TASK_SUPPORT_DEFAULT",
     "TASK_SUPPORT_FORBIDDEN",
+    "TASK_SUPPORT_MAY",
+    "TASK_SUPPORT_MUST",
     "TASK_SUPPORT_OPTIONAL",
     "TASK_SUPPORT_REQUIRED",
     "TASK_SUPPORT_VALUES",

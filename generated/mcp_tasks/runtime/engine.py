@@ -7,15 +7,15 @@
 
 """``TaskEngine``: the transport-free, protocol-neutral receiver side of tasks.
 
-The engine knows tasks, not wire formats. Faces translate: the 2025-11-25 face
-(``face_2025.py``, made by every engine as ``engine.v2025``) serves ``tasks/get``,
-``tasks/result``, ``tasks/list``, ``tasks/cancel`` and task-augmented requests, and the
-engine keeps serving them itself through it (``handle``, ``dispatch``, ``create_task``,
-``tasks_*``). Another face registers with ``add_face`` and calls the neutral API:
+The engine knows tasks, not wire formats, and builds no face: each face's handler
+(``core.CoreTasks``, ``extension.ExtensionTasks``, or a user's subclass) translates and
+calls this neutral API; ``requestor`` is the owner (R-SEC-1) and ``face`` the calling face's
+name (the revision it speaks): a face only serves tasks it created, another face's task
+answers exactly like an unknown one.
 
-- ``create(requestor, face, method, work, *, ttl_ms=DEFAULT, tool_error)``: a new task,
-  stored before it returns (R-CREATE-2), its work started; ``tool_error`` is the status
-  a tool result with ``isError`` ends in (the 2025 face: ``FAILED``).
+- ``start(requestor, face, method, work, *, ttl_ms=DEFAULT, tool_error)``: a new task,
+  stored before it returns (R-CREATE-2), its work started; ``tool_error`` is the status a
+  tool result with ``isError`` ends in (the core face: ``FAILED``).
 - ``record(requestor, task_id, *, face)``: the task (``TaskNotFound``/``TaskExpired``).
 - ``view(requestor, task_id, *, face)``: ``TaskView(record, inputs)``, the outstanding
   input requests in creation order, each with a key unique for the task's life.
@@ -25,18 +25,17 @@ engine keeps serving them itself through it (``handle``, ``dispatch``, ``create_
   ``working`` when none remain, before it returns (read-your-writes).
 - ``cancel(requestor, task_id, *, face)``: ``(record, moved)``; the face decides
   between an ack and ``TaskAlreadyTerminal`` when ``moved`` is False.
-- ``wait_terminal(requestor, task_id, deliver, *, face)`` and ``list_page(requestor,
-  cursor, *, face)``: the blocking wait and the paged list of the 2025 face.
+- ``wait_terminal(requestor, task_id, deliver, *, face)`` and
+  ``list_page(requestor, cursor, *, face)``: the blocking wait and the paged list of the
+  core face.
 
-``requestor`` is the owner (R-SEC-1); ``face`` is the calling face's name (the revision
-it speaks): a face only serves tasks it created, another face's task answers exactly
-like an unknown one. Status changes go to the record's face (``notify_status``).
+Status changes go to every listener of ``on_status`` (``engine.on_status.append(fn)``;
+``fn(record)``), which renders them for the record's face.
 
 Usage::
 
     async with TaskEngine(InMemoryTaskStore()) as engine:
-        created = await engine.create_task(ctx, protocol.TOOLS_CALL, work, task={"ttl": 60_000})
-        answer = await engine.handle(protocol.TASKS_RESULT, {"taskId": ...}, ctx)
+        rec = await engine.start("alice", "2025-11-25", "tools/call", work, tool_error=FAILED)
 
 The engine is a thin set of calls over its rooms: ``config`` (``EngineConfig``),
 ``limits`` (rate limit, active tasks, ttl policy), ``tombstones``, ``runs`` (running work,
@@ -54,7 +53,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -74,7 +73,6 @@ from .audit import audit
 from .config import EngineConfig
 from .coordination import Answers, choose
 from .cursor import CursorError
-from .face_2025 import Face2025
 from .limits import DEFAULT, ActiveLimit, Default, RateLimiter, ttl_policy
 from .memory import InMemoryTaskStore
 from .runs import (
@@ -84,7 +82,7 @@ from .runs import (
     IsErrorResult,
     PendingInput,
     Run,
-    Runner,
+    Runs,
     TaskContext,
     TaskView,
     Work,
@@ -96,7 +94,6 @@ from .tombstones import Tombstones
 __all__ = [
     "DEFAULT",
     "EngineConfig",
-    "Face",
     "InputRequest",
     "PendingInput",
     "TaskContext",
@@ -110,26 +107,13 @@ log = logging.getLogger(f"{_PKG}.runtime")
 #: the statusMessage of a task its requestor cancelled
 CANCELLED_MESSAGE = "The task was cancelled by the requestor"
 
-#: The 2025 face's status hook: ``(requestor, Task JSON)``.
-StatusHook = Callable[[str, dict[str, Any]], Awaitable[None]]
-ProgressHook = Callable[[str, str | int, float, float | None, str | None, str], Awaitable[None]]
+#: A listener of status changes: called with the task's new record (R-NOTIFY-1).
+StatusListener = Callable[[TaskRecord], Awaitable[None]]
 
 
 def cancelled_error() -> dict[str, Any]:
     """The JSON-RPC error stored for a cancelled task: ``tasks/result`` answers it (R-RESULT-1)."""
     return RequestCancelled(detail="the task was cancelled").to_error()
-
-
-class Face(Protocol):
-    """What the engine needs of a face: its name and how it tells a status change."""
-
-    @property
-    def face(self) -> str: ...
-
-    async def notify_status(self, rec: TaskRecord) -> None: ...
-
-
-F = TypeVar("F", bound=Face)
 
 
 class TaskEngine:
@@ -142,15 +126,14 @@ class TaskEngine:
         store: TaskStore | None = None,
         config: EngineConfig | None = None,
         *,
-        on_status: StatusHook | None = None,
-        on_progress: ProgressHook | None = None,
+        on_status: StatusListener | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = cfg = config if config is not None else EngineConfig()
-        self.on_status = on_status
-        self.on_progress = on_progress
+        #: Called with the new record of every status change, in order (R-NOTIFY-1).
+        self.on_status: list[StatusListener] = [on_status] if on_status is not None else []
         self.clock = clock
-        self.runner = Runner(self)
+        self.runs = Runs(self)
         self.store = store if store is not None else InMemoryTaskStore()
         self.rate = RateLimiter(cfg.rate_limit_calls, cfg.rate_limit_window_s)
         self.active_limit = ActiveLimit(cfg.max_active_per_requestor)
@@ -158,20 +141,6 @@ class TaskEngine:
             cfg.expired_tombstones_per_requestor, cfg.tombstone_requestors, cfg.max_tombstones
         )
         self._tg: anyio.abc.TaskGroup | None = None
-        self.faces: dict[str, Face] = {}
-        #: The 2025-11-25 face; the engine serves its entry points itself.
-        v2025 = self.v2025 = self.add_face(Face2025(self))
-        #: ``Face2025.create_task``: a task-augmented request; ``CreateTaskResult`` JSON.
-        self.create_task = v2025.create_task
-        #: ``Face2025.handle``: a ``tasks/*`` request as raw JSON; the wire result.
-        self.handle = v2025.handle
-        #: ``Face2025.dispatch``: validate and answer one ``tasks/*`` request.
-        self.dispatch = v2025.dispatch
-
-    def add_face(self, face: F) -> F:
-        """Register a face: the records it creates notify through it. Returns it."""
-        self.faces[face.face] = face
-        return face
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -209,37 +178,27 @@ class TaskEngine:
         #: A store's own ``create_limited`` counts and writes atomically; the default
         #: (count, then create) needs the reservations of the creations in flight.
         self._atomic_limit = type(store).create_limited is not TaskStore.create_limited
-        self.coordination = choose(store, self.config, self.runner.active)
+        self.coordination = choose(store, self.config, self.runs.active)
         self.guard = self.coordination.guard
 
     @property
     def running(self) -> int:
         """How many tasks have work running in this engine."""
-        return len(self.runner)
-
-    def outcome_pending(self, task_id: str) -> bool:
-        """True while the work of ``task_id`` has returned in this engine and only the
-        write of its outcome is left: the task ends without asking for input, so a
-        ``tasks/result`` may wait for it with no stream for input requests (a durable or
-        shared store takes a commit or a round trip to show the end)."""
-        run = self.runner.get(task_id)
-        return run is not None and not run.busy
+        return len(self.runs)
 
     # ------------------------------------------------------------------ shared by the rooms
 
     async def status_changed(self, rec: TaskRecord) -> None:
-        """Audit a new status and tell the record's face (R-NOTIFY-1)."""
+        """Audit a new status and tell the listeners (R-NOTIFY-1)."""
         audit("status_changed", rec.requestor, rec.task_id, status=rec.status.value)
         await self._emit(rec)
 
     async def _emit(self, rec: TaskRecord) -> None:
-        face = self.faces.get(rec.face)
-        if face is None:
-            return
-        try:
-            await face.notify_status(rec)
-        except Exception:
-            log.exception("status notification failed for task %s", rec.task_id)
+        for listener in self.on_status:
+            try:
+                await listener(rec)
+            except Exception:
+                log.exception("status notification failed for task %s", rec.task_id)
 
     async def transition(
         self, task_id: str, status: protocol.TaskStatus, **kw: Any
@@ -249,14 +208,14 @@ class TaskEngine:
     async def _expired(self, rec: TaskRecord) -> None:
         """Forget an expired task (R-TTL-3): tombstone, stop its work, wake its waiters."""
         self.tombstones.add(rec.requestor, rec.task_id)
-        self.runner.forget(rec.task_id)
+        self.runs.forget(rec.task_id)
         audit("expired", rec.requestor, rec.task_id, status=rec.status.value)
-        self.runner.stop(rec.task_id, forget=True)
+        self.runs.stop(rec.task_id, forget=True)
 
     async def lookup(self, requestor: str, task_id: str, face: str | None = None) -> TaskRecord:
         """The requestor's own live task of ``face`` (any face when None), else
         ``TaskNotFound``/``TaskExpired`` (R-ERR-1, R-SEC-1, R-TTL-3)."""
-        rec = self.runner.recent(task_id)  # its work ended here a moment ago: no read
+        rec = self.runs.recent(task_id)  # its work ended here a moment ago: no read
         if rec is None:
             rec = await self.guard.get(task_id)
         return await self.checked(requestor, task_id, rec, face)
@@ -274,7 +233,7 @@ class TaskEngine:
             raise TaskNotFound()
         expires = rec.expires_at
         if expires is not None and expires <= self.clock():
-            self.runner.forget(task_id)
+            self.runs.forget(task_id)
             if await self.guard.delete(task_id):
                 await self._expired(rec)
             raise TaskExpired()
@@ -282,7 +241,7 @@ class TaskEngine:
 
     # ------------------------------------------------------------------ the neutral API
 
-    async def create(
+    async def start(
         self,
         requestor: str,
         face: str,
@@ -317,7 +276,7 @@ class TaskEngine:
                 face=face,
             )
             run = Run(requestor, tool_error)
-            active = self.runner.active
+            active = self.runs.active
             active[rec.task_id] = run
             try:
                 # The count and the write in one store call (R-SEC-4).
@@ -333,7 +292,7 @@ class TaskEngine:
             limit.release(requestor)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
         tc = TaskContext(self, rec.task_id, requestor, progress_token)
-        self.runner.start(tg, rec, run, tc, work, is_error_result)
+        self.runs.start(tg, rec, run, tc, work, is_error_result)
         return rec
 
     async def record(self, requestor: str, task_id: str, *, face: str | None = None) -> TaskRecord:
@@ -399,19 +358,26 @@ class TaskEngine:
         deliver: InputHandler | None = None,
         *,
         face: str | None = None,
+        until_input: bool = False,
     ) -> TaskRecord:
         """The task once terminal (R-RESULT-2), handing its input requests to ``deliver``
-        meanwhile, whichever instance runs the work."""
-        self.rate.check(requestor)
-        rec = await await_terminal(self, requestor, task_id, deliver, face)
+        meanwhile, whichever instance runs the work. ``until_input`` (a caller that cannot
+        deliver input): a task that asks for input first is returned as it is, uncounted,
+        for the caller to hand the request to one that can (R-INPUT-3)."""
+        if until_input:
+            try:
+                rec = await await_settled(self, requestor, task_id, face)
+            except TaskError:
+                self.rate.check(requestor)  # a refusal is counted as the request
+                raise
+            if rec.status not in protocol.TERMINAL:
+                return rec
+            self.rate.check(requestor)
+        else:
+            self.rate.check(requestor)
+            rec = await await_terminal(self, requestor, task_id, deliver, face)
         audit("result_retrieved", requestor, task_id, status=rec.status.value)
         return rec
-
-    async def settled(self, requestor: str, task_id: str, *, face: str | None = None) -> TaskRecord:
-        """The requestor's task once terminal or ``INPUT_REQUIRED`` (``TaskNotFound`` or
-        ``TaskExpired`` as :meth:`lookup`); not rate-limited, not audited: for an adapter
-        that then answers through :meth:`wait_terminal` or hands the request on."""
-        return await await_settled(self, requestor, task_id, face)
 
     async def list_page(
         self, requestor: str, cursor: str | None, *, face: str | None = None
@@ -489,7 +455,7 @@ class TaskEngine:
         if new is None:
             return None
         audit("cancel_requested", rec.requestor, rec.task_id)
-        self.runner.stop(rec.task_id)
+        self.runs.stop(rec.task_id)
         await self._emit(new)
         return new
 

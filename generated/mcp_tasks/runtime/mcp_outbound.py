@@ -7,9 +7,10 @@
 
 """What a tool running in a task sends, and the server as a requestor of client tasks.
 
-:class:`TaskOutbound` is the request-scoped channel of the task-scoped ``ServerSession``
-a tool gets inside a task; :func:`request_client_task` sends a task-augmented request
-to the client and follows it to its result.
+:class:`TaskOutbound` (the core face) and :class:`PollOutbound` (the extension face) are
+the request-scoped channel of the task-scoped ``ServerSession`` a tool gets inside a task;
+:func:`request_client_task` sends a task-augmented request to the client and follows it to
+its result.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
 
 from ..capabilities import peer_supports
-from ..errors import TaskError
+from ..errors import MethodNotFound, TaskError
 from ..meta import RELATED_TASK_KEY
 from ..protocol import (
     INPUT_REQUIRED,
@@ -33,10 +34,15 @@ from ..protocol import (
     TERMINAL,
 )
 from ._sdk import PING, PROGRESS, connection_of, to_sdk_error
-from .engine import TaskContext
-from .runs import LazyEvent
+from .runs import LazyEvent, TaskContext
 
-__all__ = ["INPUT_METHODS", "TaskDispatchContext", "TaskOutbound", "request_client_task"]
+__all__ = [
+    "INPUT_METHODS",
+    "PollOutbound",
+    "TaskDispatchContext",
+    "TaskOutbound",
+    "request_client_task",
+]
 
 INPUT_METHODS = frozenset(SERVER_REQUEST_METHODS - {PING, *TASK_REQUEST_METHODS})
 """Server requests a task's tool may send that wait for the client (elicitation, sampling,
@@ -74,16 +80,10 @@ class TaskOutbound(TaskDispatchContext):
     ``_meta`` (R-META-1); progress keeps the original token (R-PROGRESS-1).
     """
 
-    def __init__(
-        self,
-        conn: Connection,
-        tctx: TaskContext,
-        progress_token: str | int | None,
-        request_id: Any,
-    ) -> None:
+    def __init__(self, conn: Connection, tctx: TaskContext, request_id: Any) -> None:
         super().__init__(tctx, request_id)
         self.conn = conn
-        self.progress_token = progress_token
+        self.progress_token = tctx.progress_token
 
     def _stamp(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         out = dict(params or {})
@@ -119,6 +119,31 @@ class TaskOutbound(TaskDispatchContext):
         if message is not None:
             params["message"] = message
         await self.conn.notify(PROGRESS, params)
+
+
+class PollOutbound(TaskDispatchContext):
+    """Duck-types ``mcp.shared.dispatcher.DispatchContext`` for a tool running in a task of
+    the extension face: its elicitation/sampling/roots requests become the task's pending
+    input (``inputRequests``, X-UPD-1), with the tool's own params (no related-task
+    ``_meta``); progress and log notifications have no channel for a task there (X-NOTIF-7)."""
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: Any = None
+    ) -> dict[str, Any]:
+        if method not in INPUT_METHODS:
+            raise to_sdk_error(MethodNotFound(detail=f"{method} cannot be sent from a task"))
+        try:
+            return await self.tctx.request_input(method, dict(params or {}))
+        except TaskError as exc:
+            raise to_sdk_error(exc) from None
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
+        return None
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        return None
 
 
 async def request_client_task(

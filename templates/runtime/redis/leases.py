@@ -16,7 +16,7 @@ from ...protocol import FAILED
 from ...store import TaskRecord
 from .codec import TERMINAL_VALUES, as_dict, decode, dumps, text
 from .keys import Keys
-from .scripting import FAIL_OWNED, FORGET_DEAD, HEARTBEAT, LIST_DEAD, Call, Runner
+from .scripting import FAIL_OWNED, FORGET_DEAD, HEARTBEAT, LIST_DEAD, Call, ScriptRunner
 
 log = logging.getLogger(__name__.rpartition(".")[0])
 
@@ -25,7 +25,7 @@ _BATCH = 500
 
 
 class Leases:
-    def __init__(self, run: Runner, keys: Keys, instance_id: str, lease_s: float) -> None:
+    def __init__(self, run: ScriptRunner, keys: Keys, instance_id: str, lease_s: float) -> None:
         self._run = run
         self._keys = keys
         self.instance_id = instance_id

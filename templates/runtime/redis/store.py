@@ -34,7 +34,7 @@ from .events import Events, TaskWatchHandle
 from .inputs import Inputs
 from .keys import LEX_PREFIX, Keys, lexkey
 from .leases import Leases
-from .scripting import CREATE, GET, LIST, REMOVE, TRANSITION, Call, Runner
+from .scripting import CREATE, GET, LIST, REMOVE, TRANSITION, Call, ScriptRunner
 from .secret import SharedSecret
 
 #: Tag cache entries (task ID -> requestor tag) kept per instance.
@@ -91,7 +91,7 @@ class RedisTaskStore(SharedTaskStore):
         self.instance_id = instance_id or (
             f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         )
-        self._run = Runner(client, where)
+        self._run = ScriptRunner(client, where)
         self.ns, self.channel = self.keys.ns, self.keys.channel
         #: The Redis address (for logs only).
         self.where = where

@@ -29,12 +29,12 @@ from .scripting import (
     RELEASE_INPUT,
     TAKE_ANSWER,
     WITHDRAW_INPUT,
-    Runner,
+    ScriptRunner,
 )
 
 
 class Inputs:
-    def __init__(self, run: Runner, keys: Keys) -> None:
+    def __init__(self, run: ScriptRunner, keys: Keys) -> None:
         self._run = run
         self._keys = keys
 

@@ -96,7 +96,7 @@ class _Batch:
         return self.replies
 
 
-class Runner:
+class ScriptRunner:
     """Runs commands, scripts and pipelines on one client; counts round trips."""
 
     def __init__(self, client: Any, where: str) -> None:

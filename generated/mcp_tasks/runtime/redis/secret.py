@@ -20,11 +20,11 @@ import secrets
 
 from .codec import text
 from .keys import Keys
-from .scripting import Runner
+from .scripting import ScriptRunner
 
 
 class SharedSecret:
-    def __init__(self, run: Runner, keys: Keys) -> None:
+    def __init__(self, run: ScriptRunner, keys: Keys) -> None:
         self._run = run
         self._key = keys.secret
         self._value: bytes | None = None

@@ -1,4 +1,4 @@
-"""The lean path for the task methods (``McpTasks.streamable_http_app``): it answers the task
+"""The task endpoint for the task methods (``McpTasks.streamable_http_app``): it answers the task
 methods of both faces itself, and leaves every request the SDK would refuse to the SDK, so
 refusals are the SDK's own, byte for byte, with or without it. The isolation, limits,
 error-shape and fuzz tests of ``tests/security`` run against both paths."""
@@ -31,6 +31,7 @@ from sec_harness import RawHttp
 from mcp_tasks.examples.server import build_server
 from mcp_tasks.runtime.mcp_server import McpTasks, tidy_http_errors
 from mcp_tasks.runtime.memory import InMemoryTaskStore
+from mcp_tasks.testing.store_conformance import record
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
 
@@ -42,26 +43,26 @@ class InProc:
 
     @property
     def answered(self) -> int:
-        lean = self.tasks.lean
-        return 0 if lean is None else int(lean.answered)
+        endpoint = self.tasks.task_endpoint
+        return 0 if endpoint is None else int(endpoint.answered)
 
 
 @contextmanager
 def serving(
     *,
-    lean: bool = True,
+    task_endpoint: bool = True,
     tokens: dict[str, str] | None = None,
     build: Any = None,
     prepare: Any = None,
     **app_kwargs: Any,
 ) -> Iterator[InProc]:
     """The example server (or ``build()``'s) in this process (its own thread and event
-    loop), lean or not; ``prepare(app)`` may change the app first."""
+    loop), with the task endpoint or not; ``prepare(app)`` may change the app first."""
     if build is not None:
         mcp, tasks = build()
     else:
         mcp, tasks = build_server(store=InMemoryTaskStore(), tokens=tokens)
-    app = tasks.streamable_http_app(lean=lean, **app_kwargs)
+    app = tasks.streamable_http_app(task_endpoint=task_endpoint, **app_kwargs)
     if prepare is not None:
         prepare(app)
     app = tidy_http_errors(app)
@@ -105,14 +106,14 @@ def _lifecycle_2025(url: str, token: str | None = None) -> list[Any]:
     ]
 
 
-def test_lean_path_answers_the_2025_task_methods() -> None:
+def test_task_endpoint_answers_the_2025_task_methods() -> None:
     """Same answers with and without it; with it, the task methods never reach the SDK."""
-    with serving(lean=False) as slow:
+    with serving(task_endpoint=False) as slow:
         expected = _lifecycle_2025(slow.url)
     with serving() as fast:
         got = _lifecycle_2025(fast.url)
         assert fast.answered >= 6  # tools/call, tasks/get (>= 1), list, result, cancel, get x2
-        assert fast.tasks.lean.passed >= 2  # initialize, notifications/initialized
+        assert fast.tasks.task_endpoint.passed >= 2  # initialize, notifications/initialized
     assert got == expected
     assert expected[0] == "completed" and expected[3]["code"] == -32602  # R-CANCEL-1
 
@@ -134,8 +135,8 @@ def _lifecycle_ext(url: str, headers: dict[str, str] | None = None) -> list[Any]
     ]
 
 
-def test_lean_path_answers_the_extension_task_methods() -> None:
-    with serving(lean=False) as slow:
+def test_task_endpoint_answers_the_extension_task_methods() -> None:
+    with serving(task_endpoint=False) as slow:
         expected = _lifecycle_ext(slow.url)
     with serving() as fast:
         got = _lifecycle_ext(fast.url)
@@ -155,7 +156,7 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str, Any
 
 
 def _refusals(url: str, token_of_session: str | None) -> dict[str, Any]:
-    """Requests the SDK refuses, each aimed at a task method the lean path would serve."""
+    """Requests the SDK refuses, each aimed at a task method the task endpoint would serve."""
     get = {"jsonrpc": "2.0", "id": 7, "method": "tasks/get", "params": {"taskId": "x"}}
     body = json.dumps(get).encode()
     with RawHttp(url, token=token_of_session) as c:
@@ -181,9 +182,9 @@ def _refusals(url: str, token_of_session: str | None) -> dict[str, Any]:
 
 @pytest.mark.parametrize("token", [None, "tok-alice"], ids=["sessions", "bearer"])
 def test_refusals_are_the_sdks_own(token: str | None) -> None:
-    """Every request the SDK refuses is refused the same way with the lean path in front."""
+    """Every request the SDK refuses is refused the same way with the task endpoint in front."""
     tokens = TOKENS if token else None
-    with serving(lean=False, tokens=tokens, max_request_body_size=4096) as slow:
+    with serving(task_endpoint=False, tokens=tokens, max_request_body_size=4096) as slow:
         expected = _refusals(slow.url, token)
     with serving(tokens=tokens, max_request_body_size=4096) as fast:
         got = _refusals(fast.url, token)
@@ -201,7 +202,7 @@ def test_extension_refusals_are_the_sdks_own() -> None:
                 c.send("tasks/get", {"taskId": "x", "_meta": {"x": 1}}, tasks=False),
             ]
 
-    with serving(lean=False) as slow:
+    with serving(task_endpoint=False) as slow:
         expected = refusals(slow.url)
     with serving() as fast:
         got = refusals(fast.url)
@@ -209,8 +210,8 @@ def test_extension_refusals_are_the_sdks_own() -> None:
     assert all("error" in answer for answer in expected[:2])
 
 
-def test_lean_polls_keep_the_session_alive() -> None:
-    """A client that only polls (through the lean path) holds its session's idle timer
+def test_endpoint_polls_keep_the_session_alive() -> None:
+    """A client that only polls (through the task endpoint) holds its session's idle timer
     as the SDK's transport does: the session outlives its idle timeout while polled."""
     with serving(session_idle_timeout=1.0) as fast, RawHttp(fast.url) as c:
         task_id = c.create("slow_compute", {"seconds": 0})
@@ -224,7 +225,7 @@ def test_lean_polls_keep_the_session_alive() -> None:
 
 
 def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware() -> None:
-    """Middleware added to the app afterwards (CORS here) runs for the lean answers too."""
+    """Middleware added to the app afterwards (CORS here) runs for the task endpoint's answers too."""
     from starlette.middleware.cors import CORSMiddleware
 
     def add_cors(app: Any) -> None:
@@ -247,7 +248,7 @@ def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
     """R-NOTIFY-1 is a MAY and requestors never rely on it (R-NOTIFY-2): when a connection
     takes notifications slower than tasks end, at most NOTIFY_BACKLOG wait on it and the
     rest are dropped, instead of every ended task's run (and its memory) waiting in line."""
-    from mcp_tasks.runtime.mcp_server import NOTIFY_BACKLOG
+    from mcp_tasks.runtime.mcp_sessions import NOTIFY_BACKLOG
 
     class SlowConnection:
         session_id = "s-1"
@@ -268,11 +269,11 @@ def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
     async def main() -> tuple[int, int]:
         tasks = McpTasks(MCPServer("t"))
         conn = SlowConnection()
-        tasks.remember("session:s-1", conn)  # type: ignore[arg-type]
+        tasks.sessions.bind("session:s-1", conn)  # type: ignore[arg-type]
         async with anyio.create_task_group() as tg:
             for i in range(50):
-                tg.start_soon(tasks._on_status, "session:s-1", {"taskId": str(i)})
-        return conn.most, tasks.notifications_dropped
+                tg.start_soon(tasks.sessions.on_status, record(str(i), "session:s-1"))
+        return conn.most, tasks.sessions.notifications_dropped
 
     most, dropped = anyio.run(main)
     assert most == NOTIFY_BACKLOG
@@ -280,7 +281,7 @@ def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
 
 
 def test_result_of_a_running_task_is_answered_when_it_ends() -> None:
-    """R-RESULT-2: tasks/result of a running task blocks until it ends; on the lean path as
+    """R-RESULT-2: tasks/result of a running task blocks until it ends; at the task endpoint as
     one JSON answer (the server's SDK path would answer with an event stream here)."""
     with serving() as fast, RawHttp(fast.url) as c:
         task_id = c.create("slow_compute", {"seconds": 0.3})
@@ -326,7 +327,7 @@ def _regional() -> tuple[Any, McpTasks]:
 
 
 def test_mcp_param_headers_are_checked_on_both_paths() -> None:
-    """The SDK's Mcp-Param header check (2026-07-28) holds for task calls the lean path
+    """The SDK's Mcp-Param header check (2026-07-28) holds for task calls the task endpoint
     makes: a header that disagrees with the argument is refused the SDK's way."""
 
     def calls(url: str) -> list[Any]:
@@ -337,7 +338,7 @@ def test_mcp_param_headers_are_checked_on_both_paths() -> None:
             good = c.send("tools/call", args, headers={"Mcp-Param-Region": "eu"})
             return [bad, missing, good["result"]["resultType"]]
 
-    with serving(lean=False, build=_regional) as slow:
+    with serving(task_endpoint=False, build=_regional) as slow:
         expected = calls(slow.url)
     with serving(build=_regional) as fast:
         got = calls(fast.url)

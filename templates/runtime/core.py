@@ -1,0 +1,188 @@
+"""``CoreTasks``: the default handler of the core face (protocol revision 2025-11-25, tasks
+in the core protocol), built on a ``TaskEngine``.
+
+A subclass of the generated ``core.handlers.TasksHandlerBase``: ``tasks/get``,
+``tasks/result``, ``tasks/list``, ``tasks/cancel``, and the hook of every request that may be
+task-augmented (``tools/call`` on a server; ``sampling/createMessage`` and
+``elicitation/create`` on a client), each starting the request's work as a task. Subclass it
+to change one rule and call ``super()``; write a handler from the generated base alone to
+serve tasks from your own job system. The server (``McpTasks``) serves whichever it is given.
+
+Every translation between the protocol-neutral engine and this face's wire is here: the
+engine's ``TaskRecord`` as the revision's ``Task`` (``ttl``, ``pollInterval``), the ``task``
+param's ttl, the blocking ``tasks/result`` with the related-task ``_meta`` on the input
+requests it delivers and on its results, and the status notification. It serves only tasks
+it created (``TaskRecord.face``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from .. import protocol
+from .._handlers import NeedsStream
+from ..core.handlers import AugmentedRequest, RequestContext, TasksHandlerBase
+from ..errors import InvalidParams, TaskAlreadyTerminal, error_from_payload
+from ..meta import with_related_task
+from ..store import TaskRecord, rfc3339
+from .limits import DEFAULT, Default
+from .runs import InputHandler, PendingInput
+
+if TYPE_CHECKING:
+    from .engine import TaskEngine
+
+__all__ = ["FACE", "CoreTasks", "requested_ttl", "stamped", "task_json"]
+
+#: The face's name: the revision it speaks (``TaskRecord.face`` of the tasks it creates).
+FACE: str = protocol.REVISION
+
+
+def task_json(
+    rec: TaskRecord, *, ttl: str = "ttl", poll_interval: str = "pollInterval"
+) -> dict[str, Any]:
+    """The task as wire JSON (the fields of ``Task``); hot on every ``tasks/get``. The
+    tasks extension names two of the fields otherwise (``ttlMs``, ``pollIntervalMs``)."""
+    out: dict[str, Any] = {
+        "taskId": rec.task_id,
+        "status": rec.status.value,
+        "createdAt": rfc3339(rec.created_at),
+        "lastUpdatedAt": rfc3339(rec.last_updated_at),
+        ttl: rec.ttl_ms,
+    }
+    if rec.poll_interval_ms is not None:
+        out[poll_interval] = rec.poll_interval_ms
+    if rec.status_message is not None:
+        out["statusMessage"] = rec.status_message
+    return out
+
+
+def requested_ttl(task: protocol.TaskMetadata) -> int | None | Default:
+    """The ttl a request's validated ``task`` param asks for (R-TTL-2): ``DEFAULT`` when
+    absent, ``None`` for unlimited, else a non-negative integer (the engine applies its
+    policy)."""
+    if "ttl" not in task.model_fields_set:
+        return DEFAULT
+    ttl = task.ttl
+    if ttl is not None and ttl < 0:
+        raise InvalidParams(detail="params.task.ttl: must not be negative")
+    return ttl
+
+
+def stamped(p: PendingInput) -> PendingInput:
+    """An input request as the ``tasks/result`` stream sends it: with the related-task
+    ``_meta`` (R-INPUT-2)."""
+    params = dict(p.params)
+    params["_meta"] = with_related_task(p.params.get("_meta"), p.task_id)
+    return replace(p, params=params)
+
+
+def result_payload(rec: TaskRecord) -> dict[str, Any]:
+    """``tasks/result`` of a terminal task: its result with the related-task ``_meta``
+    (R-RESULT-4), or its stored error raised (R-RESULT-1)."""
+    if rec.error is not None and rec.result is None:
+        raise error_from_payload(rec.error)
+    out = dict(rec.result or {})
+    out["_meta"] = with_related_task(out.get("_meta"), rec.task_id)
+    return out
+
+
+def _deliverer(ctx: RequestContext) -> InputHandler | None:
+    """The request's own stream as the engine's input handler (R-INPUT-3), stamping the
+    related-task ``_meta`` on each request (R-INPUT-2); None without a stream."""
+    send = ctx.send_request
+    if send is None:
+        return None
+
+    async def deliver(p: PendingInput) -> dict[str, Any]:
+        request = stamped(p)
+        return await send(request.method, request.params)
+
+    return deliver
+
+
+class CoreTasks(TasksHandlerBase):
+    """The core face's ``tasks/*`` requests and task creation over a ``TaskEngine``."""
+
+    def __init__(self, engine: TaskEngine) -> None:
+        self.engine = engine
+
+    # ------------------------------------------------------------------ starting tasks
+    async def start(
+        self, request: AugmentedRequest[protocol.TaskMetadata], ctx: RequestContext
+    ) -> protocol.CreateTaskResult:
+        """Store a task for ``request`` and start its ``work``; ``CreateTaskResult`` at once
+        (R-CREATE-2). The body of every hook of this handler."""
+        work = request.work
+        if work is None:
+            raise InvalidParams(detail=f"{request.method}: nothing to run as a task")
+        rec = await self.engine.start(
+            ctx.requestor,
+            FACE,
+            request.method,
+            work,
+            ttl_ms=requested_ttl(request.task),
+            tool_error=protocol.FAILED,  # R-STATE-4
+            progress_token=ctx.progress_token,
+        )
+        return protocol.CreateTaskResult.model_validate({"task": task_json(rec)})
+
+    async def tools_call_task(
+        self, request: AugmentedRequest[protocol.TaskMetadata], ctx: RequestContext
+    ) -> protocol.CreateTaskResult:
+        return await self.start(request, ctx)
+
+    async def sampling_create_message_task(
+        self, request: AugmentedRequest[protocol.TaskMetadata], ctx: RequestContext
+    ) -> protocol.CreateTaskResult:
+        return await self.start(request, ctx)
+
+    async def elicitation_create_task(
+        self, request: AugmentedRequest[protocol.TaskMetadata], ctx: RequestContext
+    ) -> protocol.CreateTaskResult:
+        return await self.start(request, ctx)
+
+    # ------------------------------------------------------------------ tasks/*
+    async def tasks_get(
+        self, params: protocol.GetTaskParams, ctx: RequestContext
+    ) -> protocol.GetTaskResult:
+        rec = await self.engine.record(ctx.requestor, params.taskId, face=FACE)
+        return protocol.GetTaskResult.model_validate(task_json(rec))  # R-GET-3, R-META-3
+
+    async def tasks_cancel(
+        self, params: protocol.CancelTaskParams, ctx: RequestContext
+    ) -> protocol.CancelTaskResult:
+        rec, moved = await self.engine.cancel(ctx.requestor, params.taskId, face=FACE)
+        if not moved:
+            raise TaskAlreadyTerminal(rec.status.value)  # R-CANCEL-1
+        return protocol.CancelTaskResult.model_validate(task_json(rec))
+
+    async def tasks_list(
+        self, params: protocol.ListTasksParams, ctx: RequestContext
+    ) -> protocol.ListTasksResult:
+        recs, cursor = await self.engine.list_page(ctx.requestor, params.cursor, face=FACE)
+        out: dict[str, Any] = {"tasks": [task_json(r) for r in recs]}
+        if cursor is not None:  # R-LIST-1
+            out["nextCursor"] = cursor
+        return protocol.ListTasksResult.model_validate(out)
+
+    async def tasks_result(
+        self, params: protocol.GetTaskPayloadParams, ctx: RequestContext
+    ) -> protocol.GetTaskPayloadResult:
+        """Block until terminal (R-RESULT-2), delivering the task's input requests on the
+        request's own stream meanwhile (R-INPUT-3). Without a stream (``ctx.send_request``
+        None) a task that asks for input raises :class:`NeedsStream`: a front door with one
+        answers the request."""
+        deliver = _deliverer(ctx)
+        rec = await self.engine.wait_terminal(
+            ctx.requestor, params.taskId, deliver, face=FACE, until_input=deliver is None
+        )
+        if rec.status not in protocol.TERMINAL:
+            raise NeedsStream(f"task {params.taskId} asks for input (R-INPUT-3)")
+        return protocol.GetTaskPayloadResult.model_validate(result_payload(rec))
+
+    # ------------------------------------------------------------------ notifications
+    def status_notification(self, rec: TaskRecord) -> tuple[str, dict[str, Any]]:
+        """``notifications/tasks/status`` of a status change: the whole Task, no
+        related-task ``_meta`` (R-NOTIFY-1, R-NOTIFY-3)."""
+        return protocol.NOTIFICATIONS_TASKS_STATUS, task_json(rec)

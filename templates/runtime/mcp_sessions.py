@@ -1,0 +1,138 @@
+"""The clients' connections as the server knows them: where a requestor's status
+notifications go (R-NOTIFY-1), the live HTTP sessions the task endpoint serves, and what
+happens to a session's tasks when it ends.
+
+- :meth:`Sessions.bind`: a requestor's status notifications go to this connection too
+  (stateless HTTP connections excluded: a connection per request, no channel after it).
+- :meth:`Sessions.on_status` (an engine listener): a status change rendered by the face
+  handler of the task (``status_notification``) and sent to the requestor's connections,
+  best effort: at most :data:`NOTIFY_BACKLOG` wait per connection, the rest are dropped
+  (R-NOTIFY-1 is a MAY; requestors never rely on them, R-NOTIFY-2).
+- :meth:`Sessions.watch_end`: once per session-bound connection that starts tasks, cancel
+  its requestor's unfinished tasks when the session ends (nobody could reach them after).
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+from mcp.server.connection import Connection
+
+from ..store import TaskRecord
+from ._sdk import on_connection_close, standalone_delivers
+from .mcp_identity import has_channel, session_bound
+
+if TYPE_CHECKING:
+    from .engine import TaskEngine
+
+__all__ = ["NOTIFY_BACKLOG", "Sessions"]
+
+log = logging.getLogger(__name__)
+
+#: status notifications that may wait per connection before more are dropped (R-NOTIFY-2)
+NOTIFY_BACKLOG: Final = 8
+_WATCHED_KEY = "mcp_tasks.session_end_watched"
+#: the statusMessage of a task cancelled because its session ended
+SESSION_ENDED_MESSAGE: Final = "The task's session ended"
+
+
+class Sessions:
+    """Connections by requestor and HTTP sessions by id, for one server."""
+
+    def __init__(
+        self,
+        server: Any,
+        engine: TaskEngine,
+        handlers: Mapping[str, Any],
+        *,
+        cancel_on_session_end: bool = True,
+    ) -> None:
+        self.server = server
+        self.engine = engine
+        self.handlers = handlers
+        self.cancel_on_session_end = cancel_on_session_end
+        self._connections: dict[str, weakref.WeakSet[Connection]] = {}
+        #: status notifications waiting to be handed to each connection
+        self._notifying: weakref.WeakKeyDictionary[Connection, int] = weakref.WeakKeyDictionary()
+        #: status notifications dropped (a connection's backlog was full)
+        self.notifications_dropped = 0
+        #: HTTP session id -> its connection (learnt at ``initialize``; for the task endpoint)
+        self._by_id: weakref.WeakValueDictionary[str, Connection] = weakref.WeakValueDictionary()
+        self._prune_at = 1024
+        engine.on_status.append(self.on_status)
+
+    # ------------------------------------------------------------------ HTTP sessions
+    def note(self, conn: Connection) -> None:
+        """A session past ``initialize``: the task endpoint may serve it."""
+        if conn.session_id is not None:
+            self._by_id[conn.session_id] = conn
+
+    def connection(self, session_id: str) -> Connection | None:
+        """The connection of a live HTTP session that went through ``initialize`` here."""
+        return self._by_id.get(session_id)
+
+    # ------------------------------------------------------------------ binding
+    def bind(self, requestor: str, conn: Connection | None) -> None:
+        """Send ``requestor``'s status notifications to ``conn`` too (R-NOTIFY-1)."""
+        if conn is None or not has_channel(conn):
+            return
+        conns = self._connections.get(requestor)
+        if conns is None:
+            if len(self._connections) >= self._prune_at:
+                # Requestors whose connections are all gone: drop them (amortised O(1)),
+                # else every session ever seen would stay in this map.
+                self._connections = {k: v for k, v in self._connections.items() if len(v)}
+                self._prune_at = max(1024, 2 * len(self._connections))
+            conns = self._connections[requestor] = weakref.WeakSet()
+        conns.add(conn)
+
+    def watch_end(self, requestor: str, conn: Connection | None) -> None:
+        """Once per connection that starts tasks: cancel them when its session ends."""
+        if conn is None or not self.cancel_on_session_end or not session_bound(requestor):
+            return
+        if not conn.state.get(_WATCHED_KEY):
+            conn.state[_WATCHED_KEY] = True
+            on_connection_close(conn).push_async_callback(self._session_ended, requestor)
+
+    async def _session_ended(self, requestor: str) -> None:
+        try:
+            count = await self.engine.cancel_requestor_tasks(requestor, SESSION_ENDED_MESSAGE)
+        except Exception:
+            log.exception("cancelling the tasks of an ended session failed")
+            return
+        if count:
+            log.info("session ended: cancelled %d unfinished task(s)", count)
+
+    # ------------------------------------------------------------------ notifications
+    def _render(self, rec: TaskRecord) -> tuple[str, dict[str, Any]] | None:
+        render: Callable[[TaskRecord], Any] | None = getattr(
+            self.handlers.get(rec.face), "status_notification", None
+        )
+        return render(rec) if render is not None else None
+
+    async def on_status(self, rec: TaskRecord) -> None:
+        """A status change, to the requestor's connections (see the module's docstring)."""
+        conns = self._connections.get(rec.requestor)
+        if not conns:
+            return
+        note = self._render(rec)
+        if note is None:
+            return
+        method, params = note
+        for conn in list(conns):
+            if not standalone_delivers(self.server, conn):
+                continue  # an HTTP session with no GET stream: the SDK would drop it
+            waiting = self._notifying.get(conn, 0)
+            if waiting >= NOTIFY_BACKLOG:
+                self.notifications_dropped += 1
+                continue
+            self._notifying[conn] = waiting + 1
+            try:
+                with anyio.move_on_after(5):
+                    await conn.notify(method, dict(params))
+            finally:
+                self._notifying[conn] -= 1

@@ -1,0 +1,325 @@
+"""The one request pipeline: every task rule that is not a face's wire format, once.
+
+Both front doors (the task endpoint in front of the SDK's Streamable HTTP endpoint, and the
+SDK's own request pipeline through its hooks) turn a request into a :class:`TaskRequest`
+and call :meth:`Router.route`, which
+
+- picks the face of the request's revision and that face's handler (``CoreTasks``,
+  ``ExtensionTasks``, or the user's subclass of the face's generated ``TasksHandlerBase``);
+- decides, per face, whether a ``tools/call`` becomes a task (R-TOOL-*, R-CREATE-4 on the
+  core face; X-CAP-4, X-CAP-5, X-CAP-8, X-CREATE-5, X-MRTR-1 on the extension's), and hands
+  it to the handler's hook with the work that runs the tool, or back as :class:`Pass`;
+- reads ``_meta``, the ``progressToken`` and the routing header into the handler's
+  :class:`RequestContext`;
+- binds the requestor's connection for status notifications and the session's end;
+- stamps ``model-immediate-response`` on a core ``CreateTaskResult`` (R-CREATE-3);
+- serves only what the server advertises (``tasks/list`` without an identity: R-SEC-2);
+- wraps an unexpected exception as a plain ``-32603`` (the traceback goes to the log).
+
+It raises :class:`TaskError` for every refusal (each front door maps it once) and
+:class:`NeedsStream` when the request needs a stream the front door has not. What it builds
+to advertise (``capabilities.tasks``, ``execution.taskSupport``) is here too, so what is
+advertised and what is served follow one rule.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pydantic import BaseModel, ValidationError
+
+from .. import protocol
+from .._handlers import ROUTING_NAME, HandlerBase, NeedsStream, RequestContext, Work
+from ..capabilities import build_tasks_capability, check_tool_call
+from ..errors import InternalError, MethodNotFound, TaskError
+from ..meta import MODEL_IMMEDIATE_RESPONSE_KEY
+from ._sdk import (
+    Connection,
+    MCPError,
+    decode_header_value,
+    from_sdk_error,
+    input_round_result_type,
+    tool_call_params,
+    validation_error,
+)
+from .faces import EXTENSION, EXTENSION_DECLARED
+from .mcp_outbound import PollOutbound, TaskOutbound
+from .mcp_sessions import Sessions
+
+__all__ = ["Pass", "RunTool", "Router", "TaskRequest", "TaskTools", "check_task_support"]
+
+log = logging.getLogger(__name__)
+
+#: A tool run inside a task: ``run(task-scoped outbound, tools/call params)``, through the
+#: SDK's own pipeline (its validation, middleware, the tool, its result checks).
+RunTool = Callable[[Any, dict[str, Any]], Awaitable[Any]]
+#: The ``Mcp-Name`` routing header, lower-case (X-HTTP-1).
+_NAME_HEADER: Final = EXTENSION.ROUTING_NAME_HEADER.lower() if EXTENSION is not None else ""
+
+
+def check_task_support(task_support: Mapping[str, object]) -> dict[str, str]:
+    """``task_support`` checked: every value one of the schema's ``taskSupport`` values
+    (``ValueError`` naming the tool and the allowed values otherwise)."""
+    out: dict[str, str] = {}
+    for name, value in task_support.items():
+        if not isinstance(name, str) or value not in protocol.TASK_SUPPORT_VALUES:
+            allowed = ", ".join(repr(v) for v in protocol.TASK_SUPPORT_VALUES)
+            raise ValueError(f"task_support[{name!r}] = {value!r}: expected one of {allowed}")
+        out[name] = str(value)
+    return out
+
+
+class TaskTools:
+    """Which tools may run as tasks (``taskSupport`` per tool name: R-TOOL-2, A-22), and
+    which of them gather their input before the task exists (X-MRTR-1)."""
+
+    def __init__(self, task_support: Mapping[str, object] | None = None) -> None:
+        self.support: dict[str, str] = check_task_support(task_support or {})
+        #: tools whose MRTR input round comes before the task (the extension face)
+        self.gather_first: set[str] = set()
+
+    def declare(self, name: str, task_support: str, *, gather_first: bool = False) -> None:
+        self.support.update(check_task_support({name: task_support}))
+        if gather_first:
+            self.gather_first.add(name)
+
+    def unknown(self, names: Iterable[str]) -> list[str]:
+        """The declared tools the server does not have."""
+        return sorted(set(self.support) - set(names))
+
+
+@dataclass(slots=True)
+class TaskRequest:
+    """A request as a front door hands it to the router (no transport in it)."""
+
+    #: the protocol revision the request speaks (its session's, or its own envelope's)
+    version: str | None
+    method: str
+    params: dict[str, Any]
+    id: str | int | None
+    requestor: str
+    #: whether ``requestor`` identifies someone (R-SEC-2)
+    identified: bool = True
+    #: the client's connection: status notifications, the session's end, a task's tool
+    connection: Connection | None = None
+    #: the request's HTTP headers, lower-case names (the extension's routing header)
+    headers: Mapping[str, str] | None = None
+    #: the request's own stream to the requestor (``tasks/result`` input requests)
+    send_request: Any = None
+    #: how this front door runs a ``tools/call`` through the SDK's pipeline
+    run_tool: RunTool | None = None
+
+
+class Pass:
+    """Not answered by the router: the SDK serves the request itself, with ``params``
+    (a ``tools/call`` that does not become a task, its ``task`` param left out)."""
+
+    __slots__ = ("params",)
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = params
+
+
+def _wire(result: Any) -> dict[str, Any]:
+    if isinstance(result, BaseModel):
+        dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return dumped
+    return dict(result or {})
+
+
+def _meta(params: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    meta = params.get("_meta")
+    return meta if isinstance(meta, Mapping) else None
+
+
+def _progress_token(meta: Mapping[str, Any] | None) -> str | int | None:
+    token = meta.get("progressToken") if meta is not None else None
+    return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+
+
+class Router:
+    """Routes each request to its face's handler (see the module's docstring)."""
+
+    def __init__(
+        self,
+        handlers: Mapping[str, HandlerBase],
+        tools: TaskTools,
+        sessions: Sessions,
+        *,
+        list_without_identity: bool = False,
+        immediate_response: str | None = None,
+    ) -> None:
+        self.handlers = handlers
+        self.tools = tools
+        self.sessions = sessions
+        self.list_without_identity = list_without_identity
+        self.immediate_response = immediate_response
+        self.core = handlers[protocol.REVISION]
+        ext = EXTENSION
+        self.extension = handlers.get(ext.REVISION) if ext is not None else None
+        #: every method the router answers (besides ``tools/call``), on any face
+        self.methods = frozenset(m for h in handlers.values() for m in h.requests)
+
+    # ------------------------------------------------------------------ picking the face
+    def handler(self, version: str | None) -> HandlerBase:
+        """The handler of the face ``version`` speaks; the core face for any other version
+        (its own tasks only: a session that did not negotiate it cannot task-augment)."""
+        return self.handlers.get(version or "", self.core)
+
+    def is_extension(self, version: str | None) -> bool:
+        return self.extension is not None and version == self.extension.face
+
+    # ------------------------------------------------------------------ routing
+    async def route(self, req: TaskRequest) -> dict[str, Any] | Pass:
+        """The wire result of ``req``, or :class:`Pass` (see the module's docstring)."""
+        try:
+            if req.method == protocol.TOOLS_CALL:
+                return await self._tool_call(req)
+            return await self._tasks_request(req)
+        except (TaskError, NeedsStream):
+            raise
+        except ValidationError as exc:
+            raise validation_error(exc) from None
+        except Exception as exc:
+            log.error("%s failed", req.method, exc_info=exc)
+            raise InternalError(message="Internal error") from None
+
+    def context(self, req: TaskRequest) -> RequestContext:
+        """The handler's view of ``req``: ``_meta``, its progress token, and on the extension
+        face the ``Mcp-Name`` routing header (decoded) for the handler to check (X-HTTP-4)."""
+        meta = _meta(req.params)
+        extra: dict[str, Any] = {}
+        headers = req.headers
+        if headers is not None and _NAME_HEADER and _NAME_HEADER in headers:
+            if self.is_extension(req.version):
+                extra[ROUTING_NAME] = decode_header_value(headers[_NAME_HEADER])
+        return RequestContext(
+            requestor=req.requestor,
+            request_id=req.id,
+            progress_token=_progress_token(meta),
+            meta=meta,
+            extra=extra,
+            send_request=req.send_request,
+        )
+
+    async def _tasks_request(self, req: TaskRequest) -> dict[str, Any]:
+        handler = self.handler(req.version)
+        if handler is self.core:
+            if req.method == protocol.TASKS_LIST and not self.lists(req.identified):
+                raise MethodNotFound(detail=req.method)  # not declared: not served (R-SEC-2)
+            self.sessions.bind(req.requestor, req.connection)
+        return await handler.dispatch(req.method, req.params, self.context(req))
+
+    async def _tool_call(self, req: TaskRequest) -> dict[str, Any] | Pass:
+        params, parsed = tool_call_params(req.params)
+        if self.is_extension(req.version):
+            return await self._extension_tool_call(req, params, parsed)
+        handler = self.handler(req.version)
+        augmented = params.get(self.core.task_param) is not None
+        support = self.task_support(parsed.name, handler)
+        if support is None and not augmented:
+            return Pass(params)  # a tool we do not manage: the SDK answers as usual
+        declared = req.version == protocol.REVISION  # this session speaks tasks (R-CAP-*)
+        as_task = check_tool_call(parsed.name, support, augmented=augmented, declared=declared)
+        if not as_task:
+            return Pass({k: v for k, v in params.items() if k != self.core.task_param})
+        self.sessions.bind(req.requestor, req.connection)
+        self.sessions.watch_end(req.requestor, req.connection)
+        call = {k: v for k, v in params.items() if k != self.core.task_param}
+        work = self._work(req, call, core=True)
+        created = await handler.dispatch_augmented(
+            protocol.TOOLS_CALL, params, self.context(req), work=work
+        )
+        if self.immediate_response is not None:  # R-CREATE-3
+            meta = dict(created.get("_meta") or {})
+            meta.setdefault(MODEL_IMMEDIATE_RESPONSE_KEY, self.immediate_response)
+            created["_meta"] = meta
+        return created
+
+    async def _extension_tool_call(
+        self, req: TaskRequest, params: dict[str, Any], parsed: Any
+    ) -> dict[str, Any] | Pass:
+        ext, declared, handler = EXTENSION, EXTENSION_DECLARED, self.extension
+        assert ext is not None and declared is not None and handler is not None
+        call = {k: v for k, v in params.items() if k != self.core.task_param}  # X-CREATE-5
+        support = self.task_support(parsed.name, handler)
+        if support not in ext.TASK_SUPPORT_MAY:
+            return Pass(call)
+        if not declared.declared(_meta(params)):
+            if support in ext.TASK_SUPPORT_MUST:
+                raise handler.missing_capability()  # X-CAP-8
+            return Pass(call)  # X-CAP-5: no task to a request that did not declare it
+        if parsed.name in self.tools.gather_first and not parsed.input_responses:
+            return Pass(call)  # its input round, before any task (X-MRTR-1)
+        work = self._work(req, call, core=False)
+        return await handler.dispatch_augmented(ext.TOOLS_CALL, call, self.context(req), work=work)
+
+    def _work(self, req: TaskRequest, call: dict[str, Any], *, core: bool) -> Work:
+        """The work of a ``tools/call`` task: the front door's ``run_tool`` with the
+        task-scoped outbound of the face (progress and input requests, R-INPUT-*, X-UPD-1)."""
+        run_tool, conn, request_id = req.run_tool, req.connection, req.id
+        if run_tool is None:
+            raise InternalError(detail="this front door cannot run tools")
+
+        if core and conn is None:
+            raise InternalError(detail="a core task's tool needs the client's connection")
+
+        async def work(tctx: Any) -> dict[str, Any]:
+            outbound = TaskOutbound(conn, tctx, request_id) if conn and core else PollOutbound(tctx)
+            try:
+                result = await run_tool(outbound, call)
+            except MCPError as exc:
+                raise from_sdk_error(exc) from None
+            except ValidationError as exc:
+                raise validation_error(exc) from None
+            out = _wire(result)
+            if not core and out.get("resultType") == input_round_result_type():
+                raise InternalError(  # MRTR inside a task: not served
+                    detail="the tool asked for input with an input round inside a task"
+                    " (declare it gather_first, or send the input with the call)"
+                )
+            return out
+
+        return work
+
+    # ------------------------------------------------------------------ notifications
+    async def notify(self, req: TaskRequest) -> None:
+        """A task notification from the client (e.g. the status of a task it runs for the
+        server, R-NOTIFY-1) to its face's handler; informational only (R-NOTIFY-2)."""
+        await self.handler(req.version).notify(req.method, req.params, self.context(req))
+
+    # ------------------------------------------------------------------ what is advertised
+    def task_support(self, tool: str, handler: HandlerBase | None = None) -> str | None:
+        """The ``taskSupport`` of ``tool``: None for a tool not declared, or when the face's
+        handler does not serve the ``tools/call`` hook (it cannot become a task there)."""
+        if handler is None:
+            handler = self.core
+        if not handler.serves(protocol.TOOLS_CALL):
+            return None
+        return self.tools.support.get(tool)
+
+    def lists(self, identified: bool) -> bool:
+        """Whether ``tasks.list`` is declared (and served) to this requestor (R-SEC-2)."""
+        return (identified or self.list_without_identity) and self.core.serves(protocol.TASKS_LIST)
+
+    def core_capability(self, identified: bool) -> dict[str, Any]:
+        """``capabilities.tasks`` of the core face (R-CAP-1, R-CAP-2): what the core handler
+        overrides, ``tasks.list`` only where a requestor can be told apart (R-SEC-2)."""
+        core = self.core
+        return build_tasks_capability(
+            "server",
+            requests=sorted(m for m in protocol.AUGMENTABLE["server"] if core.serves(m)),
+            list=self.lists(identified),
+            cancel=core.serves(protocol.TASKS_CANCEL),
+        )
+
+    def extension_offered(self) -> bool:
+        """Whether ``server/discover`` lists the tasks extension (X-CAP-2): its handler
+        serves something."""
+        handler = self.extension
+        if handler is None:
+            return False
+        return any(handler.serves(m) for m in (*handler.requests, *handler.hooks))

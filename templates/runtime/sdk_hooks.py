@@ -1,0 +1,222 @@
+"""The SDK's own request pipeline as a front door (stdio, and every HTTP request the task
+endpoint leaves to the SDK): its middleware and request handlers build a
+:class:`~.router.TaskRequest` and call the router; nothing here knows a task rule.
+
+What it does to the server, all through ``Server.middleware``,
+``Server.add_request_handler`` and ``Server.add_notification_handler``:
+
+- ``initialize``: adds ``capabilities.tasks`` (the router's, R-CAP-1, R-CAP-2) on sessions
+  of the core face's revision, and notes the session for the task endpoint;
+- ``tools/list``: stamps each tool's ``execution.taskSupport`` (the router's) on that face;
+- ``tools/call``: the router answers it (a task) or hands it back (:class:`Pass`) to run
+  as usual; a task's tool later runs through this same pipeline with a task-scoped
+  session (:func:`~._sdk.task_session`);
+- ``tasks/*`` of both faces: one handler per method name; ``notifications/tasks/status``
+  from the client: to the core face's handler;
+- the tasks extension in ``server/discover`` (``Server.extensions``, X-CAP-2) when its
+  handler serves anything.
+
+Errors (its one mapping, through the ``_sdk`` bridge): a :class:`TaskError` becomes the
+SDK's ``MCPError`` with its code, message and data; a ``ValidationError`` ``-32602`` naming
+the field; any other exception a plain ``-32603 Internal error`` (traceback in the log).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .. import protocol
+from .._handlers import NeedsStream
+from ..errors import InternalError, TaskError
+from ._sdk import (
+    INITIALIZE,
+    TOOLS_LIST,
+    CallNext,
+    HandlerResult,
+    MCPError,
+    connection_from_envelope,
+    connection_of,
+    from_sdk_error,
+    internal_error,
+    request_outbound,
+    task_session,
+    to_sdk_error,
+    validation_error,
+)
+from .faces import EXTENSION
+from .mcp_identity import requestor_of
+from .router import Pass, RunTool, TaskRequest
+
+if TYPE_CHECKING:
+    from .mcp_server import McpTasks
+
+__all__ = ["IN_TASK", "SdkHooks"]
+
+#: Set while the SDK's pipeline runs a task's own tool: the middleware lets it by.
+IN_TASK: contextvars.ContextVar[bool] = contextvars.ContextVar("mcp_tasks_in_task", default=False)
+
+
+class _RawParams(BaseModel):
+    """Accept any params: the face's handler validates them and names the bad field."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class SdkHooks:
+    """The SDK's pipeline as a front door for one :class:`~.mcp_server.McpTasks`."""
+
+    def __init__(self, tasks: McpTasks) -> None:
+        self.tasks = tasks
+        self.router = tasks.router
+        self.server = tasks.server
+
+    def install(self) -> None:
+        server, router = self.server, self.router
+        server.middleware.append(self.middleware)
+        for method in sorted(router.methods):
+            server.add_request_handler(method, _RawParams, self._handler(method))
+        for method in router.core.notifications:
+            server.add_notification_handler(method, _RawParams, self._notification(method))
+        if EXTENSION is not None and router.extension_offered():
+            server.extensions[EXTENSION.EXTENSION_ID] = {}  # server/discover (X-CAP-2)
+
+    # ------------------------------------------------------------------ requests
+    def request(
+        self, ctx: Any, call_next: CallNext | None = None, *, stream: bool = False
+    ) -> TaskRequest:
+        """The router's view of the SDK request ``ctx``; ``call_next`` runs a tool of it,
+        ``stream`` offers the request's own stream for input requests (R-INPUT-3)."""
+        version = ctx.protocol_version
+        extension = self.router.is_extension(version)
+        requestor, identified = requestor_of(ctx, sessionless=extension)
+        conn = None if extension else connection_of(ctx.session)
+        run = self._runner(ctx, call_next, extension) if call_next is not None else None
+        return TaskRequest(
+            version=version,
+            method=ctx.method,
+            params=dict(ctx.params or {}),
+            id=ctx.request_id,
+            requestor=requestor,
+            identified=identified,
+            connection=conn,
+            headers=getattr(ctx.request, "headers", None),
+            send_request=_sender(ctx) if stream else None,
+            run_tool=run,
+        )
+
+    @staticmethod
+    def _runner(ctx: Any, call_next: CallNext, extension: bool) -> RunTool:
+        """A task's tool through the rest of this request's pipeline, with a task-scoped
+        session (the extension face: a connection from the request's own envelope)."""
+        if extension:
+            session = ctx.session
+            caps = session.client_capabilities
+            conn = connection_from_envelope(
+                ctx.protocol_version,
+                None,
+                caps.model_dump(by_alias=True, exclude_none=True) if caps is not None else None,
+            )
+            request = None
+        else:
+            conn, request = connection_of(ctx.session), ctx.request
+
+        async def run(dctx: Any, params: dict[str, Any]) -> HandlerResult:
+            scoped = task_session(dctx, conn)
+            inner = dataclasses.replace(ctx, params=params, session=scoped, request=request)
+            return await call_next(inner)
+
+        return run
+
+    async def middleware(self, ctx: Any, call_next: CallNext) -> HandlerResult:
+        if ctx.request_id is None or IN_TASK.get():  # notifications, a task's own run
+            return await call_next(ctx)
+        try:
+            if ctx.method == protocol.TOOLS_CALL:
+                routed = await self.router.route(self.request(ctx, call_next))
+                if isinstance(routed, Pass):
+                    return await call_next(dataclasses.replace(ctx, params=routed.params))
+                return routed
+            result = await call_next(ctx)
+            if ctx.method == INITIALIZE:
+                self._patch_initialize(ctx, result)
+            elif ctx.method == TOOLS_LIST:
+                self._patch_tools_list(ctx, result)
+            return result
+        except MCPError:
+            raise
+        except ValidationError as exc:
+            raise to_sdk_error(validation_error(exc)) from None
+        except TaskError as exc:
+            raise to_sdk_error(exc) from None
+        except NeedsStream as exc:
+            raise internal_error(exc, ctx.method) from None
+        except Exception as exc:
+            raise internal_error(exc, ctx.method) from None
+
+    def _handler(self, method: str) -> Callable[[Any, _RawParams], Awaitable[dict[str, Any]]]:
+        async def handler(ctx: Any, _: _RawParams) -> dict[str, Any]:
+            try:
+                routed = await self.router.route(self.request(ctx, stream=True))
+            except TaskError as exc:
+                raise to_sdk_error(exc) from None
+            except NeedsStream as exc:  # this door always offers its stream
+                raise internal_error(exc, method) from None
+            if isinstance(routed, Pass):  # pragma: no cover - only tools/call passes
+                raise to_sdk_error(InternalError(detail=method))
+            return routed
+
+        return handler
+
+    def _notification(self, method: str) -> Callable[[Any, _RawParams], Awaitable[None]]:
+        async def notified(ctx: Any, _: _RawParams) -> None:
+            await self.router.notify(self.request(ctx))
+
+        return notified
+
+    # ------------------------------------------------------------------ advertising
+    def _patch_initialize(self, ctx: Any, result: HandlerResult) -> None:
+        self.tasks.sessions.note(connection_of(ctx.session))
+        if not isinstance(result, dict) or result.get("protocolVersion") != protocol.REVISION:
+            return
+        _, identified = requestor_of(ctx)
+        caps = result.setdefault("capabilities", {})
+        caps["tasks"] = self.router.core_capability(identified)
+
+    def _patch_tools_list(self, ctx: Any, result: HandlerResult) -> None:
+        if not isinstance(result, dict):
+            return
+        tools = [t for t in result.get("tools", []) if isinstance(t, dict)]
+        if not result.get("nextCursor"):
+            self.tasks.tools_listed(str(t.get("name")) for t in tools)
+        if ctx.protocol_version != protocol.REVISION:
+            return
+        for tool in tools:
+            support = self.router.task_support(str(tool.get("name", "")))
+            if support is not None:
+                tool["execution"] = {**(tool.get("execution") or {}), "taskSupport": support}
+
+
+def _sender(ctx: Any) -> Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """R-INPUT-3: a task's input request on this request's own stream (the ``tasks/result``
+    response stream), else the connection's standalone channel."""
+    session = ctx.session
+    conn = connection_of(session)
+
+    async def send(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            if session.can_send_request:
+                answer: dict[str, Any] = await request_outbound(session).send_raw_request(
+                    method, params
+                )
+                return answer
+            result: dict[str, Any] = await conn.send_raw_request(method, params)
+            return result
+        except MCPError as exc:
+            raise from_sdk_error(exc) from None
+
+    return send

@@ -1,0 +1,424 @@
+"""The task endpoint: the task methods answered in front of the SDK's Streamable HTTP
+endpoint, without its per-request machinery (memory streams, task groups, dispatcher,
+middleware chain). A front door that knows HTTP, not task rules.
+
+:meth:`McpTasks.streamable_http_app <.mcp_server.McpTasks.streamable_http_app>` puts
+:class:`TaskEndpoint` where the SDK's endpoint was (inside the SDK's bearer-auth middleware,
+so auth runs first and through the SDK's own verifier). For a POST it does only ASGI work:
+buffer the body (and replay it when it hands the request on), the envelope checks the SDK
+would make (Content-Type, JSON, a JSON-RPC request, Host/Origin, Accept, the routing headers
+and ``Mcp-Param`` headers of the extension's revision), the HTTP session and its idle timer,
+and the watch for a client that leaves while it waits. It then builds the request and calls
+the one :class:`~.router.Router`, and answers with ``application/json`` (which Streamable
+HTTP allows for any request):
+
+- the core face (2025-11-25), on a live session past its handshake or stateless HTTP:
+  ``tasks/*`` and ``tools/call``; a ``tasks/result`` waits up to :data:`RESULT_WAIT_S` for a
+  task that ends without asking for input;
+- the extension face (2026-07-28): ``tasks/*`` and ``tools/call``.
+
+Everything else goes to the SDK unchanged, body replayed: every request the SDK would refuse
+(so refusals keep the SDK's shape), a ``tools/call`` that does not become a task
+(:class:`~.router.Pass`), a ``tasks/result`` whose task asks for input (its requests ride
+the request's own stream, R-INPUT-3: :class:`NeedsStream`) or runs longer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import pydantic_core
+from pydantic import ValidationError
+
+from .. import protocol
+from .._handlers import NeedsStream
+from ..errors import TaskError
+from ._sdk import (
+    DEFAULT_NEGOTIATED_VERSION,
+    ERROR_CODE_HTTP_STATUS,
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    MCP_PROTOCOL_VERSION_HEADER,
+    MCP_SESSION_ID_HEADER,
+    Connection,
+    InFlight,
+    JSONRPCRequest,
+    accepts,
+    connection_from_envelope,
+    http_session,
+    initialized,
+    lifespan_state,
+    mcp_param_rejection,
+    modern_route,
+    sdk_request_runner,
+    transport_security,
+)
+from .mcp_identity import ANONYMOUS, http_requestor
+from .router import Pass, RunTool, TaskRequest
+from .sdk_hooks import IN_TASK
+
+if TYPE_CHECKING:
+    from .mcp_server import McpTasks
+
+__all__ = ["Outermost", "TaskEndpoint", "install"]
+
+log = logging.getLogger(__name__)
+
+_JSON = b"application/json"
+_SESSION_HEADER = MCP_SESSION_ID_HEADER.lower()
+_VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
+#: how long a ``tasks/result`` waits here for its task to end before the SDK's path (which
+#: streams input requests and keeps the wait alive) takes it over
+RESULT_WAIT_S: Final = 10.0
+#: set in the ASGI scope of a request the task endpoint has already left to the SDK
+_SEEN = "mcp_tasks.task_endpoint_seen"
+
+
+class ClientGone(Exception):
+    """The client left while its request waited here."""
+
+
+class Answer:
+    """A JSON-RPC answer of the task endpoint, sent as one ``application/json`` response."""
+
+    __slots__ = ("request_id", "result", "error", "status", "session_id")
+
+    def __init__(
+        self,
+        request_id: str | int,
+        result: Mapping[str, Any] | None = None,
+        error: Mapping[str, Any] | None = None,
+        status: int = 200,
+        session_id: str | None = None,
+    ) -> None:
+        self.request_id = request_id
+        self.result = result
+        self.error = error
+        self.status = status
+        self.session_id = session_id
+
+    async def send(self, send: Any) -> None:
+        doc: dict[str, Any] = {"jsonrpc": "2.0", "id": self.request_id}
+        if self.error is not None:
+            doc["error"] = self.error
+        else:
+            doc["result"] = self.result
+        body = pydantic_core.to_json(doc)
+        headers = [(b"content-type", _JSON), (b"content-length", str(len(body)).encode())]
+        if self.session_id is not None:
+            headers.append((_SESSION_HEADER.encode(), self.session_id.encode()))
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _headers(scope: Mapping[str, Any]) -> dict[str, str]:
+    """The request's headers, lower-case names, the first of repeated ones (as Starlette)."""
+    out: dict[str, str] = {}
+    for key, value in scope.get("headers", ()):
+        out.setdefault(key.decode("latin-1"), value.decode("latin-1"))
+    return out
+
+
+async def _read_body(receive: Any, limit: int) -> tuple[list[Any], bytes | None]:
+    """The messages read and the whole body; ``None`` for the body when it is over
+    ``limit`` or the client left (the SDK answers those, from the replayed messages)."""
+    messages: list[Any] = []
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            return messages, None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return messages, None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return messages, b"".join(chunks)
+
+
+def _replay(messages: list[Any], receive: Any) -> Any:
+    """``receive`` that hands out ``messages`` first, then the client's own."""
+    pending = list(messages)
+
+    async def replayed() -> Any:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replayed
+
+
+def _envelope(doc: Any) -> tuple[JSONRPCRequest, dict[str, Any]] | None:
+    """A well-formed JSON-RPC request and its params (by name), else ``None``."""
+    if not isinstance(doc, dict):
+        return None
+    params = doc.get("params")
+    if params is not None and not isinstance(params, dict):
+        return None
+    try:
+        return JSONRPCRequest.model_validate(doc), dict(params or {})
+    except ValidationError:
+        return None
+
+
+class TaskEndpoint:
+    """The ASGI app in front of the SDK's Streamable HTTP endpoint (see the module)."""
+
+    def __init__(self, tasks: McpTasks, sdk_app: Any, manager: Any) -> None:
+        self.tasks = tasks
+        self.router = tasks.router
+        self.sdk_app = sdk_app
+        self.manager = manager
+        self.security = transport_security(manager)
+        #: the methods routed here on each era: every task method, and ``tools/call``
+        self.methods = frozenset({*self.router.methods, protocol.TOOLS_CALL})
+        #: how many requests the task endpoint answered, and how many it left to the SDK
+        self.answered = 0
+        self.passed = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST" or _SEEN in scope:
+            await self.sdk_app(scope, receive, send)
+            return
+        await self.serve(scope, receive, send, self.sdk_app)
+
+    async def serve(self, scope: Any, receive: Any, send: Any, fallback: Any) -> None:
+        """Answer a POST, or hand it to ``fallback`` with its body replayed."""
+        messages, body = await _read_body(receive, self.manager.max_request_body_size)
+        answer: Answer | None = None
+        if body is not None:
+            try:
+                answer = await self.answer(scope, body, receive)
+            except ClientGone:
+                return  # left while its tasks/result waited: nobody to answer
+            except Exception:  # never lose a request: the SDK's path answers it
+                log.exception("task endpoint: a request fell back to the SDK after an error")
+                answer = None
+        if answer is None:
+            self.passed += 1
+            scope[_SEEN] = True
+            await fallback(scope, _replay(messages, receive), send)
+            return
+        self.answered += 1
+        await answer.send(send)
+
+    async def answer(self, scope: Any, body: bytes, receive: Any = None) -> Answer | None:
+        """The answer of a request served here, else ``None`` (the SDK answers)."""
+        headers = _headers(scope)
+        if not headers.get("content-type", "").split(";")[0].strip() == _JSON.decode():
+            return None
+        try:
+            doc = pydantic_core.from_json(body)
+        except ValueError:
+            return None
+        parsed = _envelope(doc)
+        if parsed is None or parsed[0].method not in self.methods:
+            return None
+        message, params = parsed
+        if not await self._transport_ok(scope):
+            return None
+        version = headers.get(_VERSION_HEADER)
+        if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
+            return await self._handshake(scope, headers, version, message, params, receive)
+        if not self.router.is_extension(version):
+            return None
+        return await self._modern(scope, headers, doc, message, params)
+
+    async def _transport_ok(self, scope: Any) -> bool:
+        """Host/Origin and Accept as the SDK checks them, on both eras."""
+        from starlette.requests import Request
+
+        request = Request(scope)
+        if await self.security.validate_request(request, is_post=True) is not None:
+            return False
+        has_json, has_sse = accepts(request)
+        return has_json and (self.manager.json_response or has_sse)
+
+    # ------------------------------------------------------------------ the handshake era
+    async def _handshake(
+        self,
+        scope: Any,
+        headers: Mapping[str, str],
+        version: str | None,
+        message: JSONRPCRequest,
+        params: dict[str, Any],
+        receive: Any,
+    ) -> Answer | None:
+        session_id = headers.get(_SESSION_HEADER)
+        if self.manager.stateless:
+            if (version or DEFAULT_NEGOTIATED_VERSION) != protocol.REVISION:
+                return None
+            conn = None
+            if message.method == protocol.TOOLS_CALL:  # a born-ready connection, as the SDK's
+                conn = connection_from_envelope(protocol.REVISION, None, None)
+            req = self._request(protocol.REVISION, message, params, None, conn)
+            return await self._route(req, None, receive)
+        if session_id is None:
+            return None
+        transport = http_session(self.manager, session_id, scope.get("user"))
+        conn = self.tasks.sessions.connection(session_id)
+        if transport is None or conn is None or not initialized(conn):
+            return None
+        if conn.protocol_version != protocol.REVISION:
+            return None
+        with InFlight(transport):
+            req = self._request(protocol.REVISION, message, params, session_id, conn)
+            return await self._route(req, session_id, receive)
+
+    def _request(
+        self,
+        version: str,
+        message: JSONRPCRequest,
+        params: dict[str, Any],
+        session_id: str | None,
+        conn: Connection | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> TaskRequest:
+        requestor = http_requestor(session_id)
+        return TaskRequest(
+            version=version,
+            method=message.method,
+            params=params,
+            id=message.id,
+            requestor=requestor,
+            identified=requestor != ANONYMOUS,
+            connection=conn,
+            headers=headers,
+            run_tool=self._runner(conn) if conn is not None else None,
+        )
+
+    # ------------------------------------------------------------------ the extension
+    async def _modern(
+        self,
+        scope: Any,
+        headers: Mapping[str, str],
+        doc: dict[str, Any],
+        message: JSONRPCRequest,
+        params: dict[str, Any],
+    ) -> Answer | None:
+        route = modern_route(doc, scope, headers)
+        if route is None:
+            return None  # the SDK's envelope checks refuse it
+        conn = None
+        if message.method == protocol.TOOLS_CALL:
+            from starlette.requests import Request
+
+            lifespan = lifespan_state(self.manager)
+            if await mcp_param_rejection(
+                self.tasks.server, Request(scope), message, route, lifespan
+            ):
+                return None
+            conn = connection_from_envelope(
+                route.protocol_version, route.client_info, route.client_capabilities
+            )
+        req = self._request(route.protocol_version, message, params, None, conn, headers)
+        return await self._route(req, None, None)
+
+    # ------------------------------------------------------------------ answering
+    async def _route(self, req: TaskRequest, session_id: str | None, receive: Any) -> Answer | None:
+        """The router's answer as JSON; ``None`` when the SDK's path must answer."""
+        rid = req.id if req.id is not None else 0
+        try:
+            if req.method == protocol.TASKS_RESULT and receive is not None:
+                routed = await self._waiting(req, receive)
+            else:
+                routed = await self.router.route(req)
+        except NeedsStream:
+            return None
+        except TaskError as exc:  # the handshake era answers errors with 200
+            status = (
+                200
+                if req.version == protocol.REVISION
+                else ERROR_CODE_HTTP_STATUS.get(exc.code, 200)
+            )
+            return Answer(rid, error=exc.to_error(), status=status, session_id=session_id)
+        if routed is None or isinstance(routed, Pass):
+            return None
+        return Answer(rid, routed, session_id=session_id)
+
+    async def _waiting(self, req: TaskRequest, receive: Any) -> dict[str, Any] | Pass | None:
+        """A ``tasks/result`` routed with a bound wait (``None`` after :data:`RESULT_WAIT_S`:
+        the SDK's path takes it over) and :class:`ClientGone` when the client leaves."""
+        gone = False
+        routed: dict[str, Any] | Pass | None = None
+
+        async def watch(scope: anyio.CancelScope) -> None:
+            nonlocal gone
+            while (await receive()).get("type") != "http.disconnect":
+                pass
+            gone = True
+            scope.cancel()
+
+        failure: Exception | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch, tg.cancel_scope)
+            with anyio.move_on_after(RESULT_WAIT_S):
+                try:
+                    routed = await self.router.route(req)
+                except (TaskError, NeedsStream) as exc:  # raised past the task group as is
+                    failure = exc
+            tg.cancel_scope.cancel()
+        if gone:
+            raise ClientGone()
+        if failure is not None:
+            raise failure
+        return routed
+
+    def _runner(self, conn: Connection) -> RunTool:
+        """A task's tool run through the SDK's own pipeline for ``conn``."""
+        on_request = sdk_request_runner(self.tasks.server, conn, lifespan_state(self.manager))
+
+        async def run(dctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+            token = IN_TASK.set(True)
+            try:
+                result: dict[str, Any] = await on_request(dctx, protocol.TOOLS_CALL, params)
+                return result
+            finally:
+                IN_TASK.reset(token)
+
+        return run
+
+
+class Outermost:
+    """In front of the whole app when nothing must run before the endpoint (no auth, no
+    middleware of the app's own): a ``POST`` to the endpoint's own path skips the app's
+    middleware and routing on its way to the task endpoint; the rest goes to the app as it is.
+    Anything else asked of it (``routes``, ``add_middleware``, ``state``...) is the app's:
+    middleware added to the app later is seen at once, and the task endpoint then answers from
+    inside it, at the endpoint."""
+
+    def __init__(self, endpoint: TaskEndpoint, app: Any, path: str) -> None:
+        self.endpoint = endpoint
+        self.app = app
+        self.path = path
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.app, name)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if (
+            scope.get("type") == "http"
+            and scope.get("method") == "POST"
+            and scope.get("path") == self.path
+            and not scope.get("root_path")
+            and not getattr(self.app, "user_middleware", None)
+        ):
+            await self.endpoint.serve(scope, receive, send, self.app)
+        else:
+            await self.app(scope, receive, send)
+
+
+def install(tasks: McpTasks, app: Any, path: str) -> tuple[TaskEndpoint, Any]:
+    """Put a :class:`TaskEndpoint` in front of the SDK's endpoint at ``path`` of ``app``; the
+    app to serve (``app`` itself, or an :class:`Outermost` around it without auth)."""
+    from ._sdk import http_endpoint, session_manager
+
+    holder, attr, guarded = http_endpoint(app, path)
+    endpoint = TaskEndpoint(tasks, getattr(holder, attr), session_manager(tasks.server))
+    setattr(holder, attr, endpoint)
+    return endpoint, (app if guarded else Outermost(endpoint, app, path))
