@@ -109,3 +109,52 @@ def test_runtime_spells_no_protocol_fact() -> None:
             ):
                 found.append(f"{rel(path)}:{line}: {value} is a JSON-RPC error code")
     assert not found, "protocol facts spelled in the copied runtime:\n" + "\n".join(found)
+
+
+def _imports(path: Path, module: str, modules: set[str]) -> set[str]:
+    """The package modules ``module`` imports (at any depth of the file; imports under
+    ``if TYPE_CHECKING:`` only name types, and do not count)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for inner in ast.walk(node)
+    }
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = parts[: len(parts) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            names = [target, *(f"{target}.{alias.name}" for alias in node.names)]
+            out |= {name for name in names if name in modules and name != module}
+        elif isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names if alias.name in modules}
+    return out
+
+
+def test_no_import_cycle_in_the_generated_package() -> None:
+    """No module of the generated package imports, directly or not, one that imports it
+    (the runtime's rooms, the front doors, the clients and the CLI included)."""
+    root = REPO / "generated" / "mcp_tasks"
+    paths = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {m: _imports(p, m, set(paths)) for m, p in paths.items()}
+    cycles = []
+    for start in sorted(graph):
+        stack, seen = [(start, (start,))], set()
+        while stack:
+            node, trail = stack.pop()
+            for nxt in sorted(graph[node]):
+                if nxt == start:
+                    cycles.append(" -> ".join((*trail, start)))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, (*trail, nxt)))
+    assert not cycles, "import cycles:\n" + "\n".join(sorted(set(cycles))[:20])

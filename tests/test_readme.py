@@ -1,5 +1,5 @@
 """The README tells the truth: every Python block passes ``mypy --strict`` after the README's
-install and runs, its handler example answers as it says, its limits are the defaults, and
+install and runs (the handler examples are served by ``tests/mcp/test_handlers_served.py``), its limits are the defaults, and
 the benchmark tables live in ``benchmarks/README.md`` where ``peers_bench.py`` writes them."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,42 +88,6 @@ def test_peer_tables_live_in_benchmarks_readme(
     assert "old" not in text and "| new | table |" in text and text.endswith("tail\n")
     for plot in re.findall(r"\]\(([^)]+\.png)\)", text):
         assert (bench_readme.parent / plot).exists(), plot
-
-
-def test_subclassing_example_runs() -> None:
-    block = (
-        README.split("### Subclassing a generated handler", 1)[1]
-        .split("```python", 1)[1]
-        .split("```", 1)[0]
-    )
-    namespace: dict[str, object] = {}
-    exec(compile(block, "README.md", "exec"), namespace)
-    from mcp_tasks.errors import TaskNotFound
-    from mcp_tasks.handlers import RequestContext
-
-    handler = namespace["MyTasks"]()  # type: ignore[operator]
-    ctx = RequestContext(requestor="alice")
-
-    async def run() -> None:
-        got = await handler.dispatch("tasks/get", {"taskId": "job-1"}, ctx)
-        assert got["status"] == "working" and got["ttl"] is None
-        try:
-            await handler.dispatch("tasks/get", {"taskId": "nope"}, ctx)
-        except TaskNotFound as exc:
-            assert exc.to_error() == {
-                "code": -32602,
-                "message": "Failed to retrieve task: Task not found",
-            }
-        else:
-            raise AssertionError("unknown task must raise TaskNotFound")
-        try:
-            await handler.dispatch("tasks/cancel", {"taskId": "job-1"}, ctx)
-        except Exception as exc:  # not overridden: -32601
-            assert getattr(exc, "code", None) == -32601
-        else:
-            raise AssertionError("unimplemented handler must answer -32601")
-
-    anyio.run(run)
 
 
 def test_limits_table_matches_engine_defaults() -> None:

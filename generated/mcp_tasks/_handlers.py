@@ -166,6 +166,8 @@ class HandlerBase:
         if method in self.gated and not self.declared(ctx):
             raise self.missing_capability()
         model, handler = entry
+        if getattr(getattr(type(self), handler, None), STUB_MARK, False):
+            raise Unimplemented(method, type(self).__name__)  # before its params are read
         try:
             parsed = model.model_validate(params or {})
         except ValidationError as exc:
@@ -187,6 +189,8 @@ class HandlerBase:
         hook = self.hooks.get(method)
         if hook is None:
             raise MethodNotFound(detail=f"{method} cannot be task-augmented")
+        if getattr(getattr(type(self), hook, None), STUB_MARK, False):
+            raise Unimplemented(f"{method} (as a task)", type(self).__name__)
         task_param = self.task_param
         own = dict(params)
         raw_task = own.pop(task_param, None) if task_param else None

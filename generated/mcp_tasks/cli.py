@@ -49,72 +49,30 @@ call cannot be made as asked; 130 interrupted (the task was cancelled).
 from __future__ import annotations
 
 import argparse
-import json
-import secrets
 import shlex
-import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from .cli_common import (
+    Progress,
+    StatusLine,
+    Usage,
+    coerce_arguments,
+    dump,
+    elicit,
+    interruptible,
+    print_json,
+    print_result,
+)
 from .protocol import REVISION, TASK_SUPPORT_REQUIRED, TERMINAL
 
 __all__ = ["coerce_arguments", "main"]
-
-
-def _parse_json_or_text(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
-
-
-def _schema_types(spec: Any) -> set[str]:
-    """The JSON types a property schema admits (``type``, ``anyOf``/``oneOf``, ``const``)."""
-    if not isinstance(spec, Mapping):
-        return set()
-    out: set[str] = set()
-    kind = spec.get("type")
-    if isinstance(kind, str):
-        out.add(kind)
-    elif isinstance(kind, list):
-        out.update(k for k in kind if isinstance(k, str))
-    for key in ("anyOf", "oneOf", "allOf"):
-        for sub in spec.get(key) or ():
-            out |= _schema_types(sub)
-    for value in [spec["const"]] if "const" in spec else list(spec.get("enum") or ()):
-        out.add("string" if isinstance(value, str) else "json")
-    return out
-
-
-def _coerce(raw: str, spec: Any) -> Any:
-    """A string property keeps the text; any other (or an untyped one) takes it as JSON when it
-    parses, else as text, which the server then refuses naming the field."""
-    if "string" in _schema_types(spec):
-        return raw
-    return _parse_json_or_text(raw)
-
-
-def coerce_arguments(pairs: list[str], input_schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``key=value`` pairs as tool arguments, typed by the tool's ``inputSchema``."""
-    props = (input_schema or {}).get("properties")
-    props = props if isinstance(props, Mapping) else {}
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise _Usage(f"expected key=value, got {pair!r}")
-        out[key] = _coerce(value, props.get(key))
-    return out
-
-
-class _Usage(Exception):
-    """A mistake in the command line: exit 2."""
 
 
 @dataclass
@@ -128,100 +86,12 @@ class _Http:
             self.status = int(response.status_code)
 
 
-@dataclass
-class _StatusLine:
-    """One line on stderr, rewritten as the task's status and progress change."""
-
-    tty: bool = field(default_factory=lambda: sys.stderr.isatty())
-    last: str = ""
-    head: str = ""
-    progress: str = ""
-
-    def show(self, task: Any) -> None:
-        message = f" - {task.statusMessage}" if task.statusMessage else ""
-        status = getattr(task.status, "value", task.status)
-        self.head = f"task {task.taskId}: {status}{message}"
-        self._write()
-
-    def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
-        share = f" ({progress / total:.0%})" if total else ""
-        text = message or (f"{progress:g}/{total:g}" if total else f"{progress:g}")
-        self.progress = f"progress: {text}{share}"
-        self._write()
-
-    def _write(self) -> None:
-        line = " | ".join(part for part in (self.head, self.progress) if part)
-        if not line or line == self.last:
-            return
-        self.last = line
-        if self.tty:
-            sys.stderr.write("\r\x1b[2K" + line)
-        else:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.tty and self.last:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-async def _ask(prompt: str) -> str:
-    def read() -> str:
-        sys.stderr.write(prompt)
-        sys.stderr.flush()
-        return sys.stdin.readline().strip()
-
-    return await anyio.to_thread.run_sync(read)
-
-
-async def _elicit(ctx: Any, params: Any) -> Any:
-    import mcp_types as types
-
-    sys.stderr.write(f"\nserver asks: {params.message}\n")
-    schema = getattr(params, "requested_schema", None) or {}
-    if not sys.stdin.isatty():
-        return types.ElicitResult(action="decline")
-    answer = (await _ask("accept? [y/N] ")).lower()
-    if answer not in ("y", "yes"):
-        return types.ElicitResult(action="decline")
-    content: dict[str, Any] = {}
-    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
-    for name, spec in props.items():
-        kind = spec.get("type", "string") if isinstance(spec, dict) else "string"
-        raw = await _ask(f"{name} ({kind}): ")
-        if kind == "boolean":
-            content[name] = raw.lower() in ("", "y", "yes", "true", "1")
-        elif kind in ("number", "integer"):
-            content[name] = _parse_json_or_text(raw or "0")
-        else:
-            content[name] = raw
-    return types.ElicitResult(action="accept", content=content)
-
-
-@dataclass
-class _Progress:
-    """Routes ``notifications/progress`` of our token to the status line."""
-
-    token: str = field(default_factory=lambda: f"mcptask-{secrets.token_hex(8)}")
-    line: _StatusLine | None = None
-
-    async def on_message(self, message: Any) -> None:
-        import mcp_types as types
-
-        if not isinstance(message, types.ProgressNotification) or self.line is None:
-            return
-        p = message.params
-        if p.progress_token == self.token:
-            self.line.on_progress(p.progress, p.total, p.message)
-
-
 AUTO = "auto"
 
 
 @asynccontextmanager
 async def _connect(
-    target: str, token: str | None, http: _Http, progress: _Progress, protocol: str = AUTO
+    target: str, token: str | None, http: _Http, progress: Progress, protocol: str = AUTO
 ) -> AsyncIterator[Any]:
     """A session on ``protocol``; ``auto``: the handshake's tasks when the server declares
     them, else the tasks extension's revision (a second connection), else the handshake."""
@@ -251,12 +121,12 @@ async def _connect(
 
 @asynccontextmanager
 async def _open(
-    target: str, token: str | None, http: _Http, progress: _Progress, modern: bool
+    target: str, token: str | None, http: _Http, progress: Progress, modern: bool
 ) -> AsyncIterator[Any]:
     from .runtime.mcp_client import TasksClientSession
 
     options: dict[str, Any] = {
-        "elicitation_callback": _elicit,
+        "elicitation_callback": elicit,
         "message_handler": progress.on_message,
         "receive_tasks": False,
     }
@@ -279,30 +149,12 @@ async def _open(
 
     argv = shlex.split(target)
     if not argv:
-        raise _Usage("empty TARGET")
+        raise Usage("empty TARGET")
     params = StdioServerParameters(command=argv[0], args=argv[1:])
     async with stdio_client(params) as (read, write):
         async with TasksClientSession(read, write, **options) as session:
             await (session.discover() if modern else session.initialize())
             yield session
-
-
-def _print_result(result: Any) -> int:
-    for block in result.content:
-        text = getattr(block, "text", None)
-        print(text if text is not None else block.model_dump_json(by_alias=True))
-    return 1 if result.is_error else 0
-
-
-def _dump(data: Any) -> Any:
-    """A model as the wire shows it: fields the server did not send stay absent."""
-    if hasattr(data, "model_dump"):
-        return data.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    return data
-
-
-def _print_json(data: Any) -> None:
-    print(json.dumps(_dump(data), indent=2, sort_keys=True))
 
 
 _NO_TOKEN_HINT = (
@@ -312,35 +164,8 @@ _NO_TOKEN_HINT = (
 )
 
 
-async def interruptible(
-    progress: _Progress, body: Callable[[_StatusLine], Awaitable[object]]
-) -> bool:
-    """Run ``body`` with a fresh status line (also the progress line) to its end, unless
-    Ctrl-C comes first and cancels it; True if it did. The line is finished either way."""
-    line = _StatusLine()
-    progress.line = line
-    interrupted = False
-    try:
-        with anyio.open_signal_receiver(signal.SIGINT) as signals:
-            async with anyio.create_task_group() as tg:
-
-                async def on_signal() -> None:
-                    nonlocal interrupted
-                    async for _ in signals:
-                        interrupted = True
-                        tg.cancel_scope.cancel()
-                        return
-
-                tg.start_soon(on_signal)
-                await body(line)
-                tg.cancel_scope.cancel()
-    finally:
-        line.done()
-    return interrupted
-
-
 async def _run_task(
-    args: argparse.Namespace, session: Any, arguments: dict[str, Any], progress: _Progress
+    args: argparse.Namespace, session: Any, arguments: dict[str, Any], progress: Progress
 ) -> int:
     import mcp_types as types
 
@@ -348,7 +173,7 @@ async def _run_task(
     task_id: str | None = None
     raw: Any = None
 
-    async def body(line: _StatusLine) -> None:
+    async def body(line: StatusLine) -> None:
         nonlocal task_id, raw
         created = await requestor.call_tool_as_task(
             args.tool, arguments, ttl=args.ttl, progress_token=progress.token
@@ -376,15 +201,15 @@ async def _run_task(
         return 130
     if args.detach:
         return 0
-    return _print_result(types.CallToolResult.model_validate(raw))
+    return print_result(types.CallToolResult.model_validate(raw))
 
 
 async def _run(args: argparse.Namespace, http: _Http) -> int:
-    progress = _Progress()
+    progress = Progress()
     async with _connect(args.target, args.token, http, progress, args.protocol) as session:
         requestor = session.tasks
         if requestor.ext is not None:
-            from .cli_ext import run_ext
+            from .cli_extension import run_ext
 
             return await run_ext(args, session, progress)
         if args.command == "call":
@@ -395,7 +220,7 @@ async def _run(args: argparse.Namespace, http: _Http) -> int:
                 as_task = await requestor.task_support(args.tool) == TASK_SUPPORT_REQUIRED
             if as_task:
                 return await _run_task(args, session, arguments, progress)
-            line = _StatusLine()
+            line = StatusLine()
             progress.line = line
             try:
                 result = await session.call_tool(
@@ -403,22 +228,22 @@ async def _run(args: argparse.Namespace, http: _Http) -> int:
                 )
             finally:
                 line.done()
-            return _print_result(result)
+            return print_result(result)
         if args.action == "list":
             tasks = await requestor.list_all()
-            _print_json({"tasks": [_dump(t) for t in tasks]})
+            print_json({"tasks": [dump(t) for t in tasks]})
             if not tasks and not args.token:
                 print(_NO_TOKEN_HINT, file=sys.stderr)
         elif args.action == "get":
-            _print_json(await requestor.get(args.task_id))
+            print_json(await requestor.get(args.task_id))
         elif args.action == "result":
-            _print_json(await requestor.result(args.task_id))
+            print_json(await requestor.result(args.task_id))
         elif args.action == "cancel":
-            _print_json(await requestor.cancel(args.task_id))
+            print_json(await requestor.cancel(args.task_id))
     return 0
 
 
-def _sync_progress(line: _StatusLine) -> Any:
+def _sync_progress(line: StatusLine) -> Any:
     async def callback(progress: float, total: float | None, message: str | None) -> None:
         line.on_progress(progress, total, message)
 
@@ -553,7 +378,7 @@ def main(argv: list[str] | None = None) -> None:
             name = "unauthorized" if http.status == 401 else "access denied"
             print(f"mcptask: {name} (HTTP {http.status}): {fix}", file=sys.stderr)
             code = 1
-        elif isinstance(err, _Usage):
+        elif isinstance(err, Usage):
             print(f"mcptask: {err}", file=sys.stderr)
             code = 2
         elif isinstance(err, MCPError):

@@ -159,6 +159,15 @@ const scenarios = {
     out.final = await tasks.getTask(task.taskId);
   },
 };
+// Any tool as a task: node ts_client.mjs task URL TOOL ARGS_JSON (a server of the README).
+scenarios.task = async () => {
+  const [name, argsJson] = rest;
+  const { created, task } = await createAndPoll(name, JSON.parse(argsJson ?? '{}'));
+  out.serverCapabilities = client.getServerCapabilities();
+  out.created = created;
+  out.final = task;
+  out.result = await tasks.getTaskResult(task.taskId, CallToolResultSchema);
+};
 scenarios.confirm_accept = scenarios.confirm;
 scenarios.confirm_decline = scenarios.confirm;
 

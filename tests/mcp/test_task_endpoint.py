@@ -44,7 +44,7 @@ class InProc:
     @property
     def answered(self) -> int:
         endpoint = self.tasks.task_endpoint
-        return 0 if endpoint is None else int(endpoint.answered)
+        return 0 if endpoint is None else int(endpoint.replied)
 
 
 @contextmanager

@@ -51,9 +51,6 @@ class StoreGuard:
     def __init__(self, store: TaskStore) -> None:
         self.store = store
 
-    async def create(self, record: TaskRecord) -> None:
-        await guarded(self.store.create(record))
-
     async def create_limited(self, record: TaskRecord, max_active: int) -> bool:
         return await guarded(self.store.create_limited(record, max_active))
 

@@ -87,7 +87,7 @@ class ClientGone(Exception):
     """The client left while its request waited here."""
 
 
-class Answer:
+class Reply:
     """A JSON-RPC answer of the task endpoint, sent as one ``application/json`` response."""
 
     __slots__ = ("request_id", "result", "error", "status", "session_id")
@@ -184,8 +184,8 @@ class TaskEndpoint:
         self.security = transport_security(manager)
         #: the methods routed here on each era: every task method, and ``tools/call``
         self.methods = frozenset({*self.router.methods, protocol.TOOLS_CALL})
-        #: how many requests the task endpoint answered, and how many it left to the SDK
-        self.answered = 0
+        #: how many requests the task endpoint replied to, and how many it left to the SDK
+        self.replied = 0
         self.passed = 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -195,27 +195,27 @@ class TaskEndpoint:
         await self.serve(scope, receive, send, self.sdk_app)
 
     async def serve(self, scope: Any, receive: Any, send: Any, fallback: Any) -> None:
-        """Answer a POST, or hand it to ``fallback`` with its body replayed."""
+        """Reply a POST, or hand it to ``fallback`` with its body replayed."""
         messages, body = await _read_body(receive, self.manager.max_request_body_size)
-        answer: Answer | None = None
+        reply: Reply | None = None
         if body is not None:
             try:
-                answer = await self.answer(scope, body, receive)
+                reply = await self.reply(scope, body, receive)
             except ClientGone:
                 return  # left while its tasks/result waited: nobody to answer
             except Exception:  # never lose a request: the SDK's path answers it
                 log.exception("task endpoint: a request fell back to the SDK after an error")
-                answer = None
-        if answer is None:
+                reply = None
+        if reply is None:
             self.passed += 1
             scope[_SEEN] = True
             await fallback(scope, _replay(messages, receive), send)
             return
-        self.answered += 1
-        await answer.send(send)
+        self.replied += 1
+        await reply.send(send)
 
-    async def answer(self, scope: Any, body: bytes, receive: Any = None) -> Answer | None:
-        """The answer of a request served here, else ``None`` (the SDK answers)."""
+    async def reply(self, scope: Any, body: bytes, receive: Any = None) -> Reply | None:
+        """The reply to a request served here, else ``None`` (the SDK answers)."""
         headers = _headers(scope)
         if not headers.get("content-type", "").split(";")[0].strip() == _JSON.decode():
             return None
@@ -255,7 +255,7 @@ class TaskEndpoint:
         message: JSONRPCRequest,
         params: dict[str, Any],
         receive: Any,
-    ) -> Answer | None:
+    ) -> Reply | None:
         session_id = headers.get(_SESSION_HEADER)
         if self.manager.stateless:
             if (version or DEFAULT_NEGOTIATED_VERSION) != protocol.REVISION:
@@ -307,7 +307,7 @@ class TaskEndpoint:
         doc: dict[str, Any],
         message: JSONRPCRequest,
         params: dict[str, Any],
-    ) -> Answer | None:
+    ) -> Reply | None:
         route = modern_route(doc, scope, headers)
         if route is None:
             return None  # the SDK's envelope checks refuse it
@@ -327,7 +327,7 @@ class TaskEndpoint:
         return await self._route(req, None, None)
 
     # ------------------------------------------------------------------ answering
-    async def _route(self, req: TaskRequest, session_id: str | None, receive: Any) -> Answer | None:
+    async def _route(self, req: TaskRequest, session_id: str | None, receive: Any) -> Reply | None:
         """The router's answer as JSON; ``None`` when the SDK's path must answer."""
         rid = req.id if req.id is not None else 0
         try:
@@ -343,10 +343,10 @@ class TaskEndpoint:
                 if req.version == protocol.REVISION
                 else ERROR_CODE_HTTP_STATUS.get(exc.code, 200)
             )
-            return Answer(rid, error=exc.to_error(), status=status, session_id=session_id)
+            return Reply(rid, error=exc.to_error(), status=status, session_id=session_id)
         if routed is None or isinstance(routed, Pass):
             return None
-        return Answer(rid, routed, session_id=session_id)
+        return Reply(rid, routed, session_id=session_id)
 
     async def _waiting(self, req: TaskRequest, receive: Any) -> dict[str, Any] | Pass | None:
         """A ``tasks/result`` routed with a bound wait (``None`` after :data:`RESULT_WAIT_S`:

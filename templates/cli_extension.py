@@ -3,8 +3,8 @@
 answered through ``tasks/update``, or the result at once), ``tasks get|cancel`` use the
 extension's requests, ``tasks result`` polls ``tasks/get`` to the end, ``tasks list`` is
 refused (the extension has none: X-COMPAT-4). Used by ``cli`` when that revision was
-negotiated; refusals are ``TaskNotSupported`` (exit 2), the one class ``cli`` shares with
-this module when it runs as ``__main__``."""
+negotiated; refusals are ``TaskNotSupported`` (exit 2). What both faces share is
+``cli_common``."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from typing import Any
 
 import anyio
 
-from .cli import (
-    _print_json,
-    _print_result,
-    _Progress,
-    _StatusLine,
+from .cli_common import (
+    Progress,
+    StatusLine,
     coerce_arguments,
     interruptible,
+    print_json,
+    print_result,
 )
 from .protocol import REVISION
 from .runtime.mcp_client import TaskNotSupported
@@ -29,7 +29,7 @@ __all__ = ["run_ext"]
 
 
 async def _run_task(
-    args: argparse.Namespace, ext: Any, arguments: dict[str, Any], progress: _Progress
+    args: argparse.Namespace, ext: Any, arguments: dict[str, Any], progress: Progress
 ) -> int:
     """``call`` on the tasks extension: the server decides (a task, or the result at once)."""
     if (args.task or args.detach) and not ext.server_offers_tasks():
@@ -41,7 +41,7 @@ async def _run_task(
     task_id: str | None = None
     answer: Any = None
 
-    async def body(line: _StatusLine) -> None:
+    async def body(line: StatusLine) -> None:
         nonlocal task_id, answer
         meta = {"progressToken": progress.token}
         answer = await ext.call_tool(args.tool, arguments, meta=meta)
@@ -61,10 +61,10 @@ async def _run_task(
         return 130
     if args.detach and task_id is not None:
         return 0
-    return _print_result(answer)
+    return print_result(answer)
 
 
-async def run_ext(args: argparse.Namespace, session: Any, progress: _Progress) -> int:
+async def run_ext(args: argparse.Namespace, session: Any, progress: Progress) -> int:
     """The tasks extension's revision (2026-07-28): its own requests, no tasks/list."""
     requestor = session.tasks
     ext = requestor.ext
@@ -78,10 +78,10 @@ async def run_ext(args: argparse.Namespace, session: Any, progress: _Progress) -
             f"extension has no tasks/list); try --protocol {REVISION}"
         )
     if args.action == "get":
-        _print_json(await ext.get(args.task_id))
+        print_json(await ext.get(args.task_id))
     elif args.action == "result":
-        _print_json(await requestor.result(args.task_id))  # polls tasks/get to the end
+        print_json(await requestor.result(args.task_id))  # polls tasks/get to the end
     elif args.action == "cancel":
         await ext.cancel(args.task_id)  # an empty ack (X-CAN-3); show where the task is
-        _print_json(await ext.get(args.task_id))
+        print_json(await ext.get(args.task_id))
     return 0

@@ -1,0 +1,210 @@
+"""What both faces of ``mcptask`` share: ``key=value`` arguments coerced by the tool's input
+schema, the status line on stderr, the terminal's answers to elicitation, printing results,
+and running a call that Ctrl-C interrupts."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+__all__ = [
+    "Progress",
+    "Usage",
+    "StatusLine",
+    "coerce_arguments",
+    "dump",
+    "elicit",
+    "interruptible",
+    "print_json",
+    "print_result",
+]
+
+
+class Usage(Exception):
+    """A mistake in the command line: exit 2."""
+
+
+def _parse_json_or_text(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _schema_types(spec: Any) -> set[str]:
+    """The JSON types a property schema admits (``type``, ``anyOf``/``oneOf``, ``const``)."""
+    if not isinstance(spec, Mapping):
+        return set()
+    out: set[str] = set()
+    kind = spec.get("type")
+    if isinstance(kind, str):
+        out.add(kind)
+    elif isinstance(kind, list):
+        out.update(k for k in kind if isinstance(k, str))
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in spec.get(key) or ():
+            out |= _schema_types(sub)
+    for value in [spec["const"]] if "const" in spec else list(spec.get("enum") or ()):
+        out.add("string" if isinstance(value, str) else "json")
+    return out
+
+
+def _coerce(raw: str, spec: Any) -> Any:
+    """A string property keeps the text; any other (or an untyped one) takes it as JSON when it
+    parses, else as text, which the server then refuses naming the field."""
+    if "string" in _schema_types(spec):
+        return raw
+    return _parse_json_or_text(raw)
+
+
+def coerce_arguments(pairs: list[str], input_schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``key=value`` pairs as tool arguments, typed by the tool's ``inputSchema``."""
+    props = (input_schema or {}).get("properties")
+    props = props if isinstance(props, Mapping) else {}
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise Usage(f"expected key=value, got {pair!r}")
+        out[key] = _coerce(value, props.get(key))
+    return out
+
+
+@dataclass
+class StatusLine:
+    """One line on stderr, rewritten as the task's status and progress change."""
+
+    tty: bool = field(default_factory=lambda: sys.stderr.isatty())
+    last: str = ""
+    head: str = ""
+    progress: str = ""
+
+    def show(self, task: Any) -> None:
+        message = f" - {task.statusMessage}" if task.statusMessage else ""
+        status = getattr(task.status, "value", task.status)
+        self.head = f"task {task.taskId}: {status}{message}"
+        self._write()
+
+    def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        share = f" ({progress / total:.0%})" if total else ""
+        text = message or (f"{progress:g}/{total:g}" if total else f"{progress:g}")
+        self.progress = f"progress: {text}{share}"
+        self._write()
+
+    def _write(self) -> None:
+        line = " | ".join(part for part in (self.head, self.progress) if part)
+        if not line or line == self.last:
+            return
+        self.last = line
+        if self.tty:
+            sys.stderr.write("\r\x1b[2K" + line)
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty and self.last:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+async def _ask(prompt: str) -> str:
+    def read() -> str:
+        sys.stderr.write(prompt)
+        sys.stderr.flush()
+        return sys.stdin.readline().strip()
+
+    return await anyio.to_thread.run_sync(read)
+
+
+async def elicit(ctx: Any, params: Any) -> Any:
+    import mcp_types as types
+
+    sys.stderr.write(f"\nserver asks: {params.message}\n")
+    schema = getattr(params, "requested_schema", None) or {}
+    if not sys.stdin.isatty():
+        return types.ElicitResult(action="decline")
+    answer = (await _ask("accept? [y/N] ")).lower()
+    if answer not in ("y", "yes"):
+        return types.ElicitResult(action="decline")
+    content: dict[str, Any] = {}
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    for name, spec in props.items():
+        kind = spec.get("type", "string") if isinstance(spec, dict) else "string"
+        raw = await _ask(f"{name} ({kind}): ")
+        if kind == "boolean":
+            content[name] = raw.lower() in ("", "y", "yes", "true", "1")
+        elif kind in ("number", "integer"):
+            content[name] = _parse_json_or_text(raw or "0")
+        else:
+            content[name] = raw
+    return types.ElicitResult(action="accept", content=content)
+
+
+@dataclass
+class Progress:
+    """Routes ``notifications/progress`` of our token to the status line."""
+
+    token: str = field(default_factory=lambda: f"mcptask-{secrets.token_hex(8)}")
+    line: StatusLine | None = None
+
+    async def on_message(self, message: Any) -> None:
+        import mcp_types as types
+
+        if not isinstance(message, types.ProgressNotification) or self.line is None:
+            return
+        p = message.params
+        if p.progress_token == self.token:
+            self.line.on_progress(p.progress, p.total, p.message)
+
+
+def print_result(result: Any) -> int:
+    for block in result.content:
+        text = getattr(block, "text", None)
+        print(text if text is not None else block.model_dump_json(by_alias=True))
+    return 1 if result.is_error else 0
+
+
+def dump(data: Any) -> Any:
+    """A model as the wire shows it: fields the server did not send stay absent."""
+    if hasattr(data, "model_dump"):
+        return data.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return data
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(dump(data), indent=2, sort_keys=True))
+
+
+async def interruptible(
+    progress: Progress, body: Callable[[StatusLine], Awaitable[object]]
+) -> bool:
+    """Run ``body`` with a fresh status line (also the progress line) to its end, unless
+    Ctrl-C comes first and cancels it; True if it did. The line is finished either way."""
+    line = StatusLine()
+    progress.line = line
+    interrupted = False
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async with anyio.create_task_group() as tg:
+
+                async def on_signal() -> None:
+                    nonlocal interrupted
+                    async for _ in signals:
+                        interrupted = True
+                        tg.cancel_scope.cancel()
+                        return
+
+                tg.start_soon(on_signal)
+                await body(line)
+                tg.cancel_scope.cancel()
+    finally:
+        line.done()
+    return interrupted

@@ -1,0 +1,233 @@
+"""The README's two handler examples, run as written against a real server, on both faces and
+through both front doors (the task endpoint and the SDK's path), with real clients: our
+``TaskRequestor`` (2025-11-25 and the extension), the stock ``mcp.Client`` in both modes, and
+the TypeScript SDK's client.
+
+(a) ``PoliteTasks`` / ``PoliteExtensionTasks``: subclasses of the default handlers that
+override ``tasks/get`` (a status message while working) and ``tasks/cancel``, calling
+``super()``. (b) ``JobTasks`` / ``JobExtensionTasks``: handlers from the generated bases
+alone, over a job queue of the user's own (nothing of the engine): a task-augmented
+``tools/call`` reaches their ``tools_call_task`` hook, what they do not override answers
+``-32601`` and is not advertised (R-CAP-1, X-CAP-2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from interop import run_node
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from procs import free_port, python_env, stop_process, wait_listening
+
+from mcp_tasks.extension import protocol as ext
+from mcp_tasks.meta import RELATED_TASK_KEY
+from mcp_tasks.runtime.mcp_client import TaskRequestor, raw_request
+from mcp_tasks.runtime.mcp_ext_client import TasksClientExtension
+
+pytestmark = pytest.mark.anyio
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+DOORS = ("endpoint", "sdk")
+QUEUED = "3 words, counted on the queue"
+#: runs a README block's ``main(port, task_endpoint)`` (its ``__main__`` part serves at 8000)
+RUNNER = (
+    "import runpy, sys, anyio; ns = runpy.run_path(sys.argv[1], run_name='readme_example');"
+    " anyio.run(ns['main'], int(sys.argv[2]), sys.argv[3] == 'endpoint')"
+)
+
+
+def readme_block(marker: str) -> str:
+    """The first Python block after ``marker`` in the README."""
+    return README.split(marker, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+
+
+EXAMPLES = {
+    "subclass": readme_block("**(a) Change one rule"),
+    "own-jobs": readme_block("**(b) Serve tasks from your own job system"),
+}
+
+
+@pytest.fixture(scope="module", params=[(e, d) for e in EXAMPLES for d in DOORS], ids=str)
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str]]:
+    """(example, URL): the README example served on a free port, through ``door``."""
+    example, door = request.param
+    tmp = tmp_path_factory.mktemp(f"{example}-{door}")
+    source = tmp / "example.py"
+    source.write_text(EXAMPLES[example])
+    port = free_port()
+    log = tmp / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RUNNER, str(source), str(port), door],
+            cwd=tmp,
+            env=python_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_listening(proc, port, log, timeout=60, what=f"README example {example}")
+        yield example, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_process(proc)
+
+
+@asynccontextmanager
+async def legacy(url: str) -> AsyncIterator[Client]:
+    async with Client(url, mode="legacy") as c:
+        assert c.protocol_version == "2025-11-25"
+        yield c
+
+
+@asynccontextmanager
+async def modern(url: str) -> AsyncIterator[tuple[Client, TasksClientExtension]]:
+    extension = TasksClientExtension()
+    async with Client(url, extensions=[extension]) as c:
+        assert c.session.protocol_version == ext.REVISION
+        yield c, extension
+
+
+def text_of(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+TOOL = {"subclass": ("report", {"quarter": "Q1", "seconds": 1}, "report for Q1")}
+TOOL["own-jobs"] = ("count_words", {"text": "one two three"}, QUEUED)
+
+
+async def test_our_requestor_on_the_2025_face_R_CREATE_2_R_RESULT_1(
+    served: tuple[str, str],
+) -> None:
+    example, url = served
+    tool, arguments, expected = TOOL[example]
+    async with legacy(url) as c:
+        requestor = TaskRequestor(c.session)
+        created = await requestor.call_tool_as_task(tool, arguments)
+        seen = await requestor.get(created.task.taskId)
+        if example == "subclass":  # the override of tasks/get, through super()
+            assert seen.statusMessage == "Working on it: ask again in a moment"
+        done = await requestor.wait(created.task.taskId)
+        assert done.status.value == "completed"
+        result = await requestor.tool_result(created.task.taskId)
+        assert text_of(result) == expected
+        assert (result.meta or {})[RELATED_TASK_KEY] == {"taskId": created.task.taskId}
+        # the tool called plainly runs as usual (R-CREATE-4 without a task param)
+        plain = await c.call_tool(tool, arguments)
+        assert text_of(plain) != QUEUED
+
+
+async def test_our_requestor_on_the_extension_face_X_CAP_4_X_GET_9(
+    served: tuple[str, str],
+) -> None:
+    example, url = served
+    tool, arguments, expected = TOOL[example]
+    async with modern(url) as (c, extension):
+        requestor = extension.requestor(c.session)
+        assert requestor.server_offers_tasks()  # X-CAP-2: the handler serves something
+        created = await requestor.call_tool(tool, arguments)
+        assert isinstance(created, ext.CreateTaskResult) and created.resultType == "task"
+        first = await requestor.get(created.taskId)
+        if example == "subclass":
+            assert first.status == ext.WORKING
+            assert first.statusMessage == "Working on it: ask again in a moment"
+        result = await requestor.tool_result(created.taskId)
+        assert text_of(result) == expected
+        # the same through TaskRequestor, which picks the face from the session
+        again = await TaskRequestor(c.session).run_tool(tool, arguments)
+        assert text_of(again) == expected
+        # the stock client's own call_tool, resolved by our extension
+        assert text_of(await c.call_tool(tool, arguments)) == expected
+
+
+async def test_stock_client_legacy_mode_raw_requests(served: tuple[str, str]) -> None:
+    """The stock client's own task wire types through its public ``send_request``."""
+    example, url = served
+    tool, arguments, expected = TOOL[example]
+    async with legacy(url) as c:
+        raw = await raw_request(
+            c.session, "tools/call", {"name": tool, "arguments": arguments, "task": {}}
+        )
+        task_id = types.CreateTaskResult.model_validate(raw).task.task_id
+        payload = types.GetTaskPayloadRequest(
+            params=types.GetTaskPayloadRequestParams(task_id=task_id)
+        )
+        result = await c.session.send_request(payload, types.CallToolResult)
+        assert text_of(result) == expected
+        get = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id))
+        assert (await c.session.send_request(get, types.GetTaskResult)).status == "completed"
+
+
+async def test_cancel_through_the_handler_R_CANCEL_2(served: tuple[str, str]) -> None:
+    example, url = served
+    tool, arguments, _ = TOOL[example]
+    slow = {**arguments, "seconds": 30} if example == "subclass" else arguments
+    async with legacy(url) as c:
+        requestor = TaskRequestor(c.session)
+        created = await requestor.call_tool_as_task(tool, slow)
+        cancelled = await requestor.cancel(created.task.taskId)  # in its first minute
+        assert cancelled.status.value == "cancelled"
+    async with modern(url) as (c, extension):
+        requestor = extension.requestor(c.session)
+        made = await requestor.call_tool(tool, slow)
+        assert isinstance(made, ext.CreateTaskResult)
+        assert (await requestor.cancel(made.taskId)).resultType == "complete"
+        assert (await requestor.wait(made.taskId)).status == ext.CANCELLED
+
+
+async def test_what_is_not_overridden_is_neither_served_nor_advertised_R_CAP_1(
+    served: tuple[str, str],
+) -> None:
+    example, url = served
+    async with legacy(url) as c:
+        caps = c.server_capabilities.tasks
+        assert caps is not None and caps.requests is not None and caps.cancel is not None
+        if example == "own-jobs":  # JobTasks has no tasks_list
+            assert caps.list is None
+            with pytest.raises(MCPError) as err:
+                await raw_request(c.session, "tasks/list", {})
+            assert err.value.code == -32601
+    if example == "own-jobs":  # JobExtensionTasks has no tasks_update
+        async with modern(url) as (c, extension):
+            with pytest.raises(MCPError) as err:
+                await extension.requestor(c.session).update("any", {"k": {}})
+            assert err.value.code == -32601
+
+
+def test_typescript_sdk_client(served: tuple[str, str], node_modules: None) -> None:
+    example, url = served
+    tool, arguments, expected = TOOL[example]
+    out = run_node("ts_client.mjs", "task", url, tool, json.dumps(arguments))
+    assert out["_rc"] == 0, out
+    assert out["final"]["status"] == "completed"
+    assert out["result"]["content"][0]["text"] == expected
+    assert out["serverCapabilities"]["tasks"]["requests"]["tools"]["call"] == {}
+
+
+@pytest.fixture(scope="session")
+def node_modules() -> None:
+    from interop import npm_ci
+
+    npm_ci()
+
+
+async def test_served_answers_do_not_wait(served: tuple[str, str]) -> None:
+    """A created task is answered at once (R-CREATE-2): the hook does not run the work."""
+    example, url = served
+    tool, arguments, _ = TOOL[example]
+    async with legacy(url) as c:
+        with anyio.fail_after(10):
+            slow = {**arguments, "seconds": 30} if example == "subclass" else arguments
+            created = await TaskRequestor(c.session).call_tool_as_task(tool, slow)
+        assert created.task.status.value == "working"
