@@ -104,7 +104,8 @@ class Selection:
     hoisted: dict[str, str]  # "Parent.prop" -> name
 
 
-def _ref_name(node: Any) -> str | None:
+def ref_name(node: Any) -> str | None:
+    """The definition a local ``$ref`` node names (``#/$defs/Task`` -> ``Task``), else None."""
     if isinstance(node, dict):
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/"):
@@ -120,7 +121,7 @@ def _alias_cycle(defs: dict[str, Any], start: str) -> list[str] | None:
         node = defs.get(name)
         if not isinstance(node, dict) or not set(node) <= {"$ref", "description", "title"}:
             return None
-        nxt = _ref_name(node)
+        nxt = ref_name(node)
         if nxt is None:
             return None
         if nxt in chain:
@@ -135,7 +136,9 @@ def _pascal(name: str) -> str:
     return out or "Field"
 
 
-class _Finder:
+class Finder:
+    """Looks through one schema's definitions by structure (shared with ``extselect``)."""
+
     def __init__(self, loaded: LoadedSchema) -> None:
         self.loaded = loaded
         self.defs = loaded.defs
@@ -145,7 +148,7 @@ class _Finder:
         """The object schemas a node stands for, through $ref and anyOf/oneOf/allOf."""
         if not isinstance(node, dict):
             return []
-        name = _ref_name(node)
+        name = ref_name(node)
         if name is not None:
             if name in seen:
                 raise GeneratorError(f"schema has a reference cycle through definition {name!r}")
@@ -190,7 +193,7 @@ class _Finder:
             if side is None or not (name.endswith("Request") or name.endswith("Notification")):
                 continue
             for member in definition["anyOf"]:
-                ref = _ref_name(member)
+                ref = ref_name(member)
                 if ref is not None:
                     out.setdefault(ref, set()).add(side)
         return out
@@ -212,7 +215,7 @@ def _side(name: str) -> str | None:
     )
 
 
-def _augmentation(f: _Finder) -> tuple[str, tuple[tuple[str, str], ...], frozenset[str]]:
+def _augmentation(f: Finder) -> tuple[str, tuple[tuple[str, str], ...], frozenset[str]]:
     """The task metadata type, the task-augmentable requests (definition, method) and the
     params definitions of every request (with their union members)."""
     defs = f.defs
@@ -224,15 +227,15 @@ def _augmentation(f: _Finder) -> tuple[str, tuple[tuple[str, str], ...], frozens
         if method is None:
             continue
         params = defs[name]["properties"].get("params")
-        pref = _ref_name(params)
+        pref = ref_name(params)
         if pref:
             params_defs.add(pref)
             members = defs.get(pref, {})
             if isinstance(members, dict):
                 for m in members.get("anyOf", []) + members.get("oneOf", []):
-                    if _ref_name(m):
-                        params_defs.add(str(_ref_name(m)))
-        targets = {_ref_name(obj["properties"].get(TASK_PROPERTY)) for obj in f.resolve(params)}
+                    if ref_name(m):
+                        params_defs.add(str(ref_name(m)))
+        targets = {ref_name(obj["properties"].get(TASK_PROPERTY)) for obj in f.resolve(params)}
         targets.discard(None)
         task_meta_defs |= {str(t) for t in targets}
         if targets:
@@ -250,7 +253,7 @@ def _augmentation(f: _Finder) -> tuple[str, tuple[tuple[str, str], ...], frozens
     return task_meta_defs.pop(), plain, frozenset(params_defs)
 
 
-def _task_types(f: _Finder) -> TaskTypes:
+def _task_types(f: Finder) -> TaskTypes:
     """The task type: carried in ``task`` by the answer to a task-augmented request."""
     defs = f.defs
     task_metadata_def, augmentable, params_defs = _augmentation(f)
@@ -262,7 +265,7 @@ def _task_types(f: _Finder) -> TaskTypes:
         props = d.get("properties")
         if not isinstance(props, dict) or TASK_PROPERTY not in props:
             continue
-        target = _ref_name(props[TASK_PROPERTY])
+        target = ref_name(props[TASK_PROPERTY])
         if target is None or target == task_metadata_def:
             continue
         target_objs = f.resolve(props[TASK_PROPERTY])
@@ -275,7 +278,7 @@ def _task_types(f: _Finder) -> TaskTypes:
         )
     create_result_def, task_def = candidates[0]
     status_node = defs[task_def]["properties"].get("status")
-    status_def = _ref_name(status_node)
+    status_def = ref_name(status_node)
     if status_def is not None and status_def not in defs:
         raise GeneratorError(
             f"broken $ref {status_node['$ref']!r} in {task_def}.status: no definition {status_def!r}"
@@ -299,7 +302,7 @@ def _task_types(f: _Finder) -> TaskTypes:
     )
 
 
-def _task_methods(f: _Finder, senders: dict[str, set[str]]) -> tuple[FoundMethod, ...]:
+def _task_methods(f: Finder, senders: dict[str, set[str]]) -> tuple[FoundMethod, ...]:
     """Definitions whose ``method`` const is a task method, with their params and results."""
     methods: list[FoundMethod] = []
     for name in sorted(f.defs):
@@ -322,7 +325,7 @@ def _task_methods(f: _Finder, senders: dict[str, set[str]]) -> tuple[FoundMethod
                 method=method,
                 definition=name,
                 kind="request" if is_request else "notification",
-                params=_ref_name(props.get("params")),  # inline params: named when hoisted
+                params=ref_name(props.get("params")),  # inline params: named when hoisted
                 result=result,
                 sent_by=tuple(sorted(senders.get(name, set()))),
             )
@@ -330,7 +333,7 @@ def _task_methods(f: _Finder, senders: dict[str, set[str]]) -> tuple[FoundMethod
     return tuple(methods)
 
 
-def _capability_tree(f: _Finder) -> CapabilityTree:
+def _capability_tree(f: Finder) -> CapabilityTree:
     """``*Capabilities.tasks``: the request paths and flags each side may declare."""
     owners: dict[str, str] = {}
     schemas: dict[str, dict[str, Any]] = {}
@@ -370,7 +373,7 @@ def _augmentable(
     return tuple(out)
 
 
-def _tool_support(f: _Finder) -> tuple[str | None, tuple[str, ...]]:
+def _tool_support(f: Finder) -> tuple[str | None, tuple[str, ...]]:
     """Tool-level negotiation: the definition with a ``taskSupport`` enum property, its values."""
     owner: str | None = None
     values: tuple[str, ...] = ()
@@ -379,7 +382,7 @@ def _tool_support(f: _Finder) -> tuple[str | None, tuple[str, ...]]:
         props = d.get("properties") if isinstance(d, dict) else None
         if isinstance(props, dict) and isinstance(props.get(TASK_SUPPORT_PROPERTY), dict):
             ts = props[TASK_SUPPORT_PROPERTY]
-            resolved = f.defs.get(_ref_name(ts) or "", ts)
+            resolved = f.defs.get(ref_name(ts) or "", ts)
             enum = resolved.get("enum") if isinstance(resolved, dict) else None
             values = tuple(str(v) for v in enum) if isinstance(enum, list) else ()
             owner = name
@@ -387,7 +390,7 @@ def _tool_support(f: _Finder) -> tuple[str | None, tuple[str, ...]]:
 
 
 def _seeds(
-    f: _Finder,
+    f: Finder,
     types: TaskTypes,
     methods: tuple[FoundMethod, ...],
     support_owner: str | None,
@@ -409,7 +412,7 @@ def _seeds(
         props = d.get("properties")
         if (
             isinstance(props, dict)
-            and _ref_name(props.get(TASK_PROPERTY)) == types.task_metadata_def
+            and ref_name(props.get(TASK_PROPERTY)) == types.task_metadata_def
         ):
             seeds.add(name)
     for name in extra:
@@ -423,7 +426,7 @@ def _seeds(
 
 def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
     """``extra``: definitions the rules overlay names (the types of task ``_meta`` entries)."""
-    f = _Finder(loaded)
+    f = Finder(loaded)
     senders = f.senders()
     types = _task_types(f)
     methods = _task_methods(f, senders)
@@ -432,7 +435,7 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
     closure = cut(f, _seeds(f, types, methods, support_owner, extra), caps)
     support_def = closure.hoisted.get(f"{support_owner}.{TASK_SUPPORT_PROPERTY}")
     if support_owner and support_def is None:
-        support_def = _ref_name(closure.defs[support_owner]["properties"][TASK_SUPPORT_PROPERTY])
+        support_def = ref_name(closure.defs[support_owner]["properties"][TASK_SUPPORT_PROPERTY])
     return Selection(
         defs=closure.defs,
         methods=tuple(
@@ -454,7 +457,7 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
     )
 
 
-def _gather(f: _Finder, seeds: set[str], caps: CapabilityTree) -> dict[str, Any]:
+def _gather(f: Finder, seeds: set[str], caps: CapabilityTree) -> dict[str, Any]:
     """Copies of the seeds, the ``tasks`` capability objects and everything they refer to."""
     out: dict[str, Any] = {
         f"{caps.owners[side]}Tasks": copy.deepcopy(caps.schemas[side])
@@ -466,7 +469,7 @@ def _gather(f: _Finder, seeds: set[str], caps: CapabilityTree) -> dict[str, Any]
         if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str):
-                name = _ref_name(node)
+                name = ref_name(node)
                 if name is None or not ref.startswith(f.prefix):
                     raise GeneratorError(
                         f"unsupported $ref {ref!r}: only local '{f.prefix}...' references are supported"
@@ -546,7 +549,7 @@ def _rewrite(node: Any) -> Any:
     """References normalised to ``#/$defs/``."""
     if isinstance(node, dict):
         return {
-            k: (f"#/$defs/{_ref_name(node)}" if k == "$ref" and _ref_name(node) else _rewrite(v))
+            k: (f"#/$defs/{ref_name(node)}" if k == "$ref" and ref_name(node) else _rewrite(v))
             for k, v in node.items()
         }
     if isinstance(node, list):
@@ -554,7 +557,7 @@ def _rewrite(node: Any) -> Any:
     return node
 
 
-def cut(f: _Finder, seeds: set[str], caps: CapabilityTree) -> Closure:
+def cut(f: Finder, seeds: set[str], caps: CapabilityTree) -> Closure:
     """The closure of ``seeds``, hoisted, with references normalised, ordered by name."""
     out = _gather(f, seeds, caps)
     hoisted = _hoist(out, set(f.defs) | set(out))
