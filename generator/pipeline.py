@@ -12,7 +12,7 @@ from mcptask_gen.background import Background
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.extselect import select_extension
 from mcptask_gen.fmt import format_sources
-from mcptask_gen.ir import IR, build_ir
+from mcptask_gen.ir import IR, Package, build_ir, merge_faces
 from mcptask_gen.load import load, load_overlay, overlay_revisions
 from mcptask_gen.render import Renderer, header
 from mcptask_gen.reshape import reshape
@@ -79,21 +79,15 @@ def analyse(schema: Path, revision: str | None, package: str) -> tuple[IR, Selec
     return build_ir(loaded, selection, overlay, package, __version__), selection
 
 
-def analyse_all(options: Options) -> list[tuple[IR, Selection]]:
+def analyse_all(options: Options) -> tuple[Package, list[tuple[IR, Selection]]]:
     """Every schema's face, ordered by revision (argument order never matters)."""
     package = package_name_for(options)
     if options.revision is not None and options.more:
         raise GeneratorError("--revision names the revision of one schema; give one SCHEMA")
     faces = [analyse(s, options.revision, package) for s in options.schemas]
-    faces.sort(key=lambda f: (f[0].revision, f[0].kind, f[0].face))
-    for what in ("face", "revision"):
-        seen = [str(getattr(ir, what)) for ir, _ in faces]
-        for value in seen:
-            if seen.count(value) > 1:
-                raise GeneratorError(
-                    f"two schemas make the same {what} {value!r}: give each revision's schema once"
-                )
-    return faces
+    merged = merge_faces([ir for ir, _ in faces])  # ordered and checked
+    selections = {ir.face: sel for ir, sel in faces}
+    return merged, [(ir, selections[ir.face]) for ir in merged.faces]
 
 
 def _label(ir: IR) -> str:
@@ -102,8 +96,8 @@ def _label(ir: IR) -> str:
 
 def build(options: Options) -> tuple[list[IR], dict[str, str]]:
     """Everything up to the bytes of every output file; writes nothing."""
-    faces = analyse_all(options)
-    renderer = Renderer([ir for ir, _ in faces], options.templates)
+    merged, faces = analyse_all(options)
+    renderer = Renderer(merged, options.templates)
     wanted = [(ir, sel.defs) for ir, sel in faces if any(f is ir for f, _ in renderer.models_templates)]
     codes: dict[str, str | None] = {
         ir.face: models_stage.cached(defs, _label(ir)) for ir, defs in wanted

@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcptask_gen import shape
 from mcptask_gen.errors import GeneratorError
-from mcptask_gen.ir import IR
+from mcptask_gen.ir import IR, Package
 
 if TYPE_CHECKING:
     import jinja2
@@ -122,24 +122,23 @@ class Rendered:
 
 
 class Renderer:
-    """Renders the package of ``faces`` (one IR per schema, ordered by revision): each face's
-    templates (``faces/<kind>/``) into ``<face>/`` with that face as ``ir``, and the
-    top-level templates once with ``ir`` = the package IR (``package_ir``), ``faces`` and
-    ``core`` (the newest core face, or None)."""
+    """Renders a package the IR layer merged (``ir.merge_faces``): each face's templates
+    (``faces/<kind>/``) into ``<face>/`` with that face as ``ir``, and the top-level templates
+    once with ``ir`` = the package IR, ``faces`` and ``core`` (the newest core face, or None).
+    It checks nothing about the faces: it renders what it is given."""
 
-    def __init__(self, faces: IR | Sequence[IR], user_templates: Path | None) -> None:
-        self.faces = [faces] if isinstance(faces, IR) else list(faces)
+    def __init__(self, package: Package, user_templates: Path | None) -> None:
+        self.faces = list(package.faces)
         self.files = template_files(user_templates)
         self.needs = read_needs(self.files)
         self.files.pop(NEEDS_FILE, None)
         self.roots = ([user_templates] if user_templates else []) + [builtin_templates()]
         self._env: jinja2.Environment | None = None  # jinja2 is imported on first render
-        self.ir = package_ir(self.faces)
-        core = [f for f in self.faces if f.kind == "core"]
+        self.ir = package.ir
         self.context: dict[str, Any] = {
-            "ir": self.ir,
-            "faces": tuple(self.faces),
-            "core": core[-1] if core else None,
+            "ir": package.ir,
+            "faces": package.faces,
+            "core": package.core,
             "header": header(self.faces),
         }
         self.builtin = builtin_templates()
@@ -231,51 +230,6 @@ class Renderer:
             raise GeneratorError(
                 f"template error in {path}, line {_jinja_line(exc, path)}: {type(exc).__name__}: {exc}"
             ) from None
-
-
-def package_ir(faces: Sequence[IR]) -> IR:
-    """The IR the top-level templates see: the newest core face (else the first face), with
-    the errors of every face merged (one name, one code and message) and the state machine
-    every face agrees on."""
-    core = [f for f in faces if f.kind == "core"]
-    primary = core[-1] if core else faces[0]
-    errors: dict[str, Any] = {}
-    for face in faces:
-        for e in face.errors:
-            seen = errors.get(e.name)
-            if seen is not None and (seen.code, seen.message) != (e.code, e.message):
-                raise GeneratorError(
-                    f"error {e.name!r} differs between faces: {seen.code} {seen.message!r} "
-                    f"vs {e.code} {e.message!r} ({face.face})"
-                )
-            errors.setdefault(e.name, e)
-        if _machine(face) != _machine(primary):
-            raise GeneratorError(
-                f"the task statuses, terminal set or transitions of {face.face} differ from "
-                f"those of {primary.face}: one package has one state machine"
-            )
-    ordered = _bases_first(list(errors.values()))
-    return replace(primary, errors=tuple(ordered))
-
-
-def _machine(ir: IR) -> tuple[object, ...]:
-    moves = {status: frozenset(targets) for status, targets in ir.transitions}
-    return frozenset(ir.statuses), ir.initial, frozenset(ir.terminal), moves
-
-
-def _bases_first(errors: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    names = {e.name for e in errors}
-    pending = list(errors)
-    for _ in range(len(errors) ** 2 + 1):
-        if not pending:
-            break
-        e = pending.pop(0)
-        if e.base == "TaskError" or e.base in {o.name for o in out} or e.base not in names:
-            out.append(e)
-        else:
-            pending.append(e)
-    return out
 
 
 def _jinja_line(exc: BaseException, path: Path) -> str:

@@ -122,14 +122,14 @@ def test_same_schema_twice_is_refused(tmp_path: Path) -> None:
 def test_faces_must_agree_on_the_state_machine(ext_ir: Any) -> None:
     """X-STATE-1 and R-STATE-2 must be one machine: one engine serves both faces."""
     from mcptask_gen.errors import GeneratorError
+    from mcptask_gen.ir import merge_faces
     from mcptask_gen.pipeline import analyse
-    from mcptask_gen.render import package_ir
 
     core, _ = analyse(SCHEMA, None, "mcp_tasks")
-    assert package_ir([core, ext_ir]).face == "core"
+    assert merge_faces([ext_ir, core]).ir.face == "core"
     odd = dataclasses.replace(ext_ir, terminal=("completed",))
     with pytest.raises(GeneratorError, match="one package has one state machine"):
-        package_ir([core, odd])
+        merge_faces([core, odd])
     renamed = dataclasses.replace(
         ext_ir,
         errors=tuple(
@@ -138,7 +138,7 @@ def test_faces_must_agree_on_the_state_machine(ext_ir: Any) -> None:
         ),
     )
     with pytest.raises(GeneratorError, match="error 'TaskNotFound' differs between faces"):
-        package_ir([core, renamed])
+        merge_faces([core, renamed])
 
 
 def test_errors_of_every_face_are_merged(generated_pkg: Path, import_package: Any) -> None:
