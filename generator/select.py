@@ -183,13 +183,7 @@ class Finder:
         for name, definition in self.defs.items():
             if not isinstance(definition, dict) or not isinstance(definition.get("anyOf"), list):
                 continue
-            side = (
-                "client"
-                if name.startswith("Client")
-                else "server"
-                if name.startswith("Server")
-                else None
-            )
+            side = _side(name)
             if side is None or not (name.endswith("Request") or name.endswith("Notification")):
                 continue
             for member in definition["anyOf"]:
@@ -215,17 +209,27 @@ def _side(name: str) -> str | None:
     )
 
 
-def _augmentation(f: Finder) -> tuple[str, tuple[tuple[str, str], ...], frozenset[str]]:
-    """The task metadata type, the task-augmentable requests (definition, method) and the
-    params definitions of every request (with their union members)."""
+@dataclass(frozen=True)
+class _Scan:
+    """One look at every method definition: what the task detection and the task types need."""
+
+    task_meta_defs: frozenset[str]  # what request params carry in ``task``
+    augmentable: tuple[tuple[str, str], ...]  # (definition, method) of requests with it
+    params_defs: frozenset[str]  # the params definitions of requests (and their members)
+    task_methods: bool  # some method const is a task method
+
+
+def _scan(f: Finder) -> _Scan:
     defs = f.defs
     task_meta_defs: set[str] = set()
     augmentable: list[tuple[str, str]] = []
     params_defs: set[str] = set()
+    task_methods = False
     for name in sorted(defs):
         method = f.method_of(defs[name])
         if method is None:
             continue
+        task_methods = task_methods or method.startswith(TASK_METHOD_PREFIXES)
         params = defs[name]["properties"].get("params")
         pref = ref_name(params)
         if pref:
@@ -240,17 +244,38 @@ def _augmentation(f: Finder) -> tuple[str, tuple[tuple[str, str], ...], frozense
         task_meta_defs |= {str(t) for t in targets}
         if targets:
             augmentable.append((name, method))
-    if not augmentable and not any(
-        (f.method_of(defs[n]) or "").startswith(TASK_METHOD_PREFIXES) for n in defs
-    ):
-        raise GeneratorError(_no_tasks_message(f.loaded))
-    if len(task_meta_defs) != 1:
+    return _Scan(frozenset(task_meta_defs), tuple(augmentable), frozenset(params_defs), task_methods)
+
+
+def _without_tasks(f: Finder, scan: _Scan) -> str | None:
+    """Why the schema cannot be generated for lack of tasks (naming where its revision moved
+    them), or None: it has task methods or task-augmentable requests."""
+    if scan.augmentable or scan.task_methods:
+        return None
+    return _no_tasks_message(f.loaded)
+
+
+def no_tasks(loaded: LoadedSchema) -> str | None:
+    """The one line saying ``loaded`` has no task definitions, or None (one scan of its
+    method definitions; for a schema with no rules overlay, said before the missing overlay)."""
+    f = Finder(loaded)
+    return _without_tasks(f, _scan(f))
+
+
+def _augmentation(f: Finder) -> tuple[str, tuple[tuple[str, str], ...], frozenset[str]]:
+    """The task metadata type, the task-augmentable requests (definition, method) and the
+    params definitions of every request (with their union members)."""
+    scan = _scan(f)
+    reason = _without_tasks(f, scan)
+    if reason is not None:
+        raise GeneratorError(reason)
+    if len(scan.task_meta_defs) != 1:
         raise GeneratorError(
             "task-augmentable request params must all refer to one task metadata definition; "
-            f"found {sorted(task_meta_defs) or 'none'}"
+            f"found {sorted(scan.task_meta_defs) or 'none'}"
         )
-    plain = tuple((n, m) for n, m in augmentable if not m.startswith(TASK_METHOD_PREFIXES))
-    return task_meta_defs.pop(), plain, frozenset(params_defs)
+    plain = tuple((n, m) for n, m in scan.augmentable if not m.startswith(TASK_METHOD_PREFIXES))
+    return next(iter(scan.task_meta_defs)), plain, scan.params_defs
 
 
 def _task_types(f: Finder) -> TaskTypes:
