@@ -64,16 +64,64 @@ def _list_templates(root: Path) -> dict[str, Path]:
     return out
 
 
+def _output(rel: str) -> str:
+    """The file a template makes (before a face template's ``faces/<kind>/`` is mapped)."""
+    return rel.removesuffix(".jinja")
+
+
+SUBCLASS_INSTEAD = (
+    "change behaviour by subclassing (the generated handlers' TasksHandlerBase, "
+    "CoreTasks/ExtensionTasks, TaskStore), not by replacing the module"
+)
+
+
+def _refuse_replacing_copied(user_dir: Path, builtin: dict[str, Path], user: dict[str, Path]) -> None:
+    """A user's template may override a template or add a file, never replace a hand-written
+    file copied verbatim (by the same path or by a ``.jinja`` that makes it); nor may two
+    templates make one file (the one that loses would be ignored in silence)."""
+    copied = {rel for rel in builtin if not rel.endswith(".jinja") and rel != NEEDS_FILE}
+    replaced = sorted((_output(rel), rel) for rel in user if _output(rel) in copied)
+    if replaced:
+        target, rel = replaced[0]
+        what = "module" if target.endswith(".py") else "file"
+        via = f" (with {rel})" if rel != target else ""
+        more = f" (and {len(replaced) - 1} more)" if len(replaced) > 1 else ""
+        raise GeneratorError(
+            f"--templates {user_dir} replaces {target}{via}{more}, a hand-written {what} "
+            f"copied verbatim: {SUBCLASS_INSTEAD}"
+        )
+    makers: dict[str, list[str]] = {}
+    for rel in sorted({*builtin, *user}):
+        makers.setdefault(_output(rel), []).append(rel)
+    for target, rels in sorted(makers.items()):
+        mine = [r for r in rels if r in user]
+        if len(rels) < 2 or not mine:
+            continue
+        theirs = [r for r in rels if r not in user]
+        if theirs:
+            raise GeneratorError(
+                f"--templates {user_dir} has {mine[0]}, which makes {target} as the built-in "
+                f"{theirs[0]} does: a template overrides the built-in of the same name only; "
+                f"name it {theirs[0]}"
+            )
+        raise GeneratorError(
+            f"--templates {user_dir} has {' and '.join(mine)}, which both make {target}: keep one"
+        )
+
+
 def template_files(user_dir: Path | None) -> dict[str, tuple[Path, Path]]:
-    """Relative template path -> (root, file). User templates override built-ins file by file."""
-    files = {
-        rel: (builtin_templates(), p) for rel, p in _list_templates(builtin_templates()).items()
-    }
+    """Relative template path -> (root, file). User templates override built-in templates
+    file by file and may add files; replacing a hand-written module copied verbatim is
+    refused (subclass the generated classes instead)."""
+    builtin = _list_templates(builtin_templates())
+    builtin.pop("__init__.py", None)  # the generator's own package marker
+    files = {rel: (builtin_templates(), p) for rel, p in builtin.items()}
     if user_dir is not None:
         if not user_dir.is_dir():
             raise GeneratorError(f"templates directory not found: {user_dir}")
-        files.update({rel: (user_dir, p) for rel, p in _list_templates(user_dir).items()})
-    files.pop("__init__.py", None)
+        user = _list_templates(user_dir)
+        _refuse_replacing_copied(user_dir, builtin, user)
+        files.update({rel: (user_dir, p) for rel, p in user.items()})
     return files
 
 
