@@ -12,8 +12,23 @@ from typing import Any
 
 import pytest
 
-from .conftest import PINNED, SCHEMA, SCHEMA_EXT, run_cli, tree
+from .conftest import PINNED, SCHEMA, SCHEMA_EXT, SCHEMA_EXT_RELEASE, run_cli, tree
 from .test_output import _mypy_and_ruff
+
+
+@pytest.mark.parametrize("schema", [SCHEMA_EXT_RELEASE, SCHEMA_EXT], ids=["release", "draft"])
+def test_the_extension_release_and_draft_are_recognised_by_their_bytes(schema: Path) -> None:
+    """X-ID-4: both files of ext-tasks (schema/2026-07-28 and schema/draft) are the extension
+    of revision 2026-07-28, by their sha256 alone (no marker definitions to go by)."""
+    import hashlib
+
+    from mcptask_gen.load import load, recognise
+
+    doc = json.loads(schema.read_text())
+    sha = hashlib.sha256(schema.read_bytes()).hexdigest()
+    assert recognise(doc, {}, sha) == ("2026-07-28", "2026-07-28-tasks")
+    loaded = load(schema, None)
+    assert (loaded.revision, loaded.overlay) == ("2026-07-28", "2026-07-28-tasks")
 
 
 def test_both_pinned_schemas_are_recognised() -> None:
