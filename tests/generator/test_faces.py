@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from .conftest import PINNED, SCHEMA, SCHEMA_EXT, SCHEMA_EXT_RELEASE, run_cli, tree
+from .conftest import PINNED, SCHEMA, SCHEMA_EXT, SCHEMA_EXT_DRAFT, run_cli, tree
 from .test_output import _mypy_and_ruff
 
 
-@pytest.mark.parametrize("schema", [SCHEMA_EXT_RELEASE, SCHEMA_EXT], ids=["release", "draft"])
+@pytest.mark.parametrize("schema", [SCHEMA_EXT, SCHEMA_EXT_DRAFT], ids=["release", "draft"])
 def test_the_extension_release_and_draft_are_recognised_by_their_bytes(schema: Path) -> None:
     """X-ID-4: both files of ext-tasks (schema/2026-07-28 and schema/draft) are the extension
     of revision 2026-07-28, by their sha256 alone (no marker definitions to go by)."""
@@ -85,6 +85,23 @@ def ext_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = run_cli(SCHEMA_EXT, "-o", out)
     assert result.exit_code == 0, result.output
     return out
+
+
+def test_the_draft_still_generates_the_same_package(ext_only: Path, tmp_path: Path) -> None:
+    """The extension's draft is its release but for the ``$id``: the package generated from it
+    differs only in the schema's sha256 it names (headers, ``SCHEMA_SHA256``)."""
+    from mcptask_gen.load import load
+
+    out = tmp_path / "ext_tasks"
+    result = run_cli(SCHEMA_EXT_DRAFT, "-o", out)
+    assert result.exit_code == 0, result.output
+    release, draft = tree(ext_only), tree(out)
+    assert sorted(draft) == sorted(release)
+    ours, theirs = load(SCHEMA_EXT_DRAFT, None).sha256, load(SCHEMA_EXT, None).sha256
+    assert ours != theirs
+    assert {rel: text.replace(ours.encode(), theirs.encode()) for rel, text in draft.items()} == (
+        release
+    )
 
 
 def test_no_numbered_class_names_in_the_extension_face(ext_only: Path) -> None:
