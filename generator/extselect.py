@@ -8,7 +8,15 @@ Run on the reshaped definitions (``mcptask_gen.reshape``). Found, with no list o
 - the union of the variants (``DetailedTask``): a union discriminated on ``status``;
 - the create answer: an ``allOf`` of the base task and a ``resultType`` const (X-RT-1);
 - the task methods: ``method`` consts under ``tasks/`` or ``notifications/tasks``, requests
-  paired with their results by name (``GetTaskRequest`` -> ``GetTaskResult``).
+  paired with their results by name (``GetTaskRequest`` -> ``GetTaskResult``);
+- every other definition of the extension's own (``own_definitions``): one that no other
+  definition of the schema as published refers to. The core definitions an extension's schema
+  carries are copies of the core types its own types refer to (ext-tasks copies them in,
+  unchanged), so each is referred to; its own types are referred to by none (ext-tasks
+  inlines them where they are used). They are generated, with what they refer to, so nothing
+  the extension defines is left out (``TaskSubscriptionAcknowledgedNotifications``, the
+  filter its ``notifications/subscriptions/acknowledged`` echoes, X-NOTIF-3, is referred to by
+  no task type).
 
 What the schema cannot say (the capability, the subscription filter, tool-level support)
 comes from the overlay's ``[extension]`` and ``[tool_task_support]``.
@@ -50,6 +58,27 @@ def _consts(defs: dict[str, Any], node: Any) -> tuple[str, ...] | None:
         if all(isinstance(v, str) for v in values):
             return tuple(str(v) for v in values)
     return None
+
+
+def own_definitions(document: dict[str, Any]) -> tuple[str, ...]:
+    """The definitions of a schema (as published, before ``reshape``) that no other of its
+    definitions refers to by a local ``$ref``, by name: an extension's own (module docstring)."""
+    defs = document.get("$defs") if "$defs" in document else document.get("definitions")
+    if not isinstance(defs, dict):
+        return ()
+    referred: set[str] = set()
+    for name, node in defs.items():
+        pending: list[Any] = [node]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, dict):
+                target = ref_name(item)
+                if target is not None and target != name:
+                    referred.add(target)
+                pending.extend(item.values())
+            elif isinstance(item, list):
+                pending.extend(item)
+    return tuple(sorted(set(defs) - referred))
 
 
 def _check_refs(f: Finder) -> None:
@@ -190,6 +219,7 @@ def select_extension(loaded: LoadedSchema, overlay: Overlay) -> Selection:
     methods = _methods(f)
     seeds = {task, status, create, ext.capability_def, ext.notification_filter_def}
     seeds |= {u for u, _ in variant_unions(f.defs)}  # the unions no method names
+    seeds |= {n for n in own_definitions(loaded.document) if n in f.defs}  # and the rest
     for m in methods:
         seeds |= {m.definition} | ({m.result} if m.result else set())
     missing = sorted(s for s in seeds if s not in f.defs)

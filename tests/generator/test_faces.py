@@ -104,6 +104,72 @@ def test_the_draft_still_generates_the_same_package(ext_only: Path, tmp_path: Pa
     )
 
 
+#: The extension's own definitions (spec/tasks-extension.md section 21): the schema's other
+#: 56 are the core types they refer to, copied in.
+EXTENSION_OWN = [
+    "CancelTaskRequest",
+    "CancelTaskResult",
+    "CancelledTask",
+    "CompletedTask",
+    "CreateTaskResult",
+    "DetailedTask",
+    "FailedTask",
+    "GetTaskRequest",
+    "GetTaskResult",
+    "InputRequiredTask",
+    "Task",
+    "TaskStatus",
+    "TaskStatusNotification",
+    "TaskStatusNotificationParams",
+    "TaskSubscriptionAcknowledgedNotifications",
+    "TaskSubscriptionNotifications",
+    "TasksExtensionCapability",
+    "UpdateTaskRequest",
+    "UpdateTaskResult",
+    "WorkingTask",
+]
+
+
+@pytest.mark.parametrize("schema", [SCHEMA_EXT, SCHEMA_EXT_DRAFT], ids=["release", "draft"])
+def test_the_extension_s_own_definitions_are_those_nothing_refers_to(schema: Path) -> None:
+    from mcptask_gen.extselect import own_definitions
+
+    assert list(own_definitions(json.loads(schema.read_text()))) == EXTENSION_OWN
+
+
+def test_the_acknowledged_filter_is_generated(generated_pkg: Path, import_package: Any) -> None:
+    """X-NOTIF-3: the filter notifications/subscriptions/acknowledged echoes is the
+    extension's own definition, though no task type refers to it."""
+    models = import_package(generated_pkg).extension.models
+    ack = models.TaskSubscriptionAcknowledgedNotifications.model_validate({"taskIds": ["t1"]})
+    assert ack.taskIds == ["t1"]
+
+
+def test_every_definition_of_the_extension_s_own_is_generated(tmp_path: Path) -> None:
+    """Nothing the extension defines is left out: a definition no task type refers to is
+    generated, with what it refers to; a core type the extension merely copies in is not
+    (``JSONRPCRequest``: only the requests refer to it, and they are flattened)."""
+    doc = json.loads(SCHEMA_EXT.read_text())
+    doc["$defs"]["FooBar"] = {
+        "type": "object",
+        "properties": {"fooId": {"type": "string"}, "baz": {"$ref": "#/$defs/FooBaz"}},
+        "required": ["fooId"],
+    }
+    doc["$defs"]["FooBaz"] = {"type": "object", "properties": {"level": {"type": "integer"}}}
+    schema = tmp_path / "ext" / "schema.json"
+    schema.parent.mkdir()
+    schema.write_text(json.dumps(doc, indent=2))
+    out = tmp_path / "ext_tasks"
+    result = run_cli(schema, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [f"wrote {len(tree(out))} files to {out}"]
+    code = (out / "extension" / "models.py").read_text()
+    assert "class FooBar(BaseModel)" in code and "class FooBaz(BaseModel)" in code
+    assert "class JSONRPCRequest(" not in code
+    check = run_cli(schema, "-o", out, "--check")
+    assert check.exit_code == 0 and check.output.splitlines() == [f"{out}: up to date"]
+
+
 def test_no_numbered_class_names_in_the_extension_face(ext_only: Path) -> None:
     """Plain datamodel-code-generator numbers 42 of 133 classes of this schema."""
     code = (ext_only / "extension" / "models.py").read_text()

@@ -375,6 +375,14 @@ class TaskStatus(StrEnum):
     cancelled = "cancelled"
 
 
+class TaskSubscriptionAcknowledgedNotifications(BaseModel):
+    model_config = ConfigDict(
+        defer_build=True,
+        populate_by_name=True,
+    )
+    taskIds: list[str] | None = None
+
+
 class TaskSubscriptionNotifications(BaseModel):
     model_config = ConfigDict(
         defer_build=True,
