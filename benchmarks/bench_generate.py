@@ -28,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO.parent / "shared" / "mcp-schema" / "2025-11-25" / "schema.json"
-EXT_SCHEMA = REPO.parent / "shared" / "mcp-schema" / "ext-tasks-draft" / "schema.json"
+EXT_SCHEMA = REPO.parent / "shared" / "mcp-schema" / "ext-tasks-2026-07-28" / "schema.json"
 SCHEMAS = (SCHEMA, EXT_SCHEMA)
 BIN = Path(sys.executable).parent
 

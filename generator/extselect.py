@@ -8,7 +8,15 @@ Run on the reshaped definitions (``mcptask_gen.reshape``). Found, with no list o
 - the union of the variants (``DetailedTask``): a union discriminated on ``status``;
 - the create answer: an ``allOf`` of the base task and a ``resultType`` const (X-RT-1);
 - the task methods: ``method`` consts under ``tasks/`` or ``notifications/tasks``, requests
-  paired with their results by name (``GetTaskRequest`` -> ``GetTaskResult``).
+  paired with their results by name (``GetTaskRequest`` -> ``GetTaskResult``);
+- every other definition of the extension's own (``own_definitions``): one that no other
+  definition of the schema as published refers to. The core definitions an extension's schema
+  carries are copies of the core types its own types refer to (ext-tasks copies them in,
+  unchanged), so each is referred to; its own types are referred to by none (ext-tasks
+  inlines them where they are used). They are generated, with what they refer to, so nothing
+  the extension defines is left out (``TaskSubscriptionAcknowledgedNotifications``, the
+  filter its ``notifications/subscriptions/acknowledged`` echoes, X-NOTIF-3, is referred to by
+  no task type).
 
 What the schema cannot say (the capability, the subscription filter, tool-level support)
 comes from the overlay's ``[extension]`` and ``[tool_task_support]``.
@@ -25,12 +33,12 @@ from mcptask_gen.overlay import Overlay
 from mcptask_gen.reshape import TASK_SHAPE
 from mcptask_gen.select import (
     CapabilityTree,
+    Finder,
     FoundAugmentable,
     FoundMethod,
     Selection,
-    _Finder,
-    _ref_name,
     cut,
+    ref_name,
 )
 
 #: ``notifications/tasks`` has no trailing slash in the extension (X-NOTIF-1).
@@ -39,7 +47,7 @@ EXT_METHOD_PREFIXES = ("tasks/", "notifications/tasks")
 
 def _consts(defs: dict[str, Any], node: Any) -> tuple[str, ...] | None:
     """The values of a string enum given as ``enum`` or as an ``anyOf`` of consts."""
-    target = defs.get(_ref_name(node) or "", node)
+    target = defs.get(ref_name(node) or "", node)
     if not isinstance(target, dict):
         return None
     if isinstance(target.get("enum"), list):
@@ -52,7 +60,28 @@ def _consts(defs: dict[str, Any], node: Any) -> tuple[str, ...] | None:
     return None
 
 
-def _check_refs(f: _Finder) -> None:
+def own_definitions(document: dict[str, Any]) -> tuple[str, ...]:
+    """The definitions of a schema (as published, before ``reshape``) that no other of its
+    definitions refers to by a local ``$ref``, by name: an extension's own (module docstring)."""
+    defs = document.get("$defs") if "$defs" in document else document.get("definitions")
+    if not isinstance(defs, dict):
+        return ()
+    referred: set[str] = set()
+    for name, node in defs.items():
+        pending: list[Any] = [node]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, dict):
+                target = ref_name(item)
+                if target is not None and target != name:
+                    referred.add(target)
+                pending.extend(item.values())
+            elif isinstance(item, list):
+                pending.extend(item)
+    return tuple(sorted(set(defs) - referred))
+
+
+def _check_refs(f: Finder) -> None:
     """Every ``$ref`` names a definition (the steps below look through them)."""
     pending: list[Any] = [f.defs[n] for n in sorted(f.defs)]
     while pending:
@@ -69,22 +98,22 @@ def _check_refs(f: _Finder) -> None:
             pending.extend(node)
 
 
-def _no_task(f: _Finder) -> str:
+def _no_task(f: Finder) -> str:
     return (
         f"{f.loaded.path}: no task definition found (an object with taskId, status and "
         "createdAt whose status refers to an enum of statuses)"
     )
 
 
-def _task_base(f: _Finder) -> tuple[str, str, tuple[str, ...]]:
+def _task_base(f: Finder) -> tuple[str, str, tuple[str, ...]]:
     """(task definition, status definition, statuses): the one task shape with the enum."""
     bases = []
     for name in sorted(f.defs):
         props = f.defs[name].get("properties") if isinstance(f.defs[name], dict) else None
         if isinstance(props, dict) and TASK_SHAPE <= set(props) and "method" not in props:
             status = props["status"]
-            if _ref_name(status) and _consts(f.defs, status):
-                bases.append((name, str(_ref_name(status))))
+            if ref_name(status) and _consts(f.defs, status):
+                bases.append((name, str(ref_name(status))))
     if not bases:
         raise GeneratorError(_no_task(f))
     if len(bases) != 1:
@@ -96,12 +125,12 @@ def _task_base(f: _Finder) -> tuple[str, str, tuple[str, ...]]:
     return task, status, _consts(f.defs, f.defs[status]) or ()
 
 
-def _create_result(f: _Finder, task: str, result_type: str) -> str:
+def _create_result(f: Finder, task: str, result_type: str) -> str:
     """The definition that is the task plus ``resultType: <result_type>`` (X-RT-1)."""
     found = []
     for name in sorted(f.defs):
         parts = f.defs[name].get("allOf") if isinstance(f.defs[name], dict) else None
-        if not isinstance(parts, list) or not any(_ref_name(p) == task for p in parts):
+        if not isinstance(parts, list) or not any(ref_name(p) == task for p in parts):
             continue
         for part in parts:
             rt = (
@@ -121,7 +150,7 @@ def _create_result(f: _Finder, task: str, result_type: str) -> str:
     return found[0]
 
 
-def _methods(f: _Finder) -> tuple[FoundMethod, ...]:
+def _methods(f: Finder) -> tuple[FoundMethod, ...]:
     out = []
     for name in sorted(f.defs):
         method = f.method_of(f.defs[name])
@@ -141,7 +170,7 @@ def _methods(f: _Finder) -> tuple[FoundMethod, ...]:
                 method=method,
                 definition=name,
                 kind="request" if is_request else "notification",
-                params=_ref_name(props.get("params")),
+                params=ref_name(props.get("params")),
                 result=result,
                 # no ClientRequest/ServerRequest unions here: the server sends the
                 # notification (X-NOTIF-1), the client the requests (X-SCOPE-3: no
@@ -177,7 +206,7 @@ def select_extension(loaded: LoadedSchema, overlay: Overlay) -> Selection:
     """The extension's task definitions and their closure (``loaded`` is reshaped)."""
     assert overlay.extension is not None
     ext = overlay.extension
-    f = _Finder(loaded)
+    f = Finder(loaded)
     description = str(loaded.document.get("description", ""))
     if ext.id not in description:
         raise GeneratorError(
@@ -190,6 +219,7 @@ def select_extension(loaded: LoadedSchema, overlay: Overlay) -> Selection:
     methods = _methods(f)
     seeds = {task, status, create, ext.capability_def, ext.notification_filter_def}
     seeds |= {u for u, _ in variant_unions(f.defs)}  # the unions no method names
+    seeds |= {n for n in own_definitions(loaded.document) if n in f.defs}  # and the rest
     for m in methods:
         seeds |= {m.definition} | ({m.result} if m.result else set())
     missing = sorted(s for s in seeds if s not in f.defs)

@@ -1,10 +1,14 @@
 """Where the schema comes from: a path, a URL, or the official schema of a revision.
 
-The official schemas live in the MCP specification repository,
-``github.com/modelcontextprotocol/modelcontextprotocol``, under
-``schema/<revision>/schema.json``; ``--revision REV`` without a schema fetches
-``$MCPTASK_GEN_SCHEMA_BASE_URL/<revision>/schema.json`` (default: that repository's raw
-files on ``main``). A fetched schema is stored by content in the cache directory
+The official schemas live in GitHub repositories, read through their raw files
+(``$MCPTASK_GEN_RAW_FILES_URL/<owner>/<repo>/main/<path>``, ``https://raw.githubusercontent.com``
+by default): the core protocol's in the MCP specification repository,
+``modelcontextprotocol/modelcontextprotocol``, under ``schema/<revision>/schema.json``
+(``$MCPTASK_GEN_SCHEMA_BASE_URL/<revision>/schema.json`` when that is set); an extension's in
+its own repository, at the ``source`` its entry in ``schema/revisions.toml`` gives (the tasks
+extension's release: ``modelcontextprotocol/ext-tasks/main/schema/2026-07-28/schema.json``).
+``--revision REV`` without a schema fetches that of ``REV`` (a revision or an overlay name). A
+fetched schema is stored by content in the cache directory
 (``schemas/<sha256>/schema.json``); every run fetches again (a published schema may be
 edited), and the copy a URL gave last answers when its host cannot be reached.
 ``--no-cache`` keeps nothing. stdlib ``urllib`` with a
@@ -26,12 +30,16 @@ from pathlib import Path
 
 from mcptask_gen import cache
 from mcptask_gen.errors import GeneratorError
-from mcptask_gen.load import MAX_SCHEMA_BYTES
+from mcptask_gen.load import MAX_SCHEMA_BYTES, known_revisions
 
+#: The raw files of GitHub repositories (``<owner>/<repo>/<branch>/<path>`` under it).
+RAW_FILES_ENV = "MCPTASK_GEN_RAW_FILES_URL"
+RAW_FILES_URL = "https://raw.githubusercontent.com"
+#: The specification repository's schema directory, under the raw-files base.
+SPEC_SCHEMAS = "modelcontextprotocol/modelcontextprotocol/main/schema"
+#: Replaces ``RAW_FILES/SPEC_SCHEMAS`` for the core protocol's schemas.
 BASE_URL_ENV = "MCPTASK_GEN_SCHEMA_BASE_URL"
-OFFICIAL_BASE_URL = (
-    "https://raw.githubusercontent.com/modelcontextprotocol/modelcontextprotocol/main/schema"
-)
+OFFICIAL_BASE_URL = f"{RAW_FILES_URL}/{SPEC_SCHEMAS}"
 TIMEOUT_S = 30.0
 
 
@@ -39,8 +47,24 @@ def is_url(text: str) -> bool:
     return text.startswith(("http://", "https://"))
 
 
+def official_source(revision: str) -> str | None:
+    """Where the official schema of ``revision`` (a revision, or an overlay name such as
+    ``2026-07-28-tasks``) lives under the raw-files base, when ``revisions.toml`` says
+    (``source``: an extension's own repository); None: the specification repository's
+    ``schema/<revision>/schema.json``."""
+    entries = known_revisions()
+    hit = next((e for e in entries if e.get("overlay") == revision), None)
+    hit = hit or next((e for e in entries if e["id"] == revision and "overlay" not in e), None)
+    source = hit.get("source") if hit is not None else None
+    return str(source) if source else None
+
+
 def official_url(revision: str) -> str:
-    base = os.environ.get(BASE_URL_ENV) or OFFICIAL_BASE_URL
+    raw = (os.environ.get(RAW_FILES_ENV) or RAW_FILES_URL).rstrip("/")
+    source = official_source(revision)
+    if source is not None:
+        return f"{raw}/{source}"
+    base = os.environ.get(BASE_URL_ENV) or f"{raw}/{SPEC_SCHEMAS}"
     return f"{base.rstrip('/')}/{revision}/schema.json"
 
 

@@ -1,5 +1,9 @@
 """IR: the small typed model the templates see, built from a Selection and the rules overlay.
 
+``build_ir`` makes one schema's IR (a face); ``merge_faces`` makes the package of every face:
+ordered by revision, checked (one face per schema, one state machine, one code per error
+name), with the package IR the top-level templates see.
+
 Every field carries its documentation (``doc``): ``mcptask-gen --list-template-context``
 prints them, so the reference of what a ``--templates`` template may use cannot go stale.
 """
@@ -8,7 +12,8 @@ from __future__ import annotations
 
 import keyword
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mcptask_gen.errors import GeneratorError
@@ -483,3 +488,68 @@ def _detailed_task(sel: Selection) -> str | None:
         if all(isinstance(b, dict) and TASK_SHAPE <= set(b) for b in bodies):
             return union
     return None
+
+
+@dataclass(frozen=True)
+class Package:
+    """The package the renderer is given: every face, and what the top-level templates see."""
+
+    faces: tuple[IR, ...]  # one per schema, ordered by revision
+    ir: IR  # the newest core face (else the first), with the errors of every face
+    core: IR | None  # the newest core face
+
+
+def merge_faces(faces: Sequence[IR]) -> Package:
+    """The faces of one package (argument order never matters): one per face name and
+    revision, one state machine (one engine serves them all), one code and message per
+    error name."""
+    ordered = tuple(sorted(faces, key=lambda f: (f.revision, f.kind, f.face)))
+    for what in ("face", "revision"):
+        seen = [str(getattr(ir, what)) for ir in ordered]
+        for value in seen:
+            if seen.count(value) > 1:
+                raise GeneratorError(
+                    f"two schemas make the same {what} {value!r}: give each revision's schema once"
+                )
+    core = [f for f in ordered if f.kind == "core"]
+    primary = core[-1] if core else ordered[0]
+    errors: dict[str, ErrorIR] = {}
+    for face in ordered:
+        for e in face.errors:
+            seen_error = errors.get(e.name)
+            if seen_error is not None and (seen_error.code, seen_error.message) != (
+                e.code,
+                e.message,
+            ):
+                raise GeneratorError(
+                    f"error {e.name!r} differs between faces: {seen_error.code} "
+                    f"{seen_error.message!r} vs {e.code} {e.message!r} ({face.face})"
+                )
+            errors.setdefault(e.name, e)
+        if _machine(face) != _machine(primary):
+            raise GeneratorError(
+                f"the task statuses, terminal set or transitions of {face.face} differ from "
+                f"those of {primary.face}: one package has one state machine"
+            )
+    package = replace(primary, errors=tuple(_bases_first(list(errors.values()))))
+    return Package(faces=ordered, ir=package, core=core[-1] if core else None)
+
+
+def _machine(ir: IR) -> tuple[object, ...]:
+    moves = {status: frozenset(targets) for status, targets in ir.transitions}
+    return frozenset(ir.statuses), ir.initial, frozenset(ir.terminal), moves
+
+
+def _bases_first(errors: list[ErrorIR]) -> list[ErrorIR]:
+    out: list[ErrorIR] = []
+    names = {e.name for e in errors}
+    pending = list(errors)
+    for _ in range(len(errors) ** 2 + 1):
+        if not pending:
+            break
+        e = pending.pop(0)
+        if e.base == "TaskError" or e.base in {o.name for o in out} or e.base not in names:
+            out.append(e)
+        else:
+            pending.append(e)
+    return out

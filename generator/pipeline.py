@@ -1,10 +1,32 @@
-"""The pipeline: load -> select -> IR -> render -> format -> write (or check)."""
+"""The pipeline: one function per stage, in the order a schema walks through them.
+
+1. ``load_schema``: read the schema, hash it, recognise its revision and read its rules
+   overlay (``load``); a schema with no tasks says so here, naming where its revision moved
+   them;
+2. ``reshape_schema``: an extension's schema, inlined copies back to named definitions
+   (``reshape``), when its overlay asks for it;
+3. ``select_tasks``: the task definitions found by structure and their closure (``select``,
+   or ``extselect`` for an extension), once per schema;
+4. ``face_ir``: what the templates see of that schema, its face (``ir.build_ir``);
+5. ``ir.merge_faces``: every schema's face into one package, ordered and checked;
+6. ``start_models``: datamodel-code-generator over each face's closure (``models``), from the
+   cache or in forked children while the next two stages run;
+7. ``render``: the templates (jinja2, ``render``), then each face's models module as its
+   code arrives (``render_models``);
+8. ``format_files``: black over what was rendered (``fmt``);
+9. ``write_files`` or ``check_files``: stage and publish only files we own, or compare
+   (``write``).
+
+``analyse`` is stages 1-4 for one schema, ``build`` 1-8 for every schema; ``generate`` and
+``check_output`` (the command) add stage 9.
+"""
 
 from __future__ import annotations
 
 import keyword
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import TracebackType
 
 from mcptask_gen import __version__, background, cache
 from mcptask_gen import models as models_stage
@@ -12,11 +34,12 @@ from mcptask_gen.background import Background
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.extselect import select_extension
 from mcptask_gen.fmt import format_sources
-from mcptask_gen.ir import IR, build_ir
-from mcptask_gen.load import load, load_overlay, overlay_revisions
-from mcptask_gen.render import Renderer, header
+from mcptask_gen.ir import IR, Package, build_ir, merge_faces
+from mcptask_gen.load import LoadedSchema, load, load_overlay, overlay_revisions
+from mcptask_gen.overlay import Overlay
+from mcptask_gen.render import Rendered, Renderer, header
 from mcptask_gen.reshape import reshape
-from mcptask_gen.select import Selection, select
+from mcptask_gen.select import Selection, no_tasks, select
 from mcptask_gen.write import MANIFEST_NAME, check, manifest_text, plan, publish
 
 
@@ -64,89 +87,160 @@ def package_name_for(options: Options) -> str:
     return name
 
 
-def analyse(schema: Path, revision: str | None, package: str) -> tuple[IR, Selection]:
-    """load -> (reshape) -> select -> IR: what the templates see, and the selected definitions."""
+def load_schema(schema: Path, revision: str | None) -> tuple[LoadedSchema, Overlay]:
+    """Stage 1: the schema and its rules overlay. A schema whose revision has no overlay is
+    first asked whether it has tasks at all (one scan), so that it says where they went."""
     loaded = load(schema, revision)
     if loaded.overlay not in overlay_revisions():
-        select(loaded)  # a schema without tasks says so first, naming where tasks went
+        reason = no_tasks(loaded)
+        if reason is not None:
+            raise GeneratorError(reason)
     overlay = load_overlay(loaded.overlay, given=revision is not None, path=loaded.path)
-    if overlay.reshape:
-        loaded = replace(loaded, defs=reshape(loaded.defs), defs_key="$defs")
+    return loaded, overlay
+
+
+def reshape_schema(loaded: LoadedSchema, overlay: Overlay) -> LoadedSchema:
+    """Stage 2: the definitions reshaped (``overlay.reshape``), else ``loaded`` itself."""
+    if not overlay.reshape:
+        return loaded
+    return replace(loaded, defs=reshape(loaded.defs), defs_key="$defs")
+
+
+def select_tasks(loaded: LoadedSchema, overlay: Overlay) -> Selection:
+    """Stage 3: the task definitions and their closure, as the overlay's kind finds them."""
     if overlay.kind == "extension":
-        selection = select_extension(loaded, overlay)
-    else:
-        selection = select(loaded, tuple(m.definition for m in overlay.meta if m.definition))
-    return build_ir(loaded, selection, overlay, package, __version__), selection
+        return select_extension(loaded, overlay)
+    return select(loaded, tuple(m.definition for m in overlay.meta if m.definition))
 
 
-def analyse_all(options: Options) -> list[tuple[IR, Selection]]:
-    """Every schema's face, ordered by revision (argument order never matters)."""
+def face_ir(loaded: LoadedSchema, selection: Selection, overlay: Overlay, package: str) -> IR:
+    """Stage 4: the IR of one schema's face."""
+    return build_ir(loaded, selection, overlay, package, __version__)
+
+
+def analyse(schema: Path, revision: str | None, package: str) -> tuple[IR, Selection]:
+    """Stages 1-4 of one schema: its face's IR and the selected definitions."""
+    loaded, overlay = load_schema(schema, revision)
+    loaded = reshape_schema(loaded, overlay)
+    selection = select_tasks(loaded, overlay)
+    return face_ir(loaded, selection, overlay, package), selection
+
+
+def analyse_all(options: Options) -> tuple[Package, dict[str, Selection]]:
+    """Stages 1-5: every schema's face merged into the package (argument order never
+    matters), and each face's selected definitions by face name."""
     package = package_name_for(options)
     if options.revision is not None and options.more:
         raise GeneratorError("--revision names the revision of one schema; give one SCHEMA")
     faces = [analyse(s, options.revision, package) for s in options.schemas]
-    faces.sort(key=lambda f: (f[0].revision, f[0].kind, f[0].face))
-    for what in ("face", "revision"):
-        seen = [str(getattr(ir, what)) for ir, _ in faces]
-        for value in seen:
-            if seen.count(value) > 1:
-                raise GeneratorError(
-                    f"two schemas make the same {what} {value!r}: give each revision's schema once"
-                )
-    return faces
+    merged = merge_faces([ir for ir, _ in faces])  # ordered, one face per name
+    return merged, {ir.face: selection for ir, selection in faces}
 
 
 def _label(ir: IR) -> str:
     return f"{ir.revision} tasks extension" if ir.extension else ir.revision
 
 
-def build(options: Options) -> tuple[list[IR], dict[str, str]]:
-    """Everything up to the bytes of every output file; writes nothing."""
-    faces = analyse_all(options)
-    renderer = Renderer([ir for ir, _ in faces], options.templates)
-    wanted = [(ir, sel.defs) for ir, sel in faces if any(f is ir for f, _ in renderer.models_templates)]
-    codes: dict[str, str | None] = {
-        ir.face: models_stage.cached(defs, _label(ir)) for ir, defs in wanted
-    }
-    # On a cache miss datamodel-code-generator (mostly its own import) runs in forked
-    # children, one per face (the first started by the launcher, else now), while this
-    # process renders and formats the templates: the chains of a cold run.
-    misses = [(ir, defs) for ir, defs in wanted if codes[ir.face] is None]
-    early = background.take()
-    jobs: list[Background[str]] = []
-    if early is not None and not misses:
-        early.close()
-        early = None
-    try:
-        for ir, defs in misses:
-            job = early if early is not None else Background(models_stage.job)
+class Models:
+    """Stage 6 under way: each face's models module (datamodel-code-generator's code), from
+    the cache, else from a forked child (the first started by the launcher, see
+    ``launcher``) while this process renders and formats the templates: the two chains of a
+    cold run. A context manager: leaving it kills a child no longer needed."""
+
+    def __init__(self, wanted: list[tuple[IR, dict[str, object]]]) -> None:
+        self.codes: dict[str, str | None] = {
+            ir.face: models_stage.cached(defs, _label(ir)) for ir, defs in wanted
+        }
+        self.jobs: list[tuple[IR, Background[str]]] = []
+        early = background.take()
+        misses = [(ir, defs) for ir, defs in wanted if self.codes[ir.face] is None]
+        if early is not None and not misses:
+            early.close()
             early = None
-            jobs.append(job)
-            job.send((defs, _label(ir), cache.enabled()))
-        rendered = renderer.render_templates()
-        files = format_sources(rendered.files, rendered.preformatted)
-        for (ir, _), job in zip(misses, jobs, strict=True):
-            codes[ir.face] = job.result()
-        for ir, _ in wanted:
-            files |= format_sources(renderer.render_models(ir, codes[ir.face] or ""))
-    finally:
-        for job in jobs:
+        try:
+            for ir, defs in misses:
+                job = early if early is not None else Background(models_stage.job)
+                early = None
+                self.jobs.append((ir, job))
+                job.send((defs, _label(ir), cache.enabled()))
+        except BaseException:
+            self.close()
+            raise
+
+    def wait(self) -> dict[str, str]:
+        """Face name -> its models code, once every child has answered."""
+        for ir, job in self.jobs:
+            self.codes[ir.face] = job.result()
+        return {face: code or "" for face, code in self.codes.items()}
+
+    def close(self) -> None:
+        for _, job in self.jobs:
             job.close()
+
+    def __enter__(self) -> Models:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def start_models(renderer: Renderer, selections: dict[str, Selection]) -> Models:
+    """Stage 6: the models of every face that has a models template, started."""
+    return Models([(ir, selections[ir.face].defs) for ir, _ in renderer.models_templates])
+
+
+def render(renderer: Renderer) -> Rendered:
+    """Stage 7: every template but the models modules (they wait for stage 6)."""
+    return renderer.render_templates()
+
+
+def render_models(renderer: Renderer, codes: dict[str, str]) -> Rendered:
+    """Stage 7, the rest: each face's ``models.py`` around its models code."""
+    files: dict[str, str] = {}
+    for ir, _ in renderer.models_templates:
+        files |= renderer.render_models(ir, codes[ir.face])
+    return Rendered(files=files, preformatted=set())
+
+
+def format_files(rendered: Rendered) -> dict[str, str]:
+    """Stage 8: black over every rendered Python module (the built-in hand-written ones,
+    shipped formatted, are left as they are)."""
+    return format_sources(rendered.files, rendered.preformatted)
+
+
+def build(options: Options) -> tuple[list[IR], dict[str, str]]:
+    """Stages 1-8: the faces and the bytes of every output file; writes nothing."""
+    package, selections = analyse_all(options)
+    renderer = Renderer(package, options.templates)
+    with start_models(renderer, selections) as models:
+        files = format_files(render(renderer))
+        files |= format_files(render_models(renderer, models.wait()))
     files[MANIFEST_NAME] = manifest_text(files, header(renderer.faces).splitlines()[0].lstrip("# "))
-    return renderer.faces, files
+    return list(package.faces), files
+
+
+def write_files(output: Path, files: dict[str, str]) -> list[str]:
+    """Stage 9: stage the files, then publish them (only files we own are replaced)."""
+    publish(plan(output, files))
+    return sorted(files)
+
+
+def check_files(output: Path, files: dict[str, str]) -> tuple[bool, str]:
+    """Stage 9 under ``--check``: (up to date, the report of what would change)."""
+    if not output.is_dir():
+        if output.exists():
+            raise GeneratorError(f"output path exists and is not a directory: {output}")
+        return False, "".join(f"missing: {rel}\n" for rel in sorted(files))
+    return check(plan(output, files))
 
 
 def generate(options: Options) -> list[str]:
     _, files = build(options)
-    p = plan(options.output, files)
-    publish(p)
-    return sorted(files)
+    return write_files(options.output, files)
 
 
 def check_output(options: Options) -> tuple[bool, str]:
     _, files = build(options)
-    if not options.output.is_dir():
-        if options.output.exists():
-            raise GeneratorError(f"output path exists and is not a directory: {options.output}")
-        return False, "".join(f"missing: {rel}\n" for rel in sorted(files))
-    return check(plan(options.output, files))
+    return check_files(options.output, files)

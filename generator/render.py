@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcptask_gen import shape
 from mcptask_gen.errors import GeneratorError
-from mcptask_gen.ir import IR
+from mcptask_gen.ir import IR, Package
 
 if TYPE_CHECKING:
     import jinja2
@@ -64,16 +64,64 @@ def _list_templates(root: Path) -> dict[str, Path]:
     return out
 
 
+def _output(rel: str) -> str:
+    """The file a template makes (before a face template's ``faces/<kind>/`` is mapped)."""
+    return rel.removesuffix(".jinja")
+
+
+SUBCLASS_INSTEAD = (
+    "change behaviour by subclassing (the generated handlers' TasksHandlerBase, "
+    "CoreTasks/ExtensionTasks, TaskStore), not by replacing the module"
+)
+
+
+def _refuse_replacing_copied(user_dir: Path, builtin: dict[str, Path], user: dict[str, Path]) -> None:
+    """A user's template may override a template or add a file, never replace a hand-written
+    file copied verbatim (by the same path or by a ``.jinja`` that makes it); nor may two
+    templates make one file (the one that loses would be ignored in silence)."""
+    copied = {rel for rel in builtin if not rel.endswith(".jinja") and rel != NEEDS_FILE}
+    replaced = sorted((_output(rel), rel) for rel in user if _output(rel) in copied)
+    if replaced:
+        target, rel = replaced[0]
+        what = "module" if target.endswith(".py") else "file"
+        via = f" (with {rel})" if rel != target else ""
+        more = f" (and {len(replaced) - 1} more)" if len(replaced) > 1 else ""
+        raise GeneratorError(
+            f"--templates {user_dir} replaces {target}{via}{more}, a hand-written {what} "
+            f"copied verbatim: {SUBCLASS_INSTEAD}"
+        )
+    makers: dict[str, list[str]] = {}
+    for rel in sorted({*builtin, *user}):
+        makers.setdefault(_output(rel), []).append(rel)
+    for target, rels in sorted(makers.items()):
+        mine = [r for r in rels if r in user]
+        if len(rels) < 2 or not mine:
+            continue
+        theirs = [r for r in rels if r not in user]
+        if theirs:
+            raise GeneratorError(
+                f"--templates {user_dir} has {mine[0]}, which makes {target} as the built-in "
+                f"{theirs[0]} does: a template overrides the built-in of the same name only; "
+                f"name it {theirs[0]}"
+            )
+        raise GeneratorError(
+            f"--templates {user_dir} has {' and '.join(mine)}, which both make {target}: keep one"
+        )
+
+
 def template_files(user_dir: Path | None) -> dict[str, tuple[Path, Path]]:
-    """Relative template path -> (root, file). User templates override built-ins file by file."""
-    files = {
-        rel: (builtin_templates(), p) for rel, p in _list_templates(builtin_templates()).items()
-    }
+    """Relative template path -> (root, file). User templates override built-in templates
+    file by file and may add files; replacing a hand-written module copied verbatim is
+    refused (subclass the generated classes instead)."""
+    builtin = _list_templates(builtin_templates())
+    builtin.pop("__init__.py", None)  # the generator's own package marker
+    files = {rel: (builtin_templates(), p) for rel, p in builtin.items()}
     if user_dir is not None:
         if not user_dir.is_dir():
             raise GeneratorError(f"templates directory not found: {user_dir}")
-        files.update({rel: (user_dir, p) for rel, p in _list_templates(user_dir).items()})
-    files.pop("__init__.py", None)
+        user = _list_templates(user_dir)
+        _refuse_replacing_copied(user_dir, builtin, user)
+        files.update({rel: (user_dir, p) for rel, p in user.items()})
     return files
 
 
@@ -122,24 +170,23 @@ class Rendered:
 
 
 class Renderer:
-    """Renders the package of ``faces`` (one IR per schema, ordered by revision): each face's
-    templates (``faces/<kind>/``) into ``<face>/`` with that face as ``ir``, and the
-    top-level templates once with ``ir`` = the package IR (``package_ir``), ``faces`` and
-    ``core`` (the newest core face, or None)."""
+    """Renders a package the IR layer merged (``ir.merge_faces``): each face's templates
+    (``faces/<kind>/``) into ``<face>/`` with that face as ``ir``, and the top-level templates
+    once with ``ir`` = the package IR, ``faces`` and ``core`` (the newest core face, or None).
+    It checks nothing about the faces: it renders what it is given."""
 
-    def __init__(self, faces: IR | Sequence[IR], user_templates: Path | None) -> None:
-        self.faces = [faces] if isinstance(faces, IR) else list(faces)
+    def __init__(self, package: Package, user_templates: Path | None) -> None:
+        self.faces = list(package.faces)
         self.files = template_files(user_templates)
         self.needs = read_needs(self.files)
         self.files.pop(NEEDS_FILE, None)
         self.roots = ([user_templates] if user_templates else []) + [builtin_templates()]
         self._env: jinja2.Environment | None = None  # jinja2 is imported on first render
-        self.ir = package_ir(self.faces)
-        core = [f for f in self.faces if f.kind == "core"]
+        self.ir = package.ir
         self.context: dict[str, Any] = {
-            "ir": self.ir,
-            "faces": tuple(self.faces),
-            "core": core[-1] if core else None,
+            "ir": package.ir,
+            "faces": package.faces,
+            "core": package.core,
             "header": header(self.faces),
         }
         self.builtin = builtin_templates()
@@ -231,51 +278,6 @@ class Renderer:
             raise GeneratorError(
                 f"template error in {path}, line {_jinja_line(exc, path)}: {type(exc).__name__}: {exc}"
             ) from None
-
-
-def package_ir(faces: Sequence[IR]) -> IR:
-    """The IR the top-level templates see: the newest core face (else the first face), with
-    the errors of every face merged (one name, one code and message) and the state machine
-    every face agrees on."""
-    core = [f for f in faces if f.kind == "core"]
-    primary = core[-1] if core else faces[0]
-    errors: dict[str, Any] = {}
-    for face in faces:
-        for e in face.errors:
-            seen = errors.get(e.name)
-            if seen is not None and (seen.code, seen.message) != (e.code, e.message):
-                raise GeneratorError(
-                    f"error {e.name!r} differs between faces: {seen.code} {seen.message!r} "
-                    f"vs {e.code} {e.message!r} ({face.face})"
-                )
-            errors.setdefault(e.name, e)
-        if _machine(face) != _machine(primary):
-            raise GeneratorError(
-                f"the task statuses, terminal set or transitions of {face.face} differ from "
-                f"those of {primary.face}: one package has one state machine"
-            )
-    ordered = _bases_first(list(errors.values()))
-    return replace(primary, errors=tuple(ordered))
-
-
-def _machine(ir: IR) -> tuple[object, ...]:
-    moves = {status: frozenset(targets) for status, targets in ir.transitions}
-    return frozenset(ir.statuses), ir.initial, frozenset(ir.terminal), moves
-
-
-def _bases_first(errors: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    names = {e.name for e in errors}
-    pending = list(errors)
-    for _ in range(len(errors) ** 2 + 1):
-        if not pending:
-            break
-        e = pending.pop(0)
-        if e.base == "TaskError" or e.base in {o.name for o in out} or e.base not in names:
-            out.append(e)
-        else:
-            pending.append(e)
-    return out
 
 
 def _jinja_line(exc: BaseException, path: Path) -> str:

@@ -1,7 +1,7 @@
 """reshape: the pre-pass that gives a schema of inlined copies named, referenced definitions.
 
-The tasks extension's schema (``ext-tasks-draft``) never ``$ref``s its own definitions: it
-inlines ``Task``, ``TaskStatus`` and the five status variants wherever they are used, so
+The tasks extension's schema (``ext-tasks`` ``schema/2026-07-28``) never ``$ref``s its own
+definitions: it inlines ``Task``, ``TaskStatus`` and the five status variants wherever used, so
 plain datamodel-code-generator numbers a third of its classes (``GetTaskResult1`` ...). Four
 steps, each by structure and in name order (so ``$defs`` order and hash seeds never matter),
 run before ``select`` for overlays that ask for them (``reshape = true``):

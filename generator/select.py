@@ -104,7 +104,8 @@ class Selection:
     hoisted: dict[str, str]  # "Parent.prop" -> name
 
 
-def _ref_name(node: Any) -> str | None:
+def ref_name(node: Any) -> str | None:
+    """The definition a local ``$ref`` node names (``#/$defs/Task`` -> ``Task``), else None."""
     if isinstance(node, dict):
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/"):
@@ -120,7 +121,7 @@ def _alias_cycle(defs: dict[str, Any], start: str) -> list[str] | None:
         node = defs.get(name)
         if not isinstance(node, dict) or not set(node) <= {"$ref", "description", "title"}:
             return None
-        nxt = _ref_name(node)
+        nxt = ref_name(node)
         if nxt is None:
             return None
         if nxt in chain:
@@ -135,7 +136,9 @@ def _pascal(name: str) -> str:
     return out or "Field"
 
 
-class _Finder:
+class Finder:
+    """Looks through one schema's definitions by structure (shared with ``extselect``)."""
+
     def __init__(self, loaded: LoadedSchema) -> None:
         self.loaded = loaded
         self.defs = loaded.defs
@@ -145,7 +148,7 @@ class _Finder:
         """The object schemas a node stands for, through $ref and anyOf/oneOf/allOf."""
         if not isinstance(node, dict):
             return []
-        name = _ref_name(node)
+        name = ref_name(node)
         if name is not None:
             if name in seen:
                 raise GeneratorError(f"schema has a reference cycle through definition {name!r}")
@@ -180,17 +183,11 @@ class _Finder:
         for name, definition in self.defs.items():
             if not isinstance(definition, dict) or not isinstance(definition.get("anyOf"), list):
                 continue
-            side = (
-                "client"
-                if name.startswith("Client")
-                else "server"
-                if name.startswith("Server")
-                else None
-            )
+            side = _side(name)
             if side is None or not (name.endswith("Request") or name.endswith("Notification")):
                 continue
             for member in definition["anyOf"]:
-                ref = _ref_name(member)
+                ref = ref_name(member)
                 if ref is not None:
                     out.setdefault(ref, set()).add(side)
         return out
@@ -212,45 +209,76 @@ def _side(name: str) -> str | None:
     )
 
 
-def _augmentation(f: _Finder) -> tuple[str, tuple[tuple[str, str], ...], frozenset[str]]:
-    """The task metadata type, the task-augmentable requests (definition, method) and the
-    params definitions of every request (with their union members)."""
+@dataclass(frozen=True)
+class _Scan:
+    """One look at every method definition: what the task detection and the task types need."""
+
+    task_meta_defs: frozenset[str]  # what request params carry in ``task``
+    augmentable: tuple[tuple[str, str], ...]  # (definition, method) of requests with it
+    params_defs: frozenset[str]  # the params definitions of requests (and their members)
+    task_methods: bool  # some method const is a task method
+
+
+def _scan(f: Finder) -> _Scan:
     defs = f.defs
     task_meta_defs: set[str] = set()
     augmentable: list[tuple[str, str]] = []
     params_defs: set[str] = set()
+    task_methods = False
     for name in sorted(defs):
         method = f.method_of(defs[name])
         if method is None:
             continue
+        task_methods = task_methods or method.startswith(TASK_METHOD_PREFIXES)
         params = defs[name]["properties"].get("params")
-        pref = _ref_name(params)
+        pref = ref_name(params)
         if pref:
             params_defs.add(pref)
             members = defs.get(pref, {})
             if isinstance(members, dict):
                 for m in members.get("anyOf", []) + members.get("oneOf", []):
-                    if _ref_name(m):
-                        params_defs.add(str(_ref_name(m)))
-        targets = {_ref_name(obj["properties"].get(TASK_PROPERTY)) for obj in f.resolve(params)}
+                    if ref_name(m):
+                        params_defs.add(str(ref_name(m)))
+        targets = {ref_name(obj["properties"].get(TASK_PROPERTY)) for obj in f.resolve(params)}
         targets.discard(None)
         task_meta_defs |= {str(t) for t in targets}
         if targets:
             augmentable.append((name, method))
-    if not augmentable and not any(
-        (f.method_of(defs[n]) or "").startswith(TASK_METHOD_PREFIXES) for n in defs
-    ):
-        raise GeneratorError(_no_tasks_message(f.loaded))
-    if len(task_meta_defs) != 1:
+    return _Scan(frozenset(task_meta_defs), tuple(augmentable), frozenset(params_defs), task_methods)
+
+
+def _without_tasks(f: Finder, scan: _Scan) -> str | None:
+    """Why the schema cannot be generated for lack of tasks (naming where its revision moved
+    them), or None: it has task methods or task-augmentable requests."""
+    if scan.augmentable or scan.task_methods:
+        return None
+    return _no_tasks_message(f.loaded)
+
+
+def no_tasks(loaded: LoadedSchema) -> str | None:
+    """The one line saying ``loaded`` has no task definitions, or None (one scan of its
+    method definitions; for a schema with no rules overlay, said before the missing overlay)."""
+    f = Finder(loaded)
+    return _without_tasks(f, _scan(f))
+
+
+def _augmentation(f: Finder) -> tuple[str, tuple[tuple[str, str], ...], frozenset[str]]:
+    """The task metadata type, the task-augmentable requests (definition, method) and the
+    params definitions of every request (with their union members)."""
+    scan = _scan(f)
+    reason = _without_tasks(f, scan)
+    if reason is not None:
+        raise GeneratorError(reason)
+    if len(scan.task_meta_defs) != 1:
         raise GeneratorError(
             "task-augmentable request params must all refer to one task metadata definition; "
-            f"found {sorted(task_meta_defs) or 'none'}"
+            f"found {sorted(scan.task_meta_defs) or 'none'}"
         )
-    plain = tuple((n, m) for n, m in augmentable if not m.startswith(TASK_METHOD_PREFIXES))
-    return task_meta_defs.pop(), plain, frozenset(params_defs)
+    plain = tuple((n, m) for n, m in scan.augmentable if not m.startswith(TASK_METHOD_PREFIXES))
+    return next(iter(scan.task_meta_defs)), plain, scan.params_defs
 
 
-def _task_types(f: _Finder) -> TaskTypes:
+def _task_types(f: Finder) -> TaskTypes:
     """The task type: carried in ``task`` by the answer to a task-augmented request."""
     defs = f.defs
     task_metadata_def, augmentable, params_defs = _augmentation(f)
@@ -262,7 +290,7 @@ def _task_types(f: _Finder) -> TaskTypes:
         props = d.get("properties")
         if not isinstance(props, dict) or TASK_PROPERTY not in props:
             continue
-        target = _ref_name(props[TASK_PROPERTY])
+        target = ref_name(props[TASK_PROPERTY])
         if target is None or target == task_metadata_def:
             continue
         target_objs = f.resolve(props[TASK_PROPERTY])
@@ -275,7 +303,7 @@ def _task_types(f: _Finder) -> TaskTypes:
         )
     create_result_def, task_def = candidates[0]
     status_node = defs[task_def]["properties"].get("status")
-    status_def = _ref_name(status_node)
+    status_def = ref_name(status_node)
     if status_def is not None and status_def not in defs:
         raise GeneratorError(
             f"broken $ref {status_node['$ref']!r} in {task_def}.status: no definition {status_def!r}"
@@ -299,7 +327,7 @@ def _task_types(f: _Finder) -> TaskTypes:
     )
 
 
-def _task_methods(f: _Finder, senders: dict[str, set[str]]) -> tuple[FoundMethod, ...]:
+def _task_methods(f: Finder, senders: dict[str, set[str]]) -> tuple[FoundMethod, ...]:
     """Definitions whose ``method`` const is a task method, with their params and results."""
     methods: list[FoundMethod] = []
     for name in sorted(f.defs):
@@ -322,7 +350,7 @@ def _task_methods(f: _Finder, senders: dict[str, set[str]]) -> tuple[FoundMethod
                 method=method,
                 definition=name,
                 kind="request" if is_request else "notification",
-                params=_ref_name(props.get("params")),  # inline params: named when hoisted
+                params=ref_name(props.get("params")),  # inline params: named when hoisted
                 result=result,
                 sent_by=tuple(sorted(senders.get(name, set()))),
             )
@@ -330,7 +358,7 @@ def _task_methods(f: _Finder, senders: dict[str, set[str]]) -> tuple[FoundMethod
     return tuple(methods)
 
 
-def _capability_tree(f: _Finder) -> CapabilityTree:
+def _capability_tree(f: Finder) -> CapabilityTree:
     """``*Capabilities.tasks``: the request paths and flags each side may declare."""
     owners: dict[str, str] = {}
     schemas: dict[str, dict[str, Any]] = {}
@@ -370,7 +398,7 @@ def _augmentable(
     return tuple(out)
 
 
-def _tool_support(f: _Finder) -> tuple[str | None, tuple[str, ...]]:
+def _tool_support(f: Finder) -> tuple[str | None, tuple[str, ...]]:
     """Tool-level negotiation: the definition with a ``taskSupport`` enum property, its values."""
     owner: str | None = None
     values: tuple[str, ...] = ()
@@ -379,7 +407,7 @@ def _tool_support(f: _Finder) -> tuple[str | None, tuple[str, ...]]:
         props = d.get("properties") if isinstance(d, dict) else None
         if isinstance(props, dict) and isinstance(props.get(TASK_SUPPORT_PROPERTY), dict):
             ts = props[TASK_SUPPORT_PROPERTY]
-            resolved = f.defs.get(_ref_name(ts) or "", ts)
+            resolved = f.defs.get(ref_name(ts) or "", ts)
             enum = resolved.get("enum") if isinstance(resolved, dict) else None
             values = tuple(str(v) for v in enum) if isinstance(enum, list) else ()
             owner = name
@@ -387,7 +415,7 @@ def _tool_support(f: _Finder) -> tuple[str | None, tuple[str, ...]]:
 
 
 def _seeds(
-    f: _Finder,
+    f: Finder,
     types: TaskTypes,
     methods: tuple[FoundMethod, ...],
     support_owner: str | None,
@@ -409,7 +437,7 @@ def _seeds(
         props = d.get("properties")
         if (
             isinstance(props, dict)
-            and _ref_name(props.get(TASK_PROPERTY)) == types.task_metadata_def
+            and ref_name(props.get(TASK_PROPERTY)) == types.task_metadata_def
         ):
             seeds.add(name)
     for name in extra:
@@ -423,7 +451,7 @@ def _seeds(
 
 def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
     """``extra``: definitions the rules overlay names (the types of task ``_meta`` entries)."""
-    f = _Finder(loaded)
+    f = Finder(loaded)
     senders = f.senders()
     types = _task_types(f)
     methods = _task_methods(f, senders)
@@ -432,7 +460,7 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
     closure = cut(f, _seeds(f, types, methods, support_owner, extra), caps)
     support_def = closure.hoisted.get(f"{support_owner}.{TASK_SUPPORT_PROPERTY}")
     if support_owner and support_def is None:
-        support_def = _ref_name(closure.defs[support_owner]["properties"][TASK_SUPPORT_PROPERTY])
+        support_def = ref_name(closure.defs[support_owner]["properties"][TASK_SUPPORT_PROPERTY])
     return Selection(
         defs=closure.defs,
         methods=tuple(
@@ -454,7 +482,7 @@ def select(loaded: LoadedSchema, extra: tuple[str, ...] = ()) -> Selection:
     )
 
 
-def _gather(f: _Finder, seeds: set[str], caps: CapabilityTree) -> dict[str, Any]:
+def _gather(f: Finder, seeds: set[str], caps: CapabilityTree) -> dict[str, Any]:
     """Copies of the seeds, the ``tasks`` capability objects and everything they refer to."""
     out: dict[str, Any] = {
         f"{caps.owners[side]}Tasks": copy.deepcopy(caps.schemas[side])
@@ -466,7 +494,7 @@ def _gather(f: _Finder, seeds: set[str], caps: CapabilityTree) -> dict[str, Any]
         if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str):
-                name = _ref_name(node)
+                name = ref_name(node)
                 if name is None or not ref.startswith(f.prefix):
                     raise GeneratorError(
                         f"unsupported $ref {ref!r}: only local '{f.prefix}...' references are supported"
@@ -546,7 +574,7 @@ def _rewrite(node: Any) -> Any:
     """References normalised to ``#/$defs/``."""
     if isinstance(node, dict):
         return {
-            k: (f"#/$defs/{_ref_name(node)}" if k == "$ref" and _ref_name(node) else _rewrite(v))
+            k: (f"#/$defs/{ref_name(node)}" if k == "$ref" and ref_name(node) else _rewrite(v))
             for k, v in node.items()
         }
     if isinstance(node, list):
@@ -554,7 +582,7 @@ def _rewrite(node: Any) -> Any:
     return node
 
 
-def cut(f: _Finder, seeds: set[str], caps: CapabilityTree) -> Closure:
+def cut(f: Finder, seeds: set[str], caps: CapabilityTree) -> Closure:
     """The closure of ``seeds``, hoisted, with references normalised, ordered by name."""
     out = _gather(f, seeds, caps)
     hoisted = _hoist(out, set(f.defs) | set(out))

@@ -19,8 +19,11 @@ SCHEMA = SHARED / "mcp-schema" / "2025-11-25" / "schema.json"
 SCHEMA_0618 = SHARED / "mcp-schema" / "2025-06-18" / "schema.json"
 SCHEMA_0728 = SHARED / "mcp-schema" / "2026-07-28" / "schema.json"
 SCHEMA_ORIGINAL = SHARED / "mcp-schema" / "2025-11-25-original" / "schema.json"
-#: The tasks extension io.modelcontextprotocol/tasks of 2026-07-28 (its own schema).
-SCHEMA_EXT = SHARED / "mcp-schema" / "ext-tasks-draft" / "schema.json"
+#: The tasks extension io.modelcontextprotocol/tasks of 2026-07-28 (its own schema), pinned at
+#: its stable release (``ext-tasks`` ``schema/2026-07-28``).
+SCHEMA_EXT = SHARED / "mcp-schema" / "ext-tasks-2026-07-28" / "schema.json"
+#: Its draft (``ext-tasks`` ``schema/draft``): the release but for its ``$id``; still generated.
+SCHEMA_EXT_DRAFT = SHARED / "mcp-schema" / "ext-tasks-draft" / "schema.json"
 #: The schemas ``generated/mcp_tasks`` is generated from: one face each.
 PINNED = (SCHEMA, SCHEMA_EXT)
 

@@ -3,7 +3,7 @@
     .venv/bin/python tests/generator/regen.py
 
 - ``generated/mcp_tasks``: the package for both pinned schemas, 2025-11-25 and the tasks
-  extension (the golden record of the whole output);
+  extension's release 2026-07-28 (the golden record of the whole output);
 - ``tests/generator/snapshots/ir-<schema>.json``: the IR of each pinned schema.
 
 Review the diff, then commit it with the change that caused it.
@@ -21,14 +21,18 @@ REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "mcp-schema"
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 GENERATED = REPO / "generated" / "mcp_tasks"
-#: Every pinned schema that has tasks, by snapshot name.
+#: Every schema with tasks the tests keep an IR snapshot of, by snapshot name: the pinned ones,
+#: the 2025-11-25 schema as first published, and the tasks extension's draft (which must still
+#: generate beside its release).
 PINNED = {
     "2025-11-25": SHARED / "2025-11-25" / "schema.json",
     "2025-11-25-original": SHARED / "2025-11-25-original" / "schema.json",
+    "ext-tasks-2026-07-28": SHARED / "ext-tasks-2026-07-28" / "schema.json",
     "ext-tasks-draft": SHARED / "ext-tasks-draft" / "schema.json",
 }
-#: The schemas of ``generated/mcp_tasks``: one face each.
-GENERATED_FROM = (PINNED["2025-11-25"], PINNED["ext-tasks-draft"])
+#: The schemas of ``generated/mcp_tasks``, one face each: 2025-11-25 and the tasks extension's
+#: stable release 2026-07-28 (users pin releases, not drafts).
+GENERATED_FROM = (PINNED["2025-11-25"], PINNED["ext-tasks-2026-07-28"])
 
 
 def ir_snapshot(schema: Path) -> str:

@@ -81,7 +81,15 @@ def test_not_a_json_schema(tmp_path: Path, doc: object, needle: str) -> None:
     [
         (SCHEMA_0618, ("tasks arrived in protocol revision 2025-11-25",)),
         # the core 2026-07-28 schema: tasks moved to the extension, which has its own schema
-        (SCHEMA_0728, ("io.modelcontextprotocol/tasks", "extension", "ext-tasks-draft/schema.json")),
+        (
+            SCHEMA_0728,
+            (
+                "io.modelcontextprotocol/tasks",
+                "extension",
+                "ext-tasks schema/2026-07-28/schema.json",  # its release, not its draft
+                "--revision 2026-07-28-tasks",
+            ),
+        ),
     ],
     ids=["2025-06-18", "2026-07-28"],
 )

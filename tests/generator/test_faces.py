@@ -12,8 +12,23 @@ from typing import Any
 
 import pytest
 
-from .conftest import PINNED, SCHEMA, SCHEMA_EXT, run_cli, tree
+from .conftest import PINNED, SCHEMA, SCHEMA_EXT, SCHEMA_EXT_DRAFT, run_cli, tree
 from .test_output import _mypy_and_ruff
+
+
+@pytest.mark.parametrize("schema", [SCHEMA_EXT, SCHEMA_EXT_DRAFT], ids=["release", "draft"])
+def test_the_extension_release_and_draft_are_recognised_by_their_bytes(schema: Path) -> None:
+    """X-ID-4: both files of ext-tasks (schema/2026-07-28 and schema/draft) are the extension
+    of revision 2026-07-28, by their sha256 alone (no marker definitions to go by)."""
+    import hashlib
+
+    from mcptask_gen.load import load, recognise
+
+    doc = json.loads(schema.read_text())
+    sha = hashlib.sha256(schema.read_bytes()).hexdigest()
+    assert recognise(doc, {}, sha) == ("2026-07-28", "2026-07-28-tasks")
+    loaded = load(schema, None)
+    assert (loaded.revision, loaded.overlay) == ("2026-07-28", "2026-07-28-tasks")
 
 
 def test_both_pinned_schemas_are_recognised() -> None:
@@ -72,6 +87,89 @@ def ext_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def test_the_draft_still_generates_the_same_package(ext_only: Path, tmp_path: Path) -> None:
+    """The extension's draft is its release but for the ``$id``: the package generated from it
+    differs only in the schema's sha256 it names (headers, ``SCHEMA_SHA256``)."""
+    from mcptask_gen.load import load
+
+    out = tmp_path / "ext_tasks"
+    result = run_cli(SCHEMA_EXT_DRAFT, "-o", out)
+    assert result.exit_code == 0, result.output
+    release, draft = tree(ext_only), tree(out)
+    assert sorted(draft) == sorted(release)
+    ours, theirs = load(SCHEMA_EXT_DRAFT, None).sha256, load(SCHEMA_EXT, None).sha256
+    assert ours != theirs
+    assert {rel: text.replace(ours.encode(), theirs.encode()) for rel, text in draft.items()} == (
+        release
+    )
+
+
+#: The extension's own definitions (spec/tasks-extension.md section 21): the schema's other
+#: 56 are the core types they refer to, copied in.
+EXTENSION_OWN = [
+    "CancelTaskRequest",
+    "CancelTaskResult",
+    "CancelledTask",
+    "CompletedTask",
+    "CreateTaskResult",
+    "DetailedTask",
+    "FailedTask",
+    "GetTaskRequest",
+    "GetTaskResult",
+    "InputRequiredTask",
+    "Task",
+    "TaskStatus",
+    "TaskStatusNotification",
+    "TaskStatusNotificationParams",
+    "TaskSubscriptionAcknowledgedNotifications",
+    "TaskSubscriptionNotifications",
+    "TasksExtensionCapability",
+    "UpdateTaskRequest",
+    "UpdateTaskResult",
+    "WorkingTask",
+]
+
+
+@pytest.mark.parametrize("schema", [SCHEMA_EXT, SCHEMA_EXT_DRAFT], ids=["release", "draft"])
+def test_the_extension_s_own_definitions_are_those_nothing_refers_to(schema: Path) -> None:
+    from mcptask_gen.extselect import own_definitions
+
+    assert list(own_definitions(json.loads(schema.read_text()))) == EXTENSION_OWN
+
+
+def test_the_acknowledged_filter_is_generated(generated_pkg: Path, import_package: Any) -> None:
+    """X-NOTIF-3: the filter notifications/subscriptions/acknowledged echoes is the
+    extension's own definition, though no task type refers to it."""
+    models = import_package(generated_pkg).extension.models
+    ack = models.TaskSubscriptionAcknowledgedNotifications.model_validate({"taskIds": ["t1"]})
+    assert ack.taskIds == ["t1"]
+
+
+def test_every_definition_of_the_extension_s_own_is_generated(tmp_path: Path) -> None:
+    """Nothing the extension defines is left out: a definition no task type refers to is
+    generated, with what it refers to; a core type the extension merely copies in is not
+    (``JSONRPCRequest``: only the requests refer to it, and they are flattened)."""
+    doc = json.loads(SCHEMA_EXT.read_text())
+    doc["$defs"]["FooBar"] = {
+        "type": "object",
+        "properties": {"fooId": {"type": "string"}, "baz": {"$ref": "#/$defs/FooBaz"}},
+        "required": ["fooId"],
+    }
+    doc["$defs"]["FooBaz"] = {"type": "object", "properties": {"level": {"type": "integer"}}}
+    schema = tmp_path / "ext" / "schema.json"
+    schema.parent.mkdir()
+    schema.write_text(json.dumps(doc, indent=2))
+    out = tmp_path / "ext_tasks"
+    result = run_cli(schema, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [f"wrote {len(tree(out))} files to {out}"]
+    code = (out / "extension" / "models.py").read_text()
+    assert "class FooBar(BaseModel)" in code and "class FooBaz(BaseModel)" in code
+    assert "class JSONRPCRequest(" not in code
+    check = run_cli(schema, "-o", out, "--check")
+    assert check.exit_code == 0 and check.output.splitlines() == [f"{out}: up to date"]
+
+
 def test_no_numbered_class_names_in_the_extension_face(ext_only: Path) -> None:
     """Plain datamodel-code-generator numbers 42 of 133 classes of this schema."""
     code = (ext_only / "extension" / "models.py").read_text()
@@ -122,14 +220,14 @@ def test_same_schema_twice_is_refused(tmp_path: Path) -> None:
 def test_faces_must_agree_on_the_state_machine(ext_ir: Any) -> None:
     """X-STATE-1 and R-STATE-2 must be one machine: one engine serves both faces."""
     from mcptask_gen.errors import GeneratorError
+    from mcptask_gen.ir import merge_faces
     from mcptask_gen.pipeline import analyse
-    from mcptask_gen.render import package_ir
 
     core, _ = analyse(SCHEMA, None, "mcp_tasks")
-    assert package_ir([core, ext_ir]).face == "core"
+    assert merge_faces([ext_ir, core]).ir.face == "core"
     odd = dataclasses.replace(ext_ir, terminal=("completed",))
     with pytest.raises(GeneratorError, match="one package has one state machine"):
-        package_ir([core, odd])
+        merge_faces([core, odd])
     renamed = dataclasses.replace(
         ext_ir,
         errors=tuple(
@@ -138,7 +236,7 @@ def test_faces_must_agree_on_the_state_machine(ext_ir: Any) -> None:
         ),
     )
     with pytest.raises(GeneratorError, match="error 'TaskNotFound' differs between faces"):
-        package_ir([core, renamed])
+        merge_faces([core, renamed])
 
 
 def test_errors_of_every_face_are_merged(generated_pkg: Path, import_package: Any) -> None:

@@ -1,7 +1,8 @@
 """The schema may be a URL, and ``--revision REV`` alone fetches the official schema of that
-revision (``$MCPTASK_GEN_SCHEMA_BASE_URL/<rev>/schema.json``), stored by content in the cache.
-Every test serves ``../shared``'s files from a loopback HTTP server: none reaches the
-internet."""
+revision (the specification repository's ``schema/<rev>/schema.json``, or
+``$MCPTASK_GEN_SCHEMA_BASE_URL/<rev>/schema.json``; the tasks extension's release from its own
+repository), stored by content in the cache. Every test serves ``../shared``'s files from a
+loopback HTTP server: none reaches the internet."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from mcptask_gen.fetch import OFFICIAL_BASE_URL, official_url
+from mcptask_gen.fetch import OFFICIAL_BASE_URL, RAW_FILES_URL, official_url
 
-from .conftest import SCHEMA, SHARED, run_cli
+from .conftest import SCHEMA, SCHEMA_EXT, SHARED, run_cli
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -73,6 +74,97 @@ def test_official_url_is_the_specification_repository(monkeypatch: pytest.Monkey
         "https://raw.githubusercontent.com/modelcontextprotocol/modelcontextprotocol/"
     )
     assert official_url("2025-11-25") == f"{OFFICIAL_BASE_URL}/2025-11-25/schema.json"
+
+
+def test_the_extension_is_fetched_from_its_own_repository_at_its_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """X-ID-4: ``--revision 2026-07-28-tasks`` is the tasks extension's stable release, in
+    ``modelcontextprotocol/ext-tasks`` (not the specification repository, not its draft)."""
+    monkeypatch.delenv("MCPTASK_GEN_SCHEMA_BASE_URL", raising=False)
+    monkeypatch.delenv("MCPTASK_GEN_RAW_FILES_URL", raising=False)
+    assert official_url("2026-07-28-tasks") == (
+        "https://raw.githubusercontent.com/modelcontextprotocol/ext-tasks/main/schema/2026-07-28/schema.json"
+    )
+    # The specification repository's base does not apply to another repository.
+    monkeypatch.setenv("MCPTASK_GEN_SCHEMA_BASE_URL", "http://mirror.invalid/schema")
+    assert official_url("2026-07-28-tasks").startswith(f"{RAW_FILES_URL}/modelcontextprotocol/ext-tasks/")
+    assert official_url("2025-11-25") == "http://mirror.invalid/schema/2025-11-25/schema.json"
+
+
+#: What a raw-files host serves at which path: a stand-in for raw.githubusercontent.com.
+RAW_FILES = {
+    "/modelcontextprotocol/modelcontextprotocol/main/schema/2025-11-25/schema.json": SCHEMA,
+    "/modelcontextprotocol/ext-tasks/main/schema/2026-07-28/schema.json": SCHEMA_EXT,
+    "/modelcontextprotocol/ext-tasks/main/schema/draft/schema.json": SHARED
+    / "mcp-schema"
+    / "ext-tasks-draft"
+    / "schema.json",
+}
+
+
+class _RawFiles(http.server.BaseHTTPRequestHandler):
+    asked: list[str] = []
+
+    def do_GET(self) -> None:
+        self.asked.append(self.path)
+        path = RAW_FILES.get(self.path)
+        if path is None:
+            self.send_error(404)
+            return
+        body = path.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("revision", "path", "schema", "face"),
+    [
+        (
+            "2026-07-28-tasks",
+            "/modelcontextprotocol/ext-tasks/main/schema/2026-07-28/schema.json",
+            SCHEMA_EXT,
+            "extension",
+        ),
+        (
+            "2025-11-25",
+            "/modelcontextprotocol/modelcontextprotocol/main/schema/2025-11-25/schema.json",
+            SCHEMA,
+            "core",
+        ),
+    ],
+    ids=["extension-release", "core"],
+)
+def test_revision_alone_fetches_under_the_raw_files_base(
+    tmp_path: Path,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    revision: str,
+    path: str,
+    schema: Path,
+    face: str,
+) -> None:
+    from mcptask_gen.load import load
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RawFiles)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    monkeypatch.setattr(_RawFiles, "asked", [])
+    monkeypatch.delenv("MCPTASK_GEN_SCHEMA_BASE_URL", raising=False)
+    monkeypatch.setenv("MCPTASK_GEN_RAW_FILES_URL", f"http://127.0.0.1:{httpd.server_address[1]}/")
+    out = tmp_path / "pkg"
+    try:
+        result = run_cli("--revision", revision, "-o", out)
+    finally:
+        _stop(httpd)
+    assert result.exit_code == 0, result.output
+    assert _RawFiles.asked == [path]
+    init = (out / face / "__init__.py").read_text()
+    assert f'SCHEMA_SHA256 = "{load(schema, None).sha256}"' in init
 
 
 def test_schema_url_gives_the_same_package_as_the_file(

@@ -225,11 +225,12 @@ def test_builtin_hand_written_files_ship_black_formatted(generated_pkg: Path) ->
 
 
 def _rendered_templates(*schema_paths: Path) -> tuple[dict[str, str], set[str]]:
+    from mcptask_gen.ir import merge_faces
     from mcptask_gen.pipeline import analyse
     from mcptask_gen.render import Renderer
 
     faces = [analyse(path, None, "mcp_tasks")[0] for path in schema_paths]
-    rendered = Renderer(faces, None).render_templates()
+    rendered = Renderer(merge_faces(faces), None).render_templates()
     return rendered.files, rendered.preformatted
 
 

@@ -105,7 +105,7 @@ def test_ttl_null_survives_a_round_trip(pkg: Any) -> None:
 # per-request envelope, A-14) and EX-26 (the stale -32003 code, A-13).
 EXT_FIXTURES = REPO / "tests" / "fixtures" / "spec_examples_ext"
 EXT_INDEX = json.loads((EXT_FIXTURES / "index.json").read_text())
-EXT_SCHEMA = REPO.parent / "shared" / "mcp-schema" / "ext-tasks-draft" / "schema.json"
+EXT_SCHEMA = REPO.parent / "shared" / "mcp-schema" / "ext-tasks-2026-07-28" / "schema.json"
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SCHEMA, run_cli
+from .conftest import PINNED, SCHEMA, copy_pkg, run_cli, tree
 
 
 def test_user_template_overrides_file_by_file(tmp_path: Path, import_package) -> None:  # type: ignore[no-untyped-def]
@@ -61,3 +61,85 @@ def test_missing_templates_dir(tmp_path: Path) -> None:
     result = run_cli(SCHEMA, "-o", out, "--templates", tmp_path / "nope")
     assert result.exit_code == 2
     assert not out.exists()
+
+
+SUBCLASS = (
+    "a hand-written module copied verbatim: change behaviour by subclassing (the generated "
+    "handlers' TasksHandlerBase, CoreTasks/ExtensionTasks, TaskStore), not by replacing the module"
+)
+
+
+def _templates(tmp_path: Path, *names: str) -> Path:
+    templates = tmp_path / "tpl"
+    for name in names:
+        (templates / name).parent.mkdir(parents=True, exist_ok=True)
+        (templates / name).write_text("# mine\n")
+    return templates
+
+
+def _one_error_line(output: str) -> str:
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("mcptask-gen: error: "), output
+    return lines[0]
+
+
+def test_replacing_a_hand_written_module_is_refused(tmp_path: Path) -> None:
+    templates = _templates(tmp_path, "runtime/engine.py")
+    out = tmp_path / "pkg"
+    result = run_cli(SCHEMA, "-o", out, "--templates", templates)
+    assert result.exit_code == 2
+    assert _one_error_line(result.output) == (
+        f"mcptask-gen: error: --templates {templates} replaces runtime/engine.py, {SUBCLASS}"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("names", "needles"),
+    [
+        (("_handlers.py",), ("replaces _handlers.py, a hand-written module",)),
+        (("store.py",), ("replaces store.py, a hand-written module",)),
+        # a template that would render over it replaces it just the same
+        (("runtime/engine.py.jinja",), ("replaces runtime/engine.py (with runtime/engine.py.jinja)",)),
+        (
+            ("runtime/redis/scripts/get.lua",),
+            ("replaces runtime/redis/scripts/get.lua, a hand-written file copied verbatim",),
+        ),
+        (("store.py", "_errors.py"), ("replaces _errors.py (and 1 more)",)),
+    ],
+    ids=["handlers", "store", "by-a-template", "lua-script", "two"],
+)
+def test_no_copied_file_may_be_replaced(
+    tmp_path: Path, generated_pkg: Path, names: tuple[str, ...], needles: tuple[str, ...]
+) -> None:
+    """Nothing is written, not even into an output that exists (nor under --check)."""
+    out = copy_pkg(generated_pkg, tmp_path / "mcp_tasks")
+    before = tree(out)
+    templates = _templates(tmp_path, *names)
+    for extra in ((), ("--check",)):
+        result = run_cli(*PINNED, "-o", out, "--templates", templates, *extra)
+        assert result.exit_code == 2
+        line = _one_error_line(result.output)
+        for needle in (*needles, "change behaviour by subclassing"):
+            assert needle in line, line
+    assert tree(out) == before
+
+
+def test_a_file_that_a_template_makes_is_overridden_by_that_template_only(tmp_path: Path) -> None:
+    """errors.py beside the built-in errors.py.jinja would lose in silence: refused."""
+    templates = _templates(tmp_path, "errors.py")
+    out = tmp_path / "pkg"
+    result = run_cli(SCHEMA, "-o", out, "--templates", templates)
+    assert result.exit_code == 2
+    line = _one_error_line(result.output)
+    assert "has errors.py, which makes errors.py as the built-in errors.py.jinja does" in line
+    assert not out.exists()
+
+
+def test_new_files_may_still_be_added(tmp_path: Path) -> None:
+    templates = _templates(tmp_path, "contrib/notes.txt", "contrib/__init__.py")
+    out = tmp_path / "pkg"
+    result = run_cli(SCHEMA, "-o", out, "--templates", templates)
+    assert result.exit_code == 0, result.output
+    assert (out / "contrib" / "notes.txt").read_text() == "# mine\n"
+    assert (out / "runtime" / "engine.py").is_file()  # the built-in, untouched
