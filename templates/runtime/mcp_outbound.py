@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
-from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
 
 from ..capabilities import peer_supports
@@ -26,7 +25,7 @@ from ..protocol import (
     TASKS_RESULT,
     TERMINAL,
 )
-from ._sdk import PING, PROGRESS, connection_of, to_sdk_error
+from ._sdk import PING, PROGRESS, Connection, connection_of, to_sdk_error
 from .runs import LazyEvent, TaskContext
 
 __all__ = [
