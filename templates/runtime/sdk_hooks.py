@@ -84,6 +84,11 @@ class SdkHooks:
             server.add_notification_handler(method, _RawParams, self._notification(method))
         if EXTENSION is not None and router.extension_offered():
             server.extensions[EXTENSION.EXTENSION_ID] = {}  # server/discover (X-CAP-2)
+            from .mcp_listen import TaskListen  # with the extension's face only
+
+            channel = EXTENSION.NOTIFICATION_CHANNEL  # task notifications (X-NOTIF-2)
+            listen = TaskListen(self.tasks, server.get_request_handler(channel))
+            server.add_request_handler(channel, _RawParams, listen)
 
     # ------------------------------------------------------------------ requests
     def request(
