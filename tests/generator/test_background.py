@@ -16,10 +16,7 @@ import pytest
 
 from mcptask_gen.background import Background, can_fork
 from mcptask_gen.errors import GeneratorError
-
-from .conftest import SCHEMA, tree, write_schema
-
-VENV_BIN = Path(sys.executable).parent
+from testkit.gen import SCHEMA, VENV_BIN, tree, write_schema
 
 needs_fork = pytest.mark.skipif(not can_fork(), reason="no fork here (or other threads)")
 

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcptask_gen.fetch import OFFICIAL_BASE_URL, official_url
-
-from .conftest import SCHEMA, SHARED, run_cli
+from testkit.gen import SCHEMA, SHARED, run_cli
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SCHEMA, run_cli
+from testkit.gen import SCHEMA, run_cli
 
 
 def test_user_template_overrides_file_by_file(tmp_path: Path, import_package) -> None:  # type: ignore[no-untyped-def]

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from interop import HttpServer, npm_ci
+
+from testkit.interop import HttpServer, npm_ci
 
 
 @pytest.fixture(scope="session")

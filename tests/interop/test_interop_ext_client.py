@@ -29,8 +29,6 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from fastmcp_peer import SERVER_SCRIPT, peer_python
-from interop import SERVER_MODULE, HttpServer, PeerServer, interrupt_cli_task, node_env
 from mcp import Client, StdioServerParameters
 from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
@@ -39,6 +37,8 @@ from mcp_tasks.errors import MissingRequiredClientCapability, RequestCancelled
 from mcp_tasks.extension import protocol as ext
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, TaskRequestor
 from mcp_tasks.runtime.mcp_ext_client import ExtTaskRequestor, TasksClientExtension
+from testkit.fastmcp_peer import SERVER_SCRIPT, peer_python
+from testkit.interop import SERVER_MODULE, HttpServer, PeerServer, interrupt_cli_task, node_env
 
 pytestmark = pytest.mark.anyio
 

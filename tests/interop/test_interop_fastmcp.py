@@ -3,7 +3,7 @@
 Its virtualenv (``tests/interop/.venv-fastmcp``) is made on demand by ``fastmcp_peer``:
 skipped without a package registry, a failure under ``CI``. First the peer itself is
 proven: its server serves the extension's task lifecycle to a raw stateless 2026-07-28
-client (``ext_wire``), and its client drives its server through the example tool contract.
+client (``testkit.ext_wire``), and its client drives its server through the example tool contract.
 Then the same FastMCP client drives our example server's extension face.
 """
 
@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ext_wire import TASKS_EXTENSION, ExtClient
-from fastmcp_peer import CLIENT_SCRIPT, SERVER_SCRIPT, peer_python
-from interop import HttpServer, PeerServer
-from procs import running
+
+from testkit.ext_wire import TASKS_EXTENSION, ExtClient
+from testkit.fastmcp_peer import CLIENT_SCRIPT, SERVER_SCRIPT, peer_python
+from testkit.interop import HttpServer, PeerServer
+from testkit.procs import running
 
 #: What ``fastmcp_client.py`` must get from a server with the example tool contract.
 EXPECTED_CALLS: dict[str, dict[str, Any]] = {

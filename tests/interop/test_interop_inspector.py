@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interop import HERE, HttpServer, node_env, node_path
+
+from testkit.interop import INTEROP_DIR, HttpServer, node_env, node_path
 
 pytestmark = pytest.mark.usefixtures("node_modules")
 
-LAUNCHER = HERE / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher"
+LAUNCHER = INTEROP_DIR / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher"
 
 
 def inspector(url: str, home: Path, *args: str) -> tuple[int, Any]:

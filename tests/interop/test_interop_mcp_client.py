@@ -18,11 +18,11 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, node_env
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcp_tasks.runtime.mcp_client import raw_request
+from testkit.interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, node_env
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,8 @@ import sys
 from typing import Any
 
 import pytest
-from interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, run_node
+
+from testkit.interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, run_node
 
 pytestmark = pytest.mark.usefixtures("node_modules")
 

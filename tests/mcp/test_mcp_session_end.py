@@ -15,10 +15,10 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_e2e import http_session, stdio_session
 
 from mcp_tasks import protocol
 from mcp_tasks.runtime.sqlite import SqliteTaskStore
+from testkit.mcp_e2e import http_session, stdio_session
 
 pytestmark = pytest.mark.anyio
 

@@ -17,17 +17,17 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from ext_wire import ExtClient
 from mcp.shared.exceptions import MCPError
-from mcp_e2e import HttpServer, http_session
-from redis_fixtures import (  # noqa: F401
+
+from mcp_tasks import models
+from testkit.ext_wire import ExtClient
+from testkit.mcp_e2e import HttpServer, http_session
+from testkit.redis_fixtures import (  # noqa: F401
     RedisServer,
     fresh_redis_server,
     redis_server,
     unique_namespace,
 )
-
-from mcp_tasks import models
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -27,14 +27,14 @@ from typing import Any
 import anyio
 import pytest
 import redis
-from ext_wire import ExtClient
 from mcp.shared.exceptions import MCPError
-from mcp_e2e import HttpServer, http_session, write_tokens
-from procs import free_port, python_env
-from redis_fixtures import RedisServer, redis_server, unique_namespace  # noqa: F401
 
 from mcp_tasks.examples.server import main
 from mcp_tasks.examples.workers import STARTUP_S
+from testkit.ext_wire import ExtClient
+from testkit.mcp_e2e import HttpServer, http_session, write_tokens
+from testkit.procs import free_port, python_env
+from testkit.redis_fixtures import RedisServer, redis_server, unique_namespace  # noqa: F401
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

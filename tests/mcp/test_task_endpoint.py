@@ -6,13 +6,11 @@ error-shape and fuzz tests of ``tests/security`` run against both paths."""
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -22,16 +20,13 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
-
-from ext_wire import ExtClient
-from procs import free_port
-from sec_harness import RawHttp
-
 from mcp_tasks.examples.server import build_server
 from mcp_tasks.runtime.mcp_server import McpTasks, tidy_http_errors
 from mcp_tasks.runtime.memory import InMemoryTaskStore
 from mcp_tasks.testing.store_conformance import record
+from testkit.ext_wire import ExtClient
+from testkit.procs import free_port
+from testkit.sec_harness import RawHttp
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import anyio
 import pytest
-from core_calls import Asked, create_task, handle
 
 from mcp_tasks.errors import (
     ConcurrencyLimitExceeded,
@@ -31,6 +30,7 @@ from mcp_tasks.runtime import (
     TaskEngine,
 )
 from mcp_tasks.store import TaskRecord, TaskStore
+from testkit.core_calls import Asked, create_task, handle
 
 pytestmark = pytest.mark.anyio
 
@@ -53,10 +53,9 @@ class Clock:
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], TaskStore]:
     if request.param == "memory":
         return InMemoryTaskStore
-    if request.param == "redis":  # a shared store: tests/redis_fixtures.py starts redis-server
-        from redis_fixtures import unique_namespace
-
+    if request.param == "redis":  # a shared store: testkit.redis_fixtures starts redis-server
         from mcp_tasks.runtime.redis import RedisTaskStore
+        from testkit.redis_fixtures import unique_namespace
 
         url, ns = request.getfixturevalue("redis_server").url, unique_namespace()
         return lambda: RedisTaskStore(url, namespace=ns)

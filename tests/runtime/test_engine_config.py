@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,6 @@ from typing import Any
 import anyio
 import pytest
 from click.testing import CliRunner
-from core_calls import create_task, handle
 
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.handlers import RequestContext
@@ -31,6 +29,8 @@ from mcp_tasks.protocol import (
 from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
 from mcp_tasks.store import TaskRecord
 from mcptask_gen.cli import main as generate
+from testkit.core_calls import create_task, handle
+from testkit.importing import imported
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_ORIGINAL = REPO.parent / "shared" / "mcp-schema" / "2025-11-25-original" / "schema.json"
@@ -115,14 +115,9 @@ def original_pkg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             os.environ.pop("MCPTASK_GEN_CACHE_DIR", None)
         else:
             os.environ["MCPTASK_GEN_CACHE_DIR"] = old
-    sys.path.insert(0, str(root))
-    try:
+    with imported(root, "mcp_tasks_original") as pkg:  # from its directory, not sys.path
         importlib.import_module("mcp_tasks_original.runtime")
-        yield importlib.import_module("mcp_tasks_original")
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m.split(".")[0] == "mcp_tasks_original"]:
-            del sys.modules[name]
+        yield pkg
 
 
 def test_pinned_schema_allows_unlimited_ttl_R_TTL_2() -> None:

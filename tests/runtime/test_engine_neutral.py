@@ -11,8 +11,6 @@ from typing import Any
 
 import anyio
 import pytest
-from core_calls import handle
-from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import TaskNotFound
 from mcp_tasks.handlers import RequestContext
@@ -37,6 +35,8 @@ from mcp_tasks.runtime import (
 )
 from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import TaskRecord, TaskStore
+from testkit.core_calls import handle
+from testkit.redis_fixtures import RedisServer, unique_namespace
 
 pytestmark = pytest.mark.anyio
 

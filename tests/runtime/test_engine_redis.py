@@ -9,13 +9,13 @@ from typing import Any
 
 import anyio
 import pytest
-from core_calls import Asked, create_task, handle
-from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import JsonRpcError, RequestCancelled, TaskError
 from mcp_tasks.handlers import RequestContext
 from mcp_tasks.runtime import EngineConfig, TaskContext, TaskEngine
 from mcp_tasks.runtime.redis import RedisTaskStore
+from testkit.core_calls import Asked, create_task, handle
+from testkit.redis_fixtures import RedisServer, unique_namespace
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import anyio
 import pytest
-from core_calls import create_task, handle
 
 from mcp_tasks.errors import TaskAlreadyTerminal, TaskError
 from mcp_tasks.handlers import RequestContext
@@ -27,6 +26,7 @@ from mcp_tasks.runtime import (
     TaskEngine,
 )
 from mcp_tasks.store import TaskStore
+from testkit.core_calls import create_task, handle
 
 pytestmark = pytest.mark.anyio
 CTX = RequestContext(requestor="racer")

@@ -11,7 +11,6 @@ from typing import Any, Unpack
 
 import anyio
 import pytest
-from core_calls import create_task, handle
 
 from mcp_tasks.errors import ConcurrencyLimitExceeded, TaskNotFound
 from mcp_tasks.handlers import RequestContext
@@ -25,6 +24,7 @@ from mcp_tasks.protocol import (
 )
 from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine, runs
 from mcp_tasks.store import Change, TaskRecord, TaskStore
+from testkit.core_calls import create_task, handle
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import anyio
 import pytest
-from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED
@@ -19,6 +18,7 @@ from mcp_tasks.runtime.cursor import CursorCodec
 from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import SharedTaskStore
 from mcp_tasks.testing.store_conformance import T0, SharedStoreConformance, record
+from testkit.redis_fixtures import RedisServer, unique_namespace
 
 pytestmark = pytest.mark.anyio
 
@@ -244,8 +244,7 @@ async def test_scripts_load_from_package_files_with_matching_sha(
 
 
 def test_redis_fixture_fails_under_ci_when_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    import redis_fixtures
-
+    from testkit import redis_fixtures
     monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.setenv("CI", "1")
     with pytest.raises(pytest.fail.Exception, match="redis-server is not installed"):

@@ -1,4 +1,4 @@
-"""Fixtures for the hardening tests; helpers live in ``sec_harness``."""
+"""Fixtures for the hardening tests; helpers live in ``testkit.sec_harness``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from procs import started_servers
-from sec_harness import FUZZ_COUNTS, SOAK_REPORT, TOKENS, HttpServer
+
+from testkit.procs import started_servers
+from testkit.sec_harness import FUZZ_COUNTS, SOAK_REPORT, TOKENS, HttpServer
 
 #: Modules whose tests run against both paths of the example server: the task endpoint for
 #: the task methods (the default) and the SDK's own per-request machinery (``--no-task-endpoint``).

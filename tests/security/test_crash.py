@@ -29,8 +29,9 @@ from typing import Any
 
 import httpx
 import pytest
-from procs import free_port
-from sec_harness import HttpServer, RawHttp
+
+from testkit.procs import free_port
+from testkit.sec_harness import HttpServer, RawHttp
 
 TERMINAL = {"completed", "failed", "cancelled"}
 THREADS = 4

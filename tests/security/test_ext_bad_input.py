@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from ext_wire import ExtClient
-from sec_harness import HttpServer, RawHttp
 
 from mcp_tasks.runtime.extension import MAX_INPUT_RESPONSES
+from testkit.ext_wire import ExtClient
+from testkit.sec_harness import HttpServer, RawHttp
 
 ASKING = frozenset({"input_required"})
 

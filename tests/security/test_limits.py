@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sec_harness import HttpServer, RawHttp
+
+from testkit.sec_harness import HttpServer, RawHttp
 
 MAX_ACTIVE = 3
 RATE_CALLS = 30

@@ -1,7 +1,7 @@
 """The soak test in its CI form: 30 s of mixed traffic from 50 sessions.
 
 Longer: ``MCPTASK_SOAK_SECONDS=600 .venv/bin/python -m pytest tests/security/test_soak.py``
-or ``.venv/bin/python tests/security/soak.py`` (10 minutes by default).
+or ``PYTHONPATH=tests .venv/bin/python -m testkit.soak`` (10 minutes by default).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sec_harness import SOAK_REPORT
-from soak import ENV_SECONDS, format_report, run_soak
+from testkit.sec_harness import SOAK_REPORT
+from testkit.soak import ENV_SECONDS, format_report, run_soak
 
 CI_SECONDS = 30.0
 #: RSS may stay a little above the baseline (allocator high-water marks), never grow with load

@@ -1,6 +1,6 @@
 """Wire fuzzing of the example server, over Streamable HTTP and stdio.
 
-Valid messages come from our own generated models (``wire_strategies``); mutated ones
+Valid messages come from our own generated models (``testkit.wire_strategies``); mutated ones
 carry wrong types, missing fields, huge/negative/odd ``ttl``, 1 MB strings, unicode,
 deep nesting, unknown methods, unknown ``_meta``, bad JSON and bad envelopes.
 Every request gets a JSON-RPC answer, notifications get silence, nothing answers
@@ -17,11 +17,12 @@ from typing import Any
 
 import httpx
 import pytest
-from ext_wire import ExtClient
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from sec_harness import HttpServer, RawHttp, RawStdio, Reply, assert_no_leak, parse_body
-from wire_strategies import Case, cases, ext_cases
+
+from testkit.ext_wire import ExtClient
+from testkit.sec_harness import HttpServer, RawHttp, RawStdio, Reply, assert_no_leak, parse_body
+from testkit.wire_strategies import Case, cases, ext_cases
 
 HTTP_EXAMPLES = 300
 STDIO_EXAMPLES = 200

@@ -1,7 +1,7 @@
 """Soak test of the example server: mixed traffic from many sessions.
 
-    .venv/bin/python tests/security/soak.py                      # 10 minutes (default)
-    .venv/bin/python tests/security/soak.py --soak-seconds 30    # what CI runs (via pytest)
+    PYTHONPATH=tests .venv/bin/python -m testkit.soak                    # 10 minutes (default)
+    PYTHONPATH=tests .venv/bin/python -m testkit.soak --soak-seconds 30  # as CI (via pytest)
 
 N sessions (default 50, each its own requestor) create tasks, poll them honouring
 ``pollInterval``, fetch results, answer ``input_required`` elicitations on the
@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import random
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -30,8 +29,7 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sec_harness import ACCEPT, PROTOCOL, HttpServer, init_request, parse_body, rss_kb
+from testkit.sec_harness import ACCEPT, PROTOCOL, HttpServer, init_request, parse_body, rss_kb
 
 DEFAULT_SECONDS = 600.0
 ENV_SECONDS = "MCPTASK_SOAK_SECONDS"

@@ -1,7 +1,7 @@
 """Shared helpers for the hardening tests: start the example server as a
 real subprocess and talk raw JSON-RPC to it, over Streamable HTTP and stdio.
 
-``tests/mcp/mcp_e2e.py`` drives the server through the ``mcp`` SDK client, which
+``testkit.mcp_e2e`` drives the server through the ``mcp`` SDK client, which
 validates what it sends; attacks need a raw wire, and the limit/soak tests need
 an example server with low limits (its ``--max-active``, ``--rate-limit``,
 ``--max-ttl``, ``--default-ttl`` and ``--page-size`` flags).
@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from procs import free_port, python_env, stop_process, wait_listening
 
-HERE = Path(__file__).resolve().parent
+from testkit.procs import free_port, python_env, stop_process, wait_listening
+
 SERVER_MODULE = "mcp_tasks.examples.server"
 PROTOCOL = "2025-11-25"
 STARTUP_TIMEOUT = 60.0

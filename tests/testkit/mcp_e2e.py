@@ -26,9 +26,16 @@ import mcp_types as types
 import pytest
 from mcp import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from procs import free_port, python_env, running, started_servers, stop_process, wait_listening
 
 from mcp_tasks.runtime.mcp_client import TasksClientSession
+from testkit.procs import (
+    free_port,
+    python_env,
+    running,
+    started_servers,
+    stop_process,
+    wait_listening,
+)
 
 STARTUP_TIMEOUT = 60.0
 SERVER_MODULE = "mcp_tasks.examples.server"

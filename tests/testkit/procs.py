@@ -1,5 +1,5 @@
-"""Subprocess servers in tests: a free port, wait until one listens on 127.0.0.1, stop one by
-its PID, and run servers for the length of a ``with`` block."""
+"""Subprocess servers in tests: a free port, the environment of a Python child, wait until one
+listens on 127.0.0.1, stop one by its PID, and run servers for the length of a ``with`` block."""
 
 from __future__ import annotations
 
@@ -21,9 +21,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: ``tests/``: on a Python child's ``PYTHONPATH``, so it can run ``python -m testkit.NAME``
+TESTS_DIR = Path(__file__).resolve().parents[1]
+
+
 def python_env() -> dict[str, str]:
-    """This process's environment for a Python child, with unbuffered output (for its log)."""
-    return dict(os.environ, PYTHONUNBUFFERED="1")
+    """This process's environment for a Python child: unbuffered output (for its log), and
+    ``tests/`` first on ``PYTHONPATH`` (pytest's ``pythonpath`` setting reaches only this
+    process), so the child can import ``testkit``."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    paths = [str(TESTS_DIR), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
 
 
 def wait_listening(

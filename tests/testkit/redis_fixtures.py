@@ -2,7 +2,7 @@
 
 Import the fixtures into a test module::
 
-    from redis_fixtures import redis_server, redis_url  # noqa: F401
+    from testkit.redis_fixtures import redis_server, redis_url  # noqa: F401
 
 ``redis_server`` (session scope) starts Debian's ``redis-server`` on 127.0.0.1 with a
 free port, without persistence (``--save '' --appendonly no``), and stops it by PID
@@ -23,7 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from procs import free_port, running, stop_process
+
+from testkit.procs import free_port, running, stop_process
 
 STARTUP_TIMEOUT_S = 20.0
 

@@ -1,8 +1,8 @@
 """The FastMCP 4 client (``fastmcp-tasks`` registers its tasks client extension on every
 FastMCP ``Client``) driving the example server's tools on a 2026-07-28 server. Runs in the
-peer's own virtualenv (``fastmcp_peer.py``):
+peer's own virtualenv (``testkit.fastmcp_peer``):
 
-    tests/interop/.venv-fastmcp/bin/python tests/interop/fastmcp_client.py URL
+    tests/interop/.venv-fastmcp/bin/python tests/testkit/fastmcp_client.py URL
 
 Prints ONE JSON object on its last line:
 
