@@ -8,6 +8,10 @@ import pytest
 # module's. Registered before any of them is imported.
 pytest.register_assert_rewrite("testkit")
 
+from testkit.doors import front_door  # noqa: E402  (after the rewrite is registered)
+
+__all__ = ["front_door"]
+
 
 @pytest.fixture
 def anyio_backend() -> str:

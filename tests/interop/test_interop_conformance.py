@@ -34,10 +34,12 @@ BASELINE = INTEROP_DIR / "conformance-baseline.yml"
 
 @pytest.fixture(scope="module")
 def example_server(
-    node_modules: None, tmp_path_factory: pytest.TempPathFactory
+    node_modules: None, tmp_path_factory: pytest.TempPathFactory, front_door: str
 ) -> Iterator[HttpServer]:
-    """One example server process for the 2025-11-25 run and the ``tasks-*`` runs."""
-    with running(HttpServer(log_dir=tmp_path_factory.mktemp("conformance-server"))) as server:
+    """One example server process for the 2025-11-25 run and the ``tasks-*`` runs, per
+    front door: the suite checks both."""
+    log_dir = tmp_path_factory.mktemp("conformance-server")
+    with running(HttpServer(log_dir=log_dir, front_door=front_door)) as server:
         yield server
 
 

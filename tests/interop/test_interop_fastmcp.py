@@ -117,8 +117,8 @@ def test_fastmcp_client_drives_fastmcp_server(fastmcp_python: Path, fastmcp_url:
     assert_contract(drive(fastmcp_python, fastmcp_url))
 
 
-def test_fastmcp_client_drives_our_server(fastmcp_python: Path, tmp_path: Path) -> None:
-    """FastMCP's client against our example server: the same contract, over tasks."""
-    with running(HttpServer(log_dir=tmp_path)) as server:
-        report = drive(fastmcp_python, server.url)
+def test_fastmcp_client_drives_our_server(fastmcp_python: Path, example_http: HttpServer) -> None:
+    """FastMCP's client against our example server (through each front door): the same
+    contract, over tasks."""
+    report = drive(fastmcp_python, example_http.url)
     assert_contract(report)

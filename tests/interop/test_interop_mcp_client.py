@@ -22,6 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcp_tasks.runtime.mcp_client import raw_request
+from testkit.doors import door_of, http_targets
 from testkit.interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, node_env
 
 pytestmark = pytest.mark.anyio
@@ -30,10 +31,12 @@ RELATED = "io.modelcontextprotocol/related-task"
 TERMINAL = {"completed", "failed", "cancelled"}
 
 
-@pytest.fixture(params=["http", "stdio"])
+@pytest.fixture(params=http_targets("stdio"))
 def target(request: pytest.FixtureRequest) -> Any:
-    if request.param == "http":
-        server: HttpServer = request.getfixturevalue("example_http")
+    """Our example server over HTTP (through each front door) or a stdio subprocess."""
+    door = door_of(request.param)
+    if door is not None:
+        server: HttpServer = request.getfixturevalue("example_pool").get(door)
         return server.url
     return StdioServerParameters(
         command=sys.executable, args=["-m", SERVER_MODULE, "--stdio"], env=node_env()

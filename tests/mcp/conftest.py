@@ -5,5 +5,6 @@ from testkit.mcp_e2e import (  # noqa: F401
     connect,
     http_server,
     http_server_factory,
+    http_server_pool,
     tokens_file,
 )

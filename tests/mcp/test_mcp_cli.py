@@ -28,14 +28,14 @@ def mcptask(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
 
 
 @pytest.fixture(scope="module")
-def token_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def token_server(tmp_path_factory: pytest.TempPathFactory, front_door: str) -> Any:
     """An example server over Streamable HTTP that binds tasks to bearer-token subjects."""
     from testkit.mcp_e2e import TOKENS, HttpServer
 
     tmp = tmp_path_factory.mktemp("cli")
     tokens = tmp / "tokens.json"
     tokens.write_text(json.dumps(TOKENS))
-    server = HttpServer("--tokens", str(tokens), log_dir=tmp)
+    server = HttpServer("--tokens", str(tokens), log_dir=tmp, front_door=front_door)
     try:
         yield server.start()
     finally:

@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_tasks.examples.server import main
 from mcp_tasks.examples.workers import STARTUP_S
+from testkit.doors import ENDPOINT, pinned
 from testkit.ext_wire import ExtClient
 from testkit.mcp_e2e import HttpServer, http_session, write_tokens
 from testkit.procs import free_port, python_env
@@ -261,7 +262,9 @@ def test_a_worker_that_cannot_start_stops_the_set(
     assert "--tokens: expected a JSON object" in out.stderr
 
 
+@pinned(ENDPOINT)
 def test_sigterm_stops_every_worker_cleanly(workers: Workers) -> None:
+    """Process supervision only (no request reaches a front door): run on the default one."""
     proc = workers.take_proc()
     children = _children(proc.pid)
     assert len(children) == WORKERS
@@ -272,7 +275,9 @@ def test_sigterm_stops_every_worker_cleanly(workers: Workers) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pinned(ENDPOINT)
 def test_workers_exit_when_the_parent_is_killed(workers: Workers) -> None:
+    """Process supervision only (no request reaches a front door): run on the default one."""
     proc = workers.take_proc()
     children = _children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)

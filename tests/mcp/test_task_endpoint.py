@@ -1,7 +1,13 @@
 """The task endpoint for the task methods (``McpTasks.streamable_http_app``): it answers the task
 methods of both faces itself, and leaves every request the SDK would refuse to the SDK, so
-refusals are the SDK's own, byte for byte, with or without it. The isolation, limits,
-error-shape and fuzz tests of ``tests/security`` run against both paths."""
+refusals are the SDK's own, byte for byte, with or without it.
+
+The server runs in this process (``serving``), so a test can read the task endpoint's own
+counters (``answered``, ``passed``). Tests named ``..._sdks_own`` or ``..._answers_...``
+send the same requests through both front doors (``serving(SDK)``, ``serving(ENDPOINT)``)
+and compare the answers; the others take the ``front_door`` fixture and run through each,
+checking the counters only on the door that has them. Every other test of ``tests/mcp``,
+``tests/security`` and ``tests/interop`` runs through both doors by its server fixture."""
 
 from __future__ import annotations
 
@@ -24,9 +30,10 @@ from mcp_tasks.examples.server import build_server
 from mcp_tasks.runtime.mcp_server import McpTasks, tidy_http_errors
 from mcp_tasks.runtime.memory import InMemoryTaskStore
 from mcp_tasks.testing.store_conformance import record
+from testkit.doors import ENDPOINT, SDK, task_endpoint
 from testkit.ext_wire import ExtClient
 from testkit.procs import free_port
-from testkit.sec_harness import RawHttp
+from testkit.sec_harness import RawHttp, parse_body
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
 
@@ -44,20 +51,21 @@ class InProc:
 
 @contextmanager
 def serving(
+    front_door: str,
     *,
-    task_endpoint: bool = True,
     tokens: dict[str, str] | None = None,
     build: Any = None,
     prepare: Any = None,
     **app_kwargs: Any,
 ) -> Iterator[InProc]:
     """The example server (or ``build()``'s) in this process (its own thread and event
-    loop), with the task endpoint or not; ``prepare(app)`` may change the app first."""
+    loop), its task requests through ``front_door``; ``prepare(app)`` may change the app
+    first."""
     if build is not None:
         mcp, tasks = build()
     else:
         mcp, tasks = build_server(store=InMemoryTaskStore(), tokens=tokens)
-    app = tasks.streamable_http_app(task_endpoint=task_endpoint, **app_kwargs)
+    app = tasks.streamable_http_app(task_endpoint=task_endpoint(front_door), **app_kwargs)
     if prepare is not None:
         prepare(app)
     app = tidy_http_errors(app)
@@ -103,9 +111,9 @@ def _lifecycle_2025(url: str, token: str | None = None) -> list[Any]:
 
 def test_task_endpoint_answers_the_2025_task_methods() -> None:
     """Same answers with and without it; with it, the task methods never reach the SDK."""
-    with serving(task_endpoint=False) as slow:
+    with serving(SDK) as slow:
         expected = _lifecycle_2025(slow.url)
-    with serving() as fast:
+    with serving(ENDPOINT) as fast:
         got = _lifecycle_2025(fast.url)
         assert fast.answered >= 6  # tools/call, tasks/get (>= 1), list, result, cancel, get x2
         assert fast.tasks.task_endpoint.passed >= 2  # initialize, notifications/initialized
@@ -131,9 +139,9 @@ def _lifecycle_ext(url: str, headers: dict[str, str] | None = None) -> list[Any]
 
 
 def test_task_endpoint_answers_the_extension_task_methods() -> None:
-    with serving(task_endpoint=False) as slow:
+    with serving(SDK) as slow:
         expected = _lifecycle_ext(slow.url)
-    with serving() as fast:
+    with serving(ENDPOINT) as fast:
         got = _lifecycle_ext(fast.url)
         assert fast.answered >= 4  # tools/call (task), tasks/get, tasks/cancel, tasks/get
     assert got == expected
@@ -179,9 +187,9 @@ def _refusals(url: str, token_of_session: str | None) -> dict[str, Any]:
 def test_refusals_are_the_sdks_own(token: str | None) -> None:
     """Every request the SDK refuses is refused the same way with the task endpoint in front."""
     tokens = TOKENS if token else None
-    with serving(task_endpoint=False, tokens=tokens, max_request_body_size=4096) as slow:
+    with serving(SDK, tokens=tokens, max_request_body_size=4096) as slow:
         expected = _refusals(slow.url, token)
-    with serving(tokens=tokens, max_request_body_size=4096) as fast:
+    with serving(ENDPOINT, tokens=tokens, max_request_body_size=4096) as fast:
         got = _refusals(fast.url, token)
         assert fast.answered == 0
     assert got == expected
@@ -197,18 +205,18 @@ def test_extension_refusals_are_the_sdks_own() -> None:
                 c.send("tasks/get", {"taskId": "x", "_meta": {"x": 1}}, tasks=False),
             ]
 
-    with serving(task_endpoint=False) as slow:
+    with serving(SDK) as slow:
         expected = refusals(slow.url)
-    with serving() as fast:
+    with serving(ENDPOINT) as fast:
         got = refusals(fast.url)
     assert got == expected
     assert all("error" in answer for answer in expected[:2])
 
 
-def test_endpoint_polls_keep_the_session_alive() -> None:
-    """A client that only polls (through the task endpoint) holds its session's idle timer
-    as the SDK's transport does: the session outlives its idle timeout while polled."""
-    with serving(session_idle_timeout=1.0) as fast, RawHttp(fast.url) as c:
+def test_polls_keep_the_session_alive(front_door: str) -> None:
+    """A client that only polls holds its session's idle timer, through the task endpoint as
+    through the SDK's transport: the session outlives its idle timeout while polled."""
+    with serving(front_door, session_idle_timeout=1.0) as fast, RawHttp(fast.url) as c:
         task_id = c.create("slow_compute", {"seconds": 0})
         end = time.monotonic() + 2.5
         while time.monotonic() < end:
@@ -219,15 +227,16 @@ def test_endpoint_polls_keep_the_session_alive() -> None:
         assert gone.status == 404
 
 
-def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware() -> None:
-    """Middleware added to the app afterwards (CORS here) runs for the task endpoint's answers too."""
+def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware(front_door: str) -> None:
+    """Middleware added to the app afterwards (CORS here) runs for the task requests on both
+    doors: the task endpoint's answers too."""
     from starlette.middleware.cors import CORSMiddleware
 
     def add_cors(app: Any) -> None:
         app.add_middleware(CORSMiddleware, allow_origins=["http://127.0.0.1:1"])
         assert app.routes and app.user_middleware  # the Starlette app's own attributes
 
-    with serving(prepare=add_cors) as fast, RawHttp(fast.url) as c:
+    with serving(front_door, prepare=add_cors) as fast, RawHttp(fast.url) as c:
         task_id = c.create("slow_compute", {"seconds": 0})
         r = c.http.post(
             fast.url,
@@ -235,8 +244,9 @@ def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware() -> None:
             json={"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {"taskId": task_id}},
         )
         assert r.headers.get("access-control-allow-origin") == "http://127.0.0.1:1"
-        assert r.json()["result"]["taskId"] == task_id
-        assert fast.answered >= 2
+        (answer,) = parse_body(r.headers["content-type"], r.text)  # JSON or an event stream
+        assert answer["result"]["taskId"] == task_id
+        assert fast.answered >= 2 or front_door == SDK
 
 
 def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
@@ -275,10 +285,10 @@ def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
     assert dropped == 50 - NOTIFY_BACKLOG
 
 
-def test_result_of_a_running_task_is_answered_when_it_ends() -> None:
-    """R-RESULT-2: tasks/result of a running task blocks until it ends; at the task endpoint as
-    one JSON answer (the server's SDK path would answer with an event stream here)."""
-    with serving() as fast, RawHttp(fast.url) as c:
+def test_result_of_a_running_task_is_answered_when_it_ends(front_door: str) -> None:
+    """R-RESULT-2: tasks/result of a running task blocks until it ends, on both doors; at the
+    task endpoint as one JSON answer (the SDK's pipeline may answer with an event stream)."""
+    with serving(front_door) as fast, RawHttp(fast.url) as c:
         task_id = c.create("slow_compute", {"seconds": 0.3})
         before = fast.answered
         r = c.http.post(
@@ -291,13 +301,15 @@ def test_result_of_a_running_task_is_answered_when_it_ends() -> None:
                 "params": {"taskId": task_id},
             },
         )
-        assert r.headers["content-type"] == "application/json"
-        assert r.json()["result"]["content"][0]["text"].startswith("done after 0.3s")
-        assert fast.answered == before + 1
+        (answer,) = parse_body(r.headers["content-type"], r.text)
+        assert answer["result"]["content"][0]["text"].startswith("done after 0.3s")
+        if front_door == ENDPOINT:
+            assert r.headers["content-type"] == "application/json"
+            assert fast.answered == before + 1
 
 
-def test_a_client_that_leaves_while_its_result_waits_costs_nothing_after() -> None:
-    with serving() as fast, RawHttp(fast.url) as c:
+def test_a_client_that_leaves_while_its_result_waits_costs_nothing_after(front_door: str) -> None:
+    with serving(front_door) as fast, RawHttp(fast.url) as c:
         task_id = c.create("slow_compute", {"seconds": 1.0})
         body = {"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": {"taskId": task_id}}
         with pytest.raises(httpx.TimeoutException):
@@ -333,9 +345,9 @@ def test_mcp_param_headers_are_checked_on_both_paths() -> None:
             good = c.send("tools/call", args, headers={"Mcp-Param-Region": "eu"})
             return [bad, missing, good["result"]["resultType"]]
 
-    with serving(task_endpoint=False, build=_regional) as slow:
+    with serving(SDK, build=_regional) as slow:
         expected = calls(slow.url)
-    with serving(build=_regional) as fast:
+    with serving(ENDPOINT, build=_regional) as fast:
         got = calls(fast.url)
         assert fast.answered == 1  # the good one; the refusals are the SDK's
     assert got == expected

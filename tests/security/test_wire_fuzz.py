@@ -83,14 +83,14 @@ def end_to_end(client: Any) -> None:
 # --------------------------------------------------------------------------- HTTP
 
 
-@pytest.fixture(scope="module", params=["endpoint", "sdk"])
+@pytest.fixture(scope="module")
 def http_target(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    tmp_path_factory: pytest.TempPathFactory, front_door: str
 ) -> Iterator[tuple[HttpServer, RawHttp]]:
-    """The example server, its task methods at the task endpoint (the default) or on the SDK's
-    own machinery (``--no-task-endpoint``): the fuzz cases run against both."""
-    extra = ("--no-task-endpoint",) if request.param == "sdk" else ()
-    server = HttpServer(*extra, log_dir=tmp_path_factory.mktemp("fuzz-http")).start()
+    """The example server, its task requests through ``front_door``: the fuzz cases run
+    through both."""
+    log_dir = tmp_path_factory.mktemp("fuzz-http")
+    server = HttpServer(log_dir=log_dir, front_door=front_door).start()
     client = RawHttp(server.url, timeout=MESSAGE_DEADLINE).initialize()
     try:
         yield server, client

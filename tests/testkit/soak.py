@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from testkit.doors import ENDPOINT, FRONT_DOORS
 from testkit.sec_harness import ACCEPT, PROTOCOL, HttpServer, init_request, parse_body, rss_kb
 
 DEFAULT_SECONDS = 600.0
@@ -286,15 +287,17 @@ def run_soak(
     ttl_ms: int = 10_000,
     seed: int = 8,
     log_dir: Path | None = None,
+    front_door: str = ENDPOINT,
 ) -> dict[str, Any]:
-    """Run the soak against a fresh example server; returns the report (see ``main``)."""
+    """Run the soak against a fresh example server, its task requests through ``front_door``;
+    returns the report (see ``main``)."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="soak-"))
     config = {
         "default_ttl_ms": ttl_ms,
         "max_ttl_ms": ttl_ms,
         "rate_limit_calls": 100_000,
     }
-    server = HttpServer(log_dir=log_dir, engine_config=config).start()
+    server = HttpServer(log_dir=log_dir, front_door=front_door, engine_config=config).start()
     try:
         stats = Stats(ttl_s=ttl_ms / 1000)
 
@@ -325,6 +328,7 @@ def run_soak(
             verified = sum(v for k, v in stats.tasks.items() if k != "list")
             lost = stats.created - verified - stats.expired_in_time
             return {
+                "front_door": front_door,
                 "seconds": round(elapsed, 1),
                 "sessions": sessions,
                 "requests": stats.requests,
@@ -356,7 +360,7 @@ def run_soak(
 
 def format_report(r: dict[str, Any]) -> str:
     return (
-        f"soak {r['seconds']}s, {r['sessions']} sessions: {r['requests']} requests "
+        f"soak ({r['front_door']}) {r['seconds']}s, {r['sessions']} sessions: {r['requests']} requests "
         f"({r['throughput_rps']}/s), {r['tasks_created']} tasks ({r['tasks_per_s']}/s), "
         f"p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms; server RSS start {r['rss_start_kb'] // 1024} MiB, "
         f"peak {r['rss_peak_kb'] // 1024} MiB, end {r['rss_end_kb'] // 1024} MiB; "
@@ -378,8 +382,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--ttl-ms", type=int, default=30_000)
+    parser.add_argument(
+        "--front-door", choices=FRONT_DOORS, default=ENDPOINT, help="the task requests' door"
+    )
     args = parser.parse_args(argv)
-    report = run_soak(args.soak_seconds, sessions=args.sessions, ttl_ms=args.ttl_ms)
+    report = run_soak(
+        args.soak_seconds, sessions=args.sessions, ttl_ms=args.ttl_ms, front_door=args.front_door
+    )
     print(json.dumps(report, indent=2))
     print(format_report(report))
     bad = report["lost"] or report["problem_count"] or report["left_after_expiry"]
