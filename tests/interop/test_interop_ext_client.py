@@ -171,10 +171,16 @@ async def test_abandoned_call_cancels_its_task(url: str) -> None:
     extension = TasksClientExtension()
     async with Client(url, extensions=[extension]) as c:
         ids: list[str] = []
-        extension.on_status = lambda task: ids.append(task.taskId)
-        with anyio.move_on_after(3):
-            await c.call_tool("slow_compute", {"seconds": 60})
-        assert ids
+        with anyio.CancelScope() as give_up:
+
+            def seen(task: Any) -> None:  # the task exists and is being polled: give up
+                ids.append(task.taskId)
+                give_up.cancel()
+
+            extension.on_status = seen
+            with anyio.fail_after(60):
+                await c.call_tool("slow_compute", {"seconds": 60})
+        assert ids and give_up.cancelled_caught
         requestor = extension.requestor(c.session)
         assert (await requestor.wait(ids[0])).status == ext.CANCELLED
 

@@ -61,7 +61,7 @@ async def poll(c: Client, task_id: str) -> list[types.GetTaskResult]:
     """R-GET-1, R-GET-2: tasks/get every pollInterval until terminal or input_required."""
     seen = [await get(c, task_id)]
     while seen[-1].status not in TERMINAL and seen[-1].status != "input_required":
-        await anyio.sleep((seen[-1].poll_interval or 500) / 1000)
+        await anyio.sleep((seen[-1].poll_interval or 500) / 1000)  # as the server asks
         seen.append(await get(c, task_id))
     return seen
 

@@ -16,7 +16,6 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -36,6 +35,7 @@ from testkit.interop import (
     text_of,
 )
 from testkit.procs import running
+from testkit.wait import until_async
 
 pytestmark = [pytest.mark.usefixtures("node_modules"), pytest.mark.anyio]
 
@@ -110,9 +110,7 @@ async def test_slow_compute_with_progress(connect: Any) -> None:
         # R-LIST-3
         assert task.taskId in {t.taskId for t in await s.tasks.list_all()}
         # R-PROGRESS-1: progress for the original token after CreateTaskResult
-        with anyio.fail_after(WAIT):
-            while not progress:
-                await anyio.sleep(0.05)
+        await until_async(lambda: progress, WAIT, what="progress for p-1")
         assert all(p.progress_token == "p-1" for p in progress)
         # R-TOOL-3: an optional tool also runs without a task
         assert (

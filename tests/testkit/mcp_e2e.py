@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from mcp_tasks.runtime.mcp_client import TasksClientSession
 from testkit.doors import door_of, http_targets
 from testkit.example_server import SERVER_MODULE, HttpServer, ServerPool
 from testkit.procs import python_env, started_servers
+from testkit.wait import until
 
 __all__ = ["SERVER_MODULE", "HttpServer"]  # re-exported: the mcp and interop tests use them
 
@@ -203,10 +203,12 @@ def interrupt_cli_task(argv: list[str], err_path: Path) -> str:
             argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True
         )
         try:
-            deadline = time.monotonic() + 60
-            while "working" not in err_path.read_text() and time.monotonic() < deadline:
+
+            def working() -> bool:
                 assert proc.poll() is None, err_path.read_text()
-                time.sleep(0.1)
+                return "working" in err_path.read_text()
+
+            until(working, 60, interval=0.1, what="the task shows working on stderr")
             task_id = err_path.read_text().split("task ", 1)[1].split(":", 1)[0]
             os.kill(proc.pid, signal.SIGINT)
             assert proc.wait(timeout=60) == 130, err_path.read_text()

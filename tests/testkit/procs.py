@@ -7,11 +7,12 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
+
+from testkit.wait import WaitTimeout, until
 
 
 def free_port() -> int:
@@ -40,17 +41,18 @@ def wait_listening(
 ) -> None:
     """Return once ``proc`` accepts connections on ``port``; stop it and raise with its log if it
     exits first or does not listen within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited early:\n{log_path.read_text(errors='replace')}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    stop_process(proc)
-    raise RuntimeError(f"{what} did not start:\n{log_path.read_text(errors='replace')}")
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+
+    try:
+        until(listening, timeout, interval=0.1, ignoring=(OSError,), what=f"{what} listens")
+    except WaitTimeout:
+        stop_process(proc)
+        raise RuntimeError(f"{what} did not start:\n{log_path.read_text(errors='replace')}") from None
 
 
 def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 15) -> None:

@@ -34,6 +34,7 @@ from testkit.example_server import (
     server_command,
 )
 from testkit.procs import python_env
+from testkit.wait import until
 
 __all__ = [  # re-exported from testkit.example_server: the hardening tests use them
     "LIMIT_FLAGS",
@@ -45,6 +46,7 @@ __all__ = [  # re-exported from testkit.example_server: the hardening tests use 
 ]
 
 PROTOCOL = "2025-11-25"
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"}
 ACCEPT = "application/json, text/event-stream"
 
@@ -200,14 +202,13 @@ class RawHttp(RawPeer):
         return str(res["task"]["taskId"])
 
     def wait(self, task_id: str, timeout: float = 60.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            task = self.ok("tasks/get", {"taskId": task_id})
-            if task["status"] in ("completed", "failed", "cancelled"):
-                return task
-            if time.monotonic() > deadline:
-                raise AssertionError(f"task {task_id} still {task['status']}")
-            time.sleep(0.05)
+        """Poll ``tasks/get`` until the task is terminal; that answer."""
+        return until(
+            lambda: self.ok("tasks/get", {"taskId": task_id}),
+            timeout,
+            satisfied=lambda task: task["status"] in TERMINAL,
+            what=f"task {task_id} terminal",
+        )
 
     def list_all(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
