@@ -268,12 +268,17 @@ def test_a_worker_that_cannot_start_stops_the_set(
     tmp_path: Path,
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
+    """A worker that exits within its start-up window stops the set (exit 1, saying why).
+    The window is ``testkit.patient_workers``' (the 5 s of the shipped parent can pass
+    before a loaded machine has even imported the server, and then the parent, rightly,
+    replaces the worker instead)."""
     bad = write_tokens(tmp_path / "bad.json", {})
     bad.write_text("[]")  # not a JSON object: every worker exits at once
-    argv = [sys.executable, "-m", "mcp_tasks.examples.server"]
+    # the example server, its workers given a start-up window a loaded machine cannot miss
+    argv = [sys.executable, "-m", "testkit.patient_workers"]
     argv += ["--http", f"127.0.0.1:{free_port()}", "--workers", str(WORKERS), "--stateless"]
     argv += ["--tokens", str(bad), "--store", redis_server.url]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=python_env())
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=python_env())
     assert out.returncode == 1, out.stderr
     assert "after its start: stopping the others" in out.stderr
     assert "--tokens: expected a JSON object" in out.stderr
