@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -50,15 +51,15 @@ class ExtClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(
+    def _request(
         self,
         method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        tasks: bool = True,
-        headers: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
-        """One request; the JSON-RPC response (``result`` or ``error``) as received."""
+        params: dict[str, Any] | None,
+        tasks: bool,
+        headers: dict[str, str] | None,
+        rid: Any = None,
+    ) -> tuple[Any, dict[str, Any], dict[str, str]]:
+        """The request's id, JSON-RPC body and HTTP headers."""
         params = dict(params or {})
         caps: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}} if tasks else {}
         params["_meta"] = {
@@ -67,7 +68,7 @@ class ExtClient:
             f"{META}clientCapabilities": caps,
             **params.get("_meta", {}),
         }
-        rid = next(self._ids)
+        rid = next(self._ids) if rid is None else rid
         head = {
             "Accept": "application/json, text/event-stream",
             "MCP-Protocol-Version": REVISION,
@@ -77,7 +78,18 @@ class ExtClient:
             head["Mcp-Name"] = str(params[NAME_PARAM[method]])
         head.update(self.headers)
         head.update(headers or {})
-        body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        return rid, {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}, head
+
+    def send(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        tasks: bool = True,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """One request; the JSON-RPC response (``result`` or ``error``) as received."""
+        rid, body, head = self._request(method, params, tasks, headers)
         response = self.http.post(self.url, json=body, headers=head)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             for line in response.text.splitlines():
@@ -88,6 +100,30 @@ class ExtClient:
             raise AssertionError(f"{method}: no answer in the event stream: {response.text!r}")
         answer: dict[str, Any] = response.json()
         return answer
+
+    def stream(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        rid: Any = None,
+        tasks: bool = True,
+        headers: dict[str, str] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """One request; every JSON-RPC message of its answer as it arrives, in order, the
+        response itself last (a JSON answer is the only message)."""
+        rid, body, head = self._request(method, params, tasks, headers, rid)
+        with self.http.stream("POST", self.url, json=body, headers=head) as response:
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                response.read()
+                yield response.json()
+                return
+            for line in response.iter_lines():
+                if line.startswith("data:"):
+                    message: dict[str, Any] = json.loads(line[5:])
+                    yield message
+                    if message.get("id") == rid and ("result" in message or "error" in message):
+                        return
 
     def result(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
         """:meth:`send`, asserting success; the ``result``."""
