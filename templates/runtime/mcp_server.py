@@ -57,6 +57,12 @@ log = logging.getLogger(__name__)
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+def _generated_base(default: type[HandlerBase]) -> str:
+    """The dotted name of the generated ``TasksHandlerBase`` a face's default subclasses."""
+    base = next(c for c in default.__mro__ if c.__name__ == "TasksHandlerBase")
+    return f"{base.__module__}.{base.__qualname__}"
+
+
 def face_handlers(engine: TaskEngine, handlers: Iterable[HandlerBase]) -> dict[str, HandlerBase]:
     """Each face's handler: the one given for it (at most one per face), else its default
     built on ``engine``. A handler must be an instance of a subclass of a face's generated
@@ -65,7 +71,7 @@ def face_handlers(engine: TaskEngine, handlers: Iterable[HandlerBase]) -> dict[s
     for handler in handlers:
         face = str(getattr(handler, "face", ""))
         if not isinstance(handler, HandlerBase) or face not in DEFAULTS:
-            faces = ", ".join(f"{d.__module__}.TasksHandlerBase" for d in DEFAULTS.values())
+            faces = ", ".join(_generated_base(d) for d in DEFAULTS.values())
             raise TypeError(
                 f"handlers: {type(handler).__name__} is not a subclass of a face's generated"
                 f" TasksHandlerBase (one of: {faces})"

@@ -12,85 +12,25 @@ checking the counters only on the door that has them. Every other test of ``test
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
 import httpx
 import pytest
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from mcp_tasks.examples.server import build_server
 from mcp_tasks.runtime._sdk import http_session, session_manager
-from mcp_tasks.runtime.mcp_server import McpTasks, tidy_http_errors
-from mcp_tasks.runtime.memory import InMemoryTaskStore
+from mcp_tasks.runtime.mcp_server import McpTasks
 from mcp_tasks.testing.store_conformance import record
-from testkit.doors import ENDPOINT, SDK, task_endpoint
+from testkit.doors import ENDPOINT, SDK
 from testkit.ext_wire import ExtClient
-from testkit.procs import free_port
+from testkit.inproc import serving
 from testkit.sec_harness import RawHttp, parse_body
 from testkit.wait import until
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
-
-
-@dataclass
-class InProc:
-    url: str
-    tasks: McpTasks
-
-    @property
-    def answered(self) -> int:
-        endpoint = self.tasks.task_endpoint
-        return 0 if endpoint is None else int(endpoint.replied)
-
-
-@contextmanager
-def serving(
-    front_door: str,
-    *,
-    tokens: dict[str, str] | None = None,
-    build: Any = None,
-    prepare: Any = None,
-    **app_kwargs: Any,
-) -> Iterator[InProc]:
-    """The example server (or ``build()``'s) in this process (its own thread and event
-    loop), its task requests through ``front_door``; ``prepare(app)`` may change the app
-    first."""
-    if build is not None:
-        mcp, tasks = build()
-    else:
-        mcp, tasks = build_server(store=InMemoryTaskStore(), tokens=tokens)
-    app = tasks.streamable_http_app(task_endpoint=task_endpoint(front_door), **app_kwargs)
-    if prepare is not None:
-        prepare(app)
-    app = tidy_http_errors(app)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-
-    async def serve() -> None:
-        async with tasks:
-            await server.serve()
-
-    thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True)
-    thread.start()
-
-    def started() -> bool:
-        assert thread.is_alive(), "the server's thread ended before it started"
-        return bool(server.started)
-
-    until(started, interval=0.02, what="the in-process server starts")
-    try:
-        yield InProc(f"http://127.0.0.1:{port}/mcp", tasks)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
 
 
 def _lifecycle_2025(url: str, token: str | None = None) -> list[Any]:

@@ -1,0 +1,119 @@
+"""Rules that live in the router alone (``runtime/router.py``), checked through both front
+doors: what both doors must do alike because one module decides it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+from mcp.server.mcpserver import MCPServer
+
+from mcp_tasks._handlers import RequestContext
+from mcp_tasks.core import handlers as core_handlers
+from mcp_tasks.core import models as core_models
+from mcp_tasks.extension import handlers as ext_handlers
+from mcp_tasks.runtime import CoreTasks, ExtensionTasks, TaskEngine
+from mcp_tasks.runtime.mcp_server import McpTasks
+from mcp_tasks.runtime.memory import InMemoryTaskStore
+from testkit.ext_wire import ExtClient
+from testkit.inproc import serving
+from testkit.sec_harness import RawHttp
+from testkit.wait import until
+
+IMMEDIATE = "io.modelcontextprotocol/model-immediate-response"
+SAID = "Started: it will take a while."
+
+
+def _build(**kwargs: Any) -> Any:
+    def build() -> tuple[MCPServer, McpTasks]:
+        mcp = MCPServer("router-test")
+        if "engine" not in kwargs:
+            kwargs["store"] = InMemoryTaskStore()
+        tasks = McpTasks(mcp, **kwargs)
+
+        @tasks.tool()
+        @mcp.tool()
+        async def wait_a_bit(seconds: float = 0) -> str:
+            await anyio.sleep(seconds)
+            return "waited"
+
+        return mcp, tasks
+
+    return build
+
+
+def test_immediate_response_is_stamped_once_on_each_door(front_door: str) -> None:
+    """R-CREATE-3: the configured text in the core ``CreateTaskResult``'s ``_meta``, the same
+    through either door; the extension's flat ``CreateTaskResult`` has no such key."""
+    with serving(front_door, build=_build(immediate_response=SAID)) as srv:
+        with RawHttp(srv.url) as core:
+            created = core.ok(
+                "tools/call", {"name": "wait_a_bit", "arguments": {}, "task": {"ttl": 60000}}
+            )
+        with ExtClient(srv.url) as ext:
+            flat = ext.result("tools/call", {"name": "wait_a_bit", "arguments": {}})
+    assert created["_meta"][IMMEDIATE] == SAID
+    assert created["task"]["status"] == "working"
+    assert flat["resultType"] == "task" and IMMEDIATE not in flat.get("_meta", {})
+
+
+def test_without_immediate_response_nothing_is_stamped(front_door: str) -> None:
+    with serving(front_door, build=_build()) as srv, RawHttp(srv.url) as core:
+        created = core.ok("tools/call", {"name": "wait_a_bit", "arguments": {}, "task": {}})
+    assert IMMEDIATE not in created.get("_meta", {})
+
+
+class Noted(CoreTasks):
+    """A core handler that keeps the ``notifications/tasks/status`` it is given."""
+
+    seen: list[core_models.TaskStatusNotificationParams]
+
+    def __init__(self, engine: TaskEngine) -> None:
+        super().__init__(engine)
+        self.seen = []
+
+    async def notifications_tasks_status(
+        self, params: core_models.TaskStatusNotificationParams, ctx: RequestContext
+    ) -> None:
+        self.seen.append(params)
+
+
+def test_a_task_notification_from_the_client_reaches_the_handlers_hook(front_door: str) -> None:
+    """R-NOTIFY-2: ``notifications/tasks/status`` a client sends (about a task it runs for the
+    server) reaches the core handler's ``notifications_tasks_status``, validated; one that
+    does not validate is dropped (a notification has no answer)."""
+    engine = TaskEngine(InMemoryTaskStore())
+    noted = Noted(engine)
+    status = {
+        "taskId": "client-task-1",
+        "status": "working",
+        "createdAt": "2026-12-01T00:00:00Z",
+        "lastUpdatedAt": "2026-12-01T00:00:00Z",
+        "ttl": 60000,
+    }
+    with serving(front_door, build=_build(engine=engine, handlers=[noted])) as srv:
+        with RawHttp(srv.url) as core:
+            for params in ({"taskId": 7}, status):  # the bad one first
+                body = {"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": params}
+                reply = core.post_raw(json.dumps(body))
+                assert reply.status == 202, reply
+            until(lambda: noted.seen, what="the handler's hook is called")
+    (params,) = noted.seen
+    assert params.taskId == "client-task-1" and params.status.value == "working"
+
+
+def test_handlers_must_be_a_faces_generated_base() -> None:
+    """``McpTasks(handlers=...)`` names what is wrong: not a face's handler (``TypeError``,
+    naming the generated bases to subclass), or two for one face (``ValueError``)."""
+    engine = TaskEngine(InMemoryTaskStore())
+    with pytest.raises(TypeError) as wrong:
+        McpTasks(MCPServer("x"), engine=engine, handlers=[object()])  # type: ignore[list-item]
+    assert "object is not a subclass" in str(wrong.value)
+    assert core_handlers.__name__ + ".TasksHandlerBase" in str(wrong.value)
+    assert ext_handlers.__name__ + ".TasksHandlerBase" in str(wrong.value)
+    with pytest.raises(ValueError, match="two handlers for the face"):
+        McpTasks(MCPServer("x"), engine=engine, handlers=[CoreTasks(engine), Noted(engine)])
+    served = McpTasks(MCPServer("x"), engine=engine, handlers=[ExtensionTasks(engine)])
+    assert isinstance(served.handlers[core_handlers.TasksHandlerBase.face], CoreTasks)
