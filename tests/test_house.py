@@ -4,6 +4,7 @@ protocol fact from the generated modules instead of spelling it."""
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,8 +28,31 @@ def hand_written_runtime() -> list[Path]:
     )
 
 
+#: Not hand-written Python of this repository: the generated package, the spec examples the
+#: tests read, build output; and below any folder, virtualenvs and tool caches (``.venv*``,
+#: ``.git``, ...), npm trees and ``*.egg-info``.
+NOT_HAND_WRITTEN = {"generated", "tests/fixtures", "build", "dist"}
+
+
+def _skipped(folder: Path, name: str) -> bool:
+    relative = (folder / name).relative_to(REPO).as_posix()
+    return (
+        name.startswith(".")
+        or name in ("node_modules", "__pycache__")
+        or name.endswith(".egg-info")
+        or relative in NOT_HAND_WRITTEN
+    )
+
+
 def hand_written() -> list[Path]:
-    return sorted((REPO / "generator").rglob("*.py")) + hand_written_runtime()
+    """Every hand-written Python module of the repository: the generator, the runtime
+    templates, the benchmarks, the build backend, the tests and their kit."""
+    found = []
+    for folder, dirs, files in os.walk(REPO):
+        here = Path(folder)
+        dirs[:] = [d for d in dirs if not _skipped(here, d)]
+        found += [here / f for f in files if f.endswith(".py")]
+    return sorted(found)
 
 
 def rel(path: Path) -> str:

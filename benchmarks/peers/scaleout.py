@@ -40,7 +40,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -54,19 +53,22 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import localhost  # noqa: E402
 from driver import TERMINAL, Session  # noqa: E402
+from localhost import HOST, TICK_S, free_port, pct, redis_command  # noqa: E402
 
-HOST = "127.0.0.1"
 SERVER_MODULE = "mcp_tasks.examples.server"
-TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 POLL_PAUSE_S = 0.005  # between two tasks/get of one task
 LIMITS = ["--rate-limit", "1000000000/10", "--max-active", "100000"]  # raised, as a user would
 TTL_MS = 60_000
 CONNECTIONS = 2  # per client
+STOP_GRACE_S = 20  # SIGTERM, then SIGKILL after this long
 
 
 @dataclass
 class ScalePlan:
+    """Clients, repetitions and the measuring window of each worker count."""
+
     clients: int = 8
     reps: int = 2
     warmup_s: float = 1.0
@@ -76,20 +78,12 @@ class ScalePlan:
 QUICK = ScalePlan(clients=4, reps=1, warmup_s=0.2, window_s=0.6)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
 def cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process (0 once it is gone)."""
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
+        return localhost.cpu_s(pid)
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) * TICK_S
 
 
 def machine_busy_s() -> float:
@@ -111,40 +105,14 @@ def children(pid: int) -> list[int]:
     return sorted(out)
 
 
-def stop(proc: subprocess.Popen[bytes] | None) -> None:
-    """SIGTERM by PID, SIGKILL after 20 s."""
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
-
-
-async def _redis(port: int, *command: str) -> bytes:
-    """One RESP command; its first reply line."""
-    reader, writer = await asyncio.open_connection(HOST, port)
-    try:
-        parts = [f"*{len(command)}\r\n".encode()]
-        for arg in command:
-            parts.append(f"${len(arg.encode())}\r\n{arg}\r\n".encode())
-        writer.write(b"".join(parts))
-        return await reader.readline()
-    finally:
-        writer.close()
-
-
 @contextlib.contextmanager
 def redis_server(log: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     if shutil.which("redis-server") is None:
         raise RuntimeError("redis-server is not installed")
     port = free_port()
-    argv = ["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly"]
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            [*argv, "no"],
+            localhost.redis_argv(port),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -152,7 +120,7 @@ def redis_server(log: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     try:
         yield proc, port
     finally:
-        stop(proc)
+        localhost.stop(proc, STOP_GRACE_S)
 
 
 class Server:
@@ -186,7 +154,7 @@ class Server:
 
     async def _ready(self) -> bool:
         """Every worker's store heartbeats in Redis, and the port accepts connections."""
-        reply = await _redis(self.redis_port, "ZCARD", f"{self.ns}:instances")
+        reply = await redis_command(self.redis_port, "ZCARD", f"{self.ns}:instances")
         if not reply.startswith(b":") or int(reply[1:]) < self.workers:
             return False
         try:
@@ -201,7 +169,7 @@ class Server:
         return sorted({self.proc.pid, *self.worker_pids})
 
     def stop(self) -> None:
-        stop(self.proc)
+        localhost.stop(self.proc, STOP_GRACE_S)
 
 
 async def _lifecycle(s: Session, conn: int) -> int:
@@ -218,13 +186,6 @@ async def _lifecycle(s: Session, conn: int) -> int:
         await asyncio.sleep(POLL_PAUSE_S)
     await s.call("tasks/result", params, conn)
     return gets
-
-
-def _pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
 
 
 async def measure(
@@ -273,8 +234,8 @@ async def measure(
     return {
         "tasks_per_s": n / wall,
         "requests_per_s": sent / wall,
-        "p50_ms": _pct(lat, 50) * 1e3,
-        "p99_ms": _pct(lat, 99) * 1e3,
+        "p50_ms": pct(lat, 50) * 1e3,
+        "p99_ms": pct(lat, 99) * 1e3,
         "gets_per_task": sum(gets) / max(n, 1),
         "server_cpu_ms_per_task": sum(used.values()) / max(n, 1) * 1e3,
         "workers_cpu_util": sum(workers_cpu) / wall,
@@ -313,7 +274,7 @@ async def scaleout(
     with redis_server(tmp / "redis.log") as (redis, redis_port):
         for _ in range(100):
             with contextlib.suppress(OSError):
-                if (await _redis(redis_port, "PING")).startswith(b"+PONG"):
+                if (await redis_command(redis_port, "PING")).startswith(b"+PONG"):
                     break
             await asyncio.sleep(0.05)
         for rep in range(plan.reps):
@@ -325,7 +286,7 @@ async def scaleout(
                     runs[n].append(await measure(srv, redis.pid, plan, names))
                 finally:
                     srv.stop()
-                await _redis(redis_port, "FLUSHALL")
+                await redis_command(redis_port, "FLUSHALL")
     rows = [_median_row(n, runs[n]) for n in workers]
     base = rows[0]["tasks_per_s"] if rows and rows[0]["workers"] == 1 else None
     for row in rows:

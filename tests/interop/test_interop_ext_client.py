@@ -74,7 +74,7 @@ def url(request: pytest.FixtureRequest) -> str:
     """Our example server (through each front door) or FastMCP's."""
     door = door_of(request.param)
     if door is not None:
-        server: HttpServer = request.getfixturevalue("example_pool").get(door)
+        server: HttpServer = request.getfixturevalue("http_server_pool").get(door)
         ours: str = server.url
         return ours
     got: str = request.getfixturevalue("fastmcp_url")

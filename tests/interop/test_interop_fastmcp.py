@@ -117,12 +117,12 @@ def test_fastmcp_server_serves_task_lifecycle(fastmcp_url: str) -> None:
 
 @pytest.fixture(scope="module")
 def ours_with_tokens(
-    example_pool: ServerPool, front_door: str, tmp_path_factory: pytest.TempPathFactory
+    http_server_pool: ServerPool, front_door: str, tmp_path_factory: pytest.TempPathFactory
 ) -> HttpServer:
     """Our example server binding tasks to bearer-token subjects (``--tokens``)."""
     tokens = tmp_path_factory.mktemp("fastmcp-subjects") / "tokens.json"
     tokens.write_text(json.dumps(TOKENS))
-    return example_pool.get(front_door, "--tokens", str(tokens))
+    return http_server_pool.get(front_door, "--tokens", str(tokens))
 
 
 def test_fastmcp_clients_of_two_subjects_share_nothing_on_our_server(
@@ -141,8 +141,8 @@ def test_fastmcp_clients_of_two_subjects_share_nothing_on_our_server(
     assert report["a_cancel"] == report["a_after"] == {"status": "cancelled"}, report
 
 
-def test_fastmcp_client_drives_our_server(fastmcp_python: Path, example_http: HttpServer) -> None:
+def test_fastmcp_client_drives_our_server(fastmcp_python: Path, http_server: HttpServer) -> None:
     """FastMCP's client against our example server (through each front door): the same
     contract, over tasks."""
-    report = drive(fastmcp_python, example_http.url)
+    report = drive(fastmcp_python, http_server.url)
     assert_contract(report)

@@ -36,7 +36,7 @@ def target(request: pytest.FixtureRequest) -> Any:
     """Our example server over HTTP (through each front door) or a stdio subprocess."""
     door = door_of(request.param)
     if door is not None:
-        server: HttpServer = request.getfixturevalue("example_pool").get(door)
+        server: HttpServer = request.getfixturevalue("http_server_pool").get(door)
         return server.url
     return StdioServerParameters(
         command=sys.executable, args=["-m", SERVER_MODULE, "--stdio"], env=node_env()

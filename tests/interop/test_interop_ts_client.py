@@ -26,7 +26,7 @@ def ts_client(request: pytest.FixtureRequest) -> Any:
     door) or a stdio subprocess."""
     door = door_of(request.param)
     if door is not None:
-        server: HttpServer = request.getfixturevalue("example_pool").get(door)
+        server: HttpServer = request.getfixturevalue("http_server_pool").get(door)
         target = [server.url]
     else:
         target = ["stdio", sys.executable, "-m", SERVER_MODULE, "--stdio"]

@@ -6,5 +6,6 @@ from testkit.mcp_e2e import (  # noqa: F401
     http_server,
     http_server_factory,
     http_server_pool,
+    redis_example_server,
     tokens_file,
 )

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_tasks import models
 from testkit.ext_wire import ExtClient
-from testkit.mcp_e2e import HttpServer, http_session
+from testkit.mcp_e2e import HttpServer, cancel_while_result_held, http_session, redis_store
 from testkit.redis_fixtures import (  # noqa: F401
     RedisServer,
     fresh_redis_server,
@@ -32,33 +32,22 @@ from testkit.wait import until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-LEASE_S = 2
-
 
 def _text(result: dict[str, Any]) -> str:
     return str(result["content"][0]["text"])
-
-
-def _store_arg(url: str, ns: str) -> str:
-    return f"{url}?namespace={ns}&lease={LEASE_S}"
 
 
 TwoServers = Callable[..., tuple[HttpServer, HttpServer]]
 
 
 @pytest.fixture
-def two_servers(
-    http_server_factory: Callable[..., HttpServer],
-    tokens_file: Path,
-    redis_server: RedisServer,  # noqa: F811
-) -> TwoServers:
+def two_servers(redis_example_server: Callable[..., HttpServer]) -> TwoServers:
     """``two_servers(*extra_args)``: example servers A and B on one Redis namespace of their
     own and one token file, so one bearer token is one requestor on both."""
 
     def make(*extra: str) -> tuple[HttpServer, HttpServer]:
-        store = _store_arg(redis_server.url, unique_namespace())
-        args = (*extra, "--tokens", str(tokens_file), "--store", store)
-        return http_server_factory(*args), http_server_factory(*args)
+        ns = unique_namespace()
+        return redis_example_server(ns, *extra), redis_example_server(ns, *extra)
 
     return make
 
@@ -94,24 +83,7 @@ async def test_create_on_a_result_on_b_cancel_on_a(two_servers: TwoServers) -> N
         assert err.value.code == -32602
 
         # cancel through A while B holds tasks/result: B answers the cancellation
-        long = (await sa.tasks.call_tool_as_task("slow_compute", {"seconds": 120})).task.taskId
-        caught: list[MCPError] = []
-
-        async def hold_result() -> None:
-            try:
-                await sb.tasks.result(long)
-            except MCPError as exc:
-                caught.append(exc)
-
-        with anyio.fail_after(120):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(hold_result)
-                # No observable tells that B's wait began (it is inside B's process), and a
-                # cancel that comes first gets the same answer: a pause makes "held" likely.
-                await anyio.sleep(0.5)
-                cancelled = await sa.tasks.cancel(long)
-                assert cancelled.status == models.TaskStatus.cancelled
-        assert caught and caught[0].code == -32800
+        long = await cancel_while_result_held(sa, sb, sa)
         assert (await sb.tasks.get(long)).status == models.TaskStatus.cancelled
 
         # listing through either instance: both tasks, nothing lost
@@ -206,7 +178,7 @@ async def test_sigkill_mid_task_fails_after_lease_others_unaffected(
 async def test_redis_restart_clear_errors_then_normal(
     http_server_factory: Any, tokens_file: Path, fresh_redis_server: RedisServer  # noqa: F811
 ) -> None:
-    store = _store_arg(fresh_redis_server.url, unique_namespace())
+    store = redis_store(fresh_redis_server.url, unique_namespace())
     server = http_server_factory("--stateless", "--tokens", str(tokens_file), "--store", store)
     async with http_session(server.url, token="tok-alice") as s:
         running = (await s.tasks.call_tool_as_task("slow_compute", {"seconds": 2})).task.taskId

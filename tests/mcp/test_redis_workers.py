@@ -32,7 +32,7 @@ from mcp_tasks.examples.server import main
 from mcp_tasks.examples.workers import STARTUP_S
 from testkit.doors import ENDPOINT, pinned
 from testkit.ext_wire import ExtClient
-from testkit.mcp_e2e import HttpServer, http_session, write_tokens
+from testkit.mcp_e2e import HttpServer, cancel_while_result_held, http_session, write_tokens
 from testkit.procs import free_port, python_env
 from testkit.redis_fixtures import RedisServer, redis_server, unique_namespace  # noqa: F401
 from testkit.wait import until
@@ -104,17 +104,13 @@ def _exited(pid: int) -> bool:
 
 @pytest.fixture
 def workers(
-    http_server_factory: Callable[..., HttpServer],
-    tokens_file: Path,
+    redis_example_server: Callable[..., HttpServer],
     redis_server: RedisServer,  # noqa: F811
 ) -> Workers:
     """The example server with ``--workers 2`` on a Redis namespace of its own (lease 2 s),
     once both workers' stores heartbeat there."""
     ns = unique_namespace()
-    store = f"{redis_server.url}?namespace={ns}&lease=2"
-    srv = http_server_factory(
-        "--workers", str(WORKERS), "--stateless", "--tokens", str(tokens_file), "--store", store
-    )
+    srv = redis_example_server(ns, "--workers", str(WORKERS), "--stateless")
     w = Workers(srv, ns, redis.Redis(port=redis_server.port, decode_responses=True))
     until(lambda: len(w.instances()) == WORKERS, what="both workers' stores heartbeat")
     return w
@@ -186,24 +182,7 @@ async def test_create_through_one_connection_fetch_through_others(workers: Worke
         assert err.value.code == -32602
 
         # a tasks/result held on one connection answers the cancel sent through another
-        long = (await s0.tasks.call_tool_as_task("slow_compute", {"seconds": 120})).task.taskId
-        caught: list[MCPError] = []
-
-        async def hold_result() -> None:
-            try:
-                await s1.tasks.result(long)
-            except MCPError as exc:
-                caught.append(exc)
-
-        with anyio.fail_after(120):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(hold_result)
-                # No observable tells that the other worker's wait began (it is inside that
-                # process), and a cancel that comes first gets the same answer: a pause
-                # makes "held" likely.
-                await anyio.sleep(0.5)
-                assert (await s2.tasks.cancel(long)).status.value == "cancelled"
-        assert caught and caught[0].code == -32800
+        await cancel_while_result_held(s0, s1, s2)
 
 
 ALICE_NEW_CONNECTIONS = {"Authorization": "Bearer tok-alice", "Connection": "close"}

@@ -25,17 +25,11 @@ from mcp_tasks.protocol import (
     WORKING,
     TaskStatus,
 )
-from mcp_tasks.runtime import (
-    EngineConfig,
-    InMemoryTaskStore,
-    SqliteTaskStore,
-    TaskContext,
-    TaskEngine,
-    TaskView,
-)
+from mcp_tasks.runtime import EngineConfig, TaskContext, TaskEngine, TaskView
 from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import TaskRecord, TaskStore
 from testkit.core_calls import handle
+from testkit.engine_kit import STORES, store_maker
 from testkit.redis_fixtures import RedisServer, unique_namespace
 from testkit.wait import until_async
 
@@ -56,15 +50,9 @@ class Recorder:
             self.seen.append(rec.status)
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=STORES)
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], TaskStore]:
-    if request.param == "memory":
-        return InMemoryTaskStore
-    if request.param == "sqlite":
-        return lambda: SqliteTaskStore(tmp_path / "tasks.db")
-    server: RedisServer = request.getfixturevalue("redis_server")
-    ns = unique_namespace()
-    return lambda: RedisTaskStore(server.url, namespace=ns)
+    return store_maker(request.param, tmp_path, request)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +16,9 @@ import pytest
 
 from mcp_tasks.errors import TaskAlreadyTerminal, TaskError
 from mcp_tasks.handlers import RequestContext
-from mcp_tasks.runtime import (
-    EngineConfig,
-    InMemoryTaskStore,
-    SqliteTaskStore,
-    TaskContext,
-    TaskEngine,
-)
-from mcp_tasks.store import TaskStore
+from mcp_tasks.runtime import EngineConfig, SqliteTaskStore, TaskContext, TaskEngine
 from testkit.core_calls import create_task, handle
+from testkit.engine_kit import store_maker
 from testkit.procs import python_env
 from testkit.wait import until_async
 
@@ -41,9 +34,7 @@ async def test_cancel_complete_race_1000_R_CANCEL_2_R_CANCEL_3_R_STATE_3(
     escapes, each ends in exactly one terminal status, and every task whose cancel
     returned successfully is ``cancelled`` (its completion came too late)."""
     n = 1000
-    make: Callable[[], TaskStore] = (
-        InMemoryTaskStore if kind == "memory" else lambda: SqliteTaskStore(tmp_path / "race.db")
-    )
+    make = store_maker(kind, tmp_path)
     config = EngineConfig(
         max_active_per_requestor=n, rate_limit_calls=10 * n, sweep_interval_s=3600
     )

@@ -32,6 +32,97 @@ def _names(err: dict[str, Any], *words: str) -> None:
         assert word.lower() in err["message"].lower(), (word, err)
 
 
+def _bad_envelopes_fail_the_gate(ext: ExtClient, tid: str) -> None:
+    """A malformed ``_meta`` envelope: a capability set that is no object is "not declared"
+    (X-CAP-1), and the gate comes before the params (X-CAP-9): -32021 with data."""
+    for caps in (7, {"extensions": 7}, {"extensions": {"io.modelcontextprotocol/tasks": 1}}):
+        meta = {"io.modelcontextprotocol/clientCapabilities": caps}
+        err = _error(ext.send("tasks/get", {"taskId": tid, "_meta": meta}))
+        assert err["code"] == -32021 and "requiredCapabilities" in err["data"], err
+    err = _error(ext.send("tasks/update", {"taskId": 5, "inputResponses": []}, tasks=False))
+    assert err["code"] == -32021, err
+
+
+def _wrong_types_name_the_field(ext: ExtClient, tid: str) -> None:
+    """Wrong types: -32602 naming the field."""
+    err = _error(ext.send("tasks/get", {"taskId": 123}))
+    assert err["code"] == -32602 and "params.taskId" in err["message"], err
+    err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": []}))
+    assert err["code"] == -32602 and "params.inputResponses" in err["message"], err
+    err = _error(ext.send("tasks/cancel", {}))
+    assert err["code"] == -32602 and "params.taskId" in err["message"], err
+
+
+def _bad_answers_leave_the_request_open(ext: ExtClient, tid: str, key: str) -> None:
+    """An outstanding key with a value that answers nothing: named, the key stays listed;
+    oversized ``inputResponses``: refused, named, nothing answered."""
+    bad = {key: {"action": "maybe"}}
+    err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": bad}))
+    assert err["code"] == -32602 and f"params.inputResponses.{key}" in err["message"], err
+    assert key in ext.result("tasks/get", {"taskId": tid})["inputRequests"]
+
+    many: dict[str, Any] = {f"k{i}": {"action": "accept"} for i in range(MAX_INPUT_RESPONSES + 1)}
+    many[key] = {"action": "accept", "content": {"confirm": True}}
+    err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": many}))
+    assert err["code"] == -32602 and "params.inputResponses" in err["message"], err
+    assert ext.result("tasks/get", {"taskId": tid})["status"] == "input_required"
+
+
+def _unknown_methods_and_headers_are_named(ext: ExtClient, tid: str) -> None:
+    """Unknown and removed methods: -32601 naming the method (X-COMPAT-4); a routing header
+    that disagrees with the body: -32020 naming the header (X-HTTP-4)."""
+    for method in ("tasks/frobnicate", "tasks/result", "tasks/list"):
+        err = _error(ext.send(method, {"taskId": tid}))
+        assert err["code"] == -32601, (method, err)
+    _names(_error(ext.send("tasks/result", {"taskId": tid})), "tasks/result")
+
+    err = _error(ext.send("tasks/get", {"taskId": tid}, headers={"Mcp-Name": "other"}))
+    assert err["code"] == -32020, err
+    _names(err, "Mcp-Name")
+
+
+def _the_untouched_task_completes(ext: ExtClient, tid: str, key: str) -> None:
+    """The task was not touched by any of it: answer it, it completes; then tasks/update on
+    the terminal task is refused, naming its status, and cancel stays an ack."""
+    good = {key: {"action": "accept", "content": {"confirm": True}}}
+    ext.result("tasks/update", {"taskId": tid, "inputResponses": good})
+    done = ext.wait(tid)
+    assert done["status"] == "completed", done
+    assert done["result"]["content"][0]["text"] == "deleted keep.txt"
+
+    err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": good}))
+    assert err["code"] == -32602, err
+    _names(err, "completed")
+    assert ext.result("tasks/cancel", {"taskId": tid}).get("resultType") == "complete"
+    assert ext.result("tasks/update", {"taskId": tid, "inputResponses": {}})
+
+
+def _no_envelope_is_refused_before_dispatch(url: str, tid: str) -> None:
+    """No ``_meta`` envelope at all: the SDK refuses the request before dispatch."""
+    raw = {"jsonrpc": "2.0", "id": 99, "method": "tasks/get", "params": {"taskId": tid}}
+    r = httpx.post(
+        url,
+        content=json.dumps(raw),
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tasks/get",
+        },
+        timeout=30,
+    )
+    assert r.status_code == 400 and "_meta" in r.text, r.text
+
+
+def _both_faces_still_served(server: HttpServer) -> None:
+    assert server.alive(), server.log()[-3000:]
+    with ExtClient(server.url) as again:
+        created = again.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})
+        assert again.wait(created["taskId"])["status"] == "completed"
+    with RawHttp(server.url).initialize() as core:
+        assert core.ok("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+
+
 def test_bad_input_is_named_and_nothing_is_lost(
     server_factory: Callable[..., HttpServer],
 ) -> None:
@@ -42,83 +133,14 @@ def test_bad_input_is_named_and_nothing_is_lost(
         asking = ext.wait(tid, until=ASKING)
         (key,) = asking["inputRequests"]
 
-        # malformed _meta envelope: a capability set that is no object is "not declared"
-        # (X-CAP-1), and the gate comes before the params (X-CAP-9): -32021 with data
-        for caps in (7, {"extensions": 7}, {"extensions": {"io.modelcontextprotocol/tasks": 1}}):
-            meta = {"io.modelcontextprotocol/clientCapabilities": caps}
-            err = _error(ext.send("tasks/get", {"taskId": tid, "_meta": meta}))
-            assert err["code"] == -32021 and "requiredCapabilities" in err["data"], err
-        err = _error(ext.send("tasks/update", {"taskId": 5, "inputResponses": []}, tasks=False))
-        assert err["code"] == -32021, err
+        _bad_envelopes_fail_the_gate(ext, tid)
+        _wrong_types_name_the_field(ext, tid)
+        _bad_answers_leave_the_request_open(ext, tid, key)
+        _unknown_methods_and_headers_are_named(ext, tid)
+        _the_untouched_task_completes(ext, tid, key)
+        _no_envelope_is_refused_before_dispatch(server.url, tid)
 
-        # wrong types: -32602 naming the field
-        err = _error(ext.send("tasks/get", {"taskId": 123}))
-        assert err["code"] == -32602 and "params.taskId" in err["message"], err
-        err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": []}))
-        assert err["code"] == -32602 and "params.inputResponses" in err["message"], err
-        err = _error(ext.send("tasks/cancel", {}))
-        assert err["code"] == -32602 and "params.taskId" in err["message"], err
-
-        # an outstanding key with a value that answers nothing: named, the key stays listed
-        bad = {key: {"action": "maybe"}}
-        err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": bad}))
-        assert err["code"] == -32602 and f"params.inputResponses.{key}" in err["message"], err
-        assert key in ext.result("tasks/get", {"taskId": tid})["inputRequests"]
-
-        # oversized inputResponses: refused, named, nothing answered
-        many: dict[str, Any] = {f"k{i}": {"action": "accept"} for i in range(MAX_INPUT_RESPONSES + 1)}
-        many[key] = {"action": "accept", "content": {"confirm": True}}
-        err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": many}))
-        assert err["code"] == -32602 and "params.inputResponses" in err["message"], err
-        assert ext.result("tasks/get", {"taskId": tid})["status"] == "input_required"
-
-        # unknown and removed methods: -32601 naming the method (X-COMPAT-4)
-        for method in ("tasks/frobnicate", "tasks/result", "tasks/list"):
-            err = _error(ext.send(method, {"taskId": tid}))
-            assert err["code"] == -32601, (method, err)
-        _names(_error(ext.send("tasks/result", {"taskId": tid})), "tasks/result")
-
-        # a routing header that disagrees with the body: -32020 naming the header (X-HTTP-4)
-        err = _error(ext.send("tasks/get", {"taskId": tid}, headers={"Mcp-Name": "other"}))
-        assert err["code"] == -32020, err
-        _names(err, "Mcp-Name")
-
-        # the task was not touched by any of it: answer it, it completes
-        good = {key: {"action": "accept", "content": {"confirm": True}}}
-        ext.result("tasks/update", {"taskId": tid, "inputResponses": good})
-        done = ext.wait(tid)
-        assert done["status"] == "completed", done
-        assert done["result"]["content"][0]["text"] == "deleted keep.txt"
-
-        # tasks/update on a terminal task: refused, naming its status; cancel stays an ack
-        err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": good}))
-        assert err["code"] == -32602, err
-        _names(err, "completed")
-        assert ext.result("tasks/cancel", {"taskId": tid}).get("resultType") == "complete"
-        assert ext.result("tasks/update", {"taskId": tid, "inputResponses": {}})
-
-        # no _meta envelope at all: the SDK refuses the request before dispatch
-        raw = {"jsonrpc": "2.0", "id": 99, "method": "tasks/get", "params": {"taskId": tid}}
-        r = httpx.post(
-            server.url,
-            content=json.dumps(raw),
-            headers={
-                "Accept": "application/json, text/event-stream",
-                "Content-Type": "application/json",
-                "MCP-Protocol-Version": "2026-07-28",
-                "Mcp-Method": "tasks/get",
-            },
-            timeout=30,
-        )
-        assert r.status_code == 400 and "_meta" in r.text, r.text
-
-    # the server keeps serving both faces
-    assert server.alive(), server.log()[-3000:]
-    with ExtClient(server.url) as again:
-        created = again.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})
-        assert again.wait(created["taskId"])["status"] == "completed"
-    with RawHttp(server.url).initialize() as core:
-        assert core.ok("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+    _both_faces_still_served(server)
 
 
 def test_expired_and_unknown_tasks_are_invalid_params(

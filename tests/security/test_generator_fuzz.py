@@ -38,6 +38,9 @@ EXT_BASE: dict[str, Any] = json.loads(EXT_SCHEMA.read_text())
 EXT_TASK_DEFS = sorted(k for k in EXT_BASE["$defs"] if "Task" in k)
 EXT_RENDERED = ["protocol", "lifecycle", "errors", "extension.models", "extension.methods"]
 
+#: the ``fuzz_counter`` fixture: counts the cases each fuzzer ran (tests/security/conftest.py)
+FuzzCounter = Callable[[str, int], None]
+
 
 def run_gen(schema: Path, out: Path) -> tuple[int, str]:
     result = CliRunner().invoke(main, [str(schema), "-o", str(out)], catch_exceptions=False)
@@ -109,6 +112,30 @@ def _put(path: tuple[str, ...], value: Any) -> Callable[[dict[str, Any]], Any]:
     return mutate
 
 
+def _named(mutations: dict[str, Any]) -> dict[str, Callable[[dict[str, Any]], Any]]:
+    """The mutations a ``_mutations`` function defined, by name (its helpers start with _)."""
+    return {name: fn for name, fn in mutations.items() if callable(fn) and not name.startswith("_")}
+
+
+def _run_mutation(
+    doc: Any, name: str, modules: list[str], tmp: Path, fuzz_counter: FuzzCounter
+) -> None:
+    """Generate from the mutated schema ``doc``: a clean package or a clean refusal, and
+    nothing of the schema's text ever runs."""
+    schema = _write(tmp, name, doc)
+    check_outcome(schema, tmp / "out" / "pkg_fuzz", modules)
+    fuzz_counter("generator", 1)
+    assert not Path("/tmp/pwned").exists()
+
+
+def _deep_nesting(d: dict[str, Any]) -> Any:
+    """The schema's text with 100,000 nested arrays among its definitions."""
+    text = json.dumps(d)
+    return text.replace(
+        '"$defs": {', '"$defs": {"Deep": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1
+    )
+
+
 def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
     def drop_defs(d: dict[str, Any]) -> Any:
         del d["$defs"]
@@ -168,11 +195,7 @@ def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
         d["$defs"]["Task"]["properties"]["extra"] = {"$ref": "#/$defs/T\u00e2che"}
         return d
 
-    def deep_nesting(d: dict[str, Any]) -> Any:
-        text = json.dumps(d)
-        return text.replace(
-            '"$defs": {', '"$defs": {"Deep": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1
-        )
+    deep_nesting = _deep_nesting
 
     def enormous(d: dict[str, Any]) -> Any:
         for i in range(3000):
@@ -182,21 +205,15 @@ def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
     def too_large(d: dict[str, Any]) -> Any:
         return json.dumps(d) + " " * (65 * 1024 * 1024)
 
-    return {name: fn for name, fn in locals().items() if callable(fn) and not name.startswith("_")}
+    return _named(locals())
 
 
 MUTATIONS = _mutations()
 
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
-def test_mutated_schema(
-    name: str, tmp_path: Path, fuzz_counter: Callable[[str, int], None]
-) -> None:
-    doc = MUTATIONS[name](copy.deepcopy(BASE))
-    schema = _write(tmp_path, name, doc)
-    check_outcome(schema, tmp_path / "out" / "pkg_fuzz")
-    fuzz_counter("generator", 1)
-    assert not Path("/tmp/pwned").exists()
+def test_mutated_schema(name: str, tmp_path: Path, fuzz_counter: FuzzCounter) -> None:
+    _run_mutation(MUTATIONS[name](copy.deepcopy(BASE)), name, RENDERED, tmp_path, fuzz_counter)
 
 
 def _mutate(draw: st.DrawFn, base: dict[str, Any], targets: list[str]) -> tuple[str, Any]:
@@ -237,7 +254,7 @@ def _run_random(
     modules: list[str],
     examples: int,
     tmp_path_factory: pytest.TempPathFactory,
-    fuzz_counter: Callable[[str, int], None],
+    fuzz_counter: FuzzCounter,
 ) -> None:
     outcomes: dict[int, int] = {}
 
@@ -261,7 +278,7 @@ def _run_random(
 
 
 def test_random_schema_mutations(
-    tmp_path_factory: pytest.TempPathFactory, fuzz_counter: Callable[[str, int], None]
+    tmp_path_factory: pytest.TempPathFactory, fuzz_counter: FuzzCounter
 ) -> None:
     _run_random(random_mutation(), RENDERED, 8, tmp_path_factory, fuzz_counter)
 
@@ -366,35 +383,26 @@ def _ext_mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
         d["$defs"]["Task"]["properties"]["taskId"]["description"] = evil
         return d
 
-    def deep_nesting(d: dict[str, Any]) -> Any:
-        text = json.dumps(d)
-        return text.replace(
-            '"$defs": {', '"$defs": {"Deep": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1
-        )
+    deep_nesting = _deep_nesting
 
     def renamed_all(d: dict[str, Any]) -> Any:
         for name in EXT_TASK_DEFS:
             _rename(d, name, name.replace("Task", "Job"))
         return d
 
-    return {name: fn for name, fn in locals().items() if callable(fn) and not name.startswith("_")}
+    return _named(locals())
 
 
 EXT_MUTATIONS = _ext_mutations()
 
 
 @pytest.mark.parametrize("name", sorted(EXT_MUTATIONS))
-def test_mutated_extension_schema(
-    name: str, tmp_path: Path, fuzz_counter: Callable[[str, int], None]
-) -> None:
+def test_mutated_extension_schema(name: str, tmp_path: Path, fuzz_counter: FuzzCounter) -> None:
     doc = EXT_MUTATIONS[name](copy.deepcopy(EXT_BASE))
-    schema = _write(tmp_path, name, doc)
-    check_outcome(schema, tmp_path / "out" / "pkg_fuzz", EXT_RENDERED)
-    fuzz_counter("generator", 1)
-    assert not Path("/tmp/pwned").exists()
+    _run_mutation(doc, name, EXT_RENDERED, tmp_path, fuzz_counter)
 
 
 def test_random_extension_schema_mutations(
-    tmp_path_factory: pytest.TempPathFactory, fuzz_counter: Callable[[str, int], None]
+    tmp_path_factory: pytest.TempPathFactory, fuzz_counter: FuzzCounter
 ) -> None:
     _run_random(random_ext_mutation(), EXT_RENDERED, 6, tmp_path_factory, fuzz_counter)

@@ -10,6 +10,7 @@ deadline), the server stays up, and afterwards it still runs a task end to end.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Callable, Iterator
@@ -125,26 +126,45 @@ def check_http(case: Case, reply: Reply) -> None:
         assert reply.status in (202, 400, 406, 415), (case.kind, reply.status, reply.body[:300])
 
 
+def fuzz_http(
+    examples: int,
+    strategy: Callable[[int], st.SearchStrategy[Case]],
+    post: Callable[[Case], Reply],
+    check: Callable[[Case, Reply], None],
+    counted: Callable[[], None],
+) -> dict[str, int]:
+    """``examples`` cases drawn from ``strategy`` (given a fresh request id), each posted
+    (an answer within ``MESSAGE_DEADLINE``, or the case hangs) and checked; how many of each
+    kind were drawn."""
+    kinds: dict[str, int] = {}
+
+    @settings(FUZZ_SETTINGS, max_examples=examples)
+    @given(data=st.data())
+    def run(data: st.DataObject) -> None:
+        case = data.draw(strategy(next(_ids)))
+        kinds[case.kind] = kinds.get(case.kind, 0) + 1
+        try:
+            reply = post(case)
+        except httpx.TimeoutException:
+            pytest.fail(f"no answer within {MESSAGE_DEADLINE}s (hang) for {case!r}")
+        check(case, reply)
+        counted()
+
+    run()
+    return kinds
+
+
 def test_fuzz_streamable_http(
     http_target: tuple[HttpServer, RawHttp], fuzz_counter: Callable[[str, int], None]
 ) -> None:
     server, client = http_target
     known = finished_ids(client)
-    kinds: dict[str, int] = {}
 
-    @settings(FUZZ_SETTINGS, max_examples=HTTP_EXAMPLES)
-    @given(data=st.data())
-    def run(data: st.DataObject) -> None:
-        case = data.draw(cases(known, next(_ids)))
-        kinds[case.kind] = kinds.get(case.kind, 0) + 1
-        try:
-            reply = client.post_raw(case.body, timeout=MESSAGE_DEADLINE)
-        except httpx.TimeoutException:
-            pytest.fail(f"no answer within {MESSAGE_DEADLINE}s (hang) for {case!r}")
-        check_http(case, reply)
-        fuzz_counter("http", 1)
+    def post(case: Case) -> Reply:
+        return client.post_raw(case.body, timeout=MESSAGE_DEADLINE)
 
-    run()
+    strategy = functools.partial(cases, known)
+    kinds = fuzz_http(HTTP_EXAMPLES, strategy, post, check_http, lambda: fuzz_counter("http", 1))
     assert server.alive(), server.log()[-3000:]
     end_to_end(client)
     with RawHttp(server.url) as fresh:  # a new session is served too
@@ -186,26 +206,20 @@ def test_fuzz_extension_face(
         ]
     http = httpx.Client(timeout=MESSAGE_DEADLINE)
     base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    kinds: dict[str, int] = {}
 
-    @settings(FUZZ_SETTINGS, max_examples=EXT_EXAMPLES)
-    @given(data=st.data())
-    def run(data: st.DataObject) -> None:
-        case = data.draw(ext_cases(known, next(_ids)))
-        kinds[case.kind] = kinds.get(case.kind, 0) + 1
-        try:
-            r = http.post(server.url, content=case.body, headers={**base, **(case.headers or {})})
-        except httpx.TimeoutException:
-            pytest.fail(f"no answer within {MESSAGE_DEADLINE}s (hang) for {case!r}")
-        reply = Reply(r.status_code, parse_body(r.headers.get("content-type", ""), r.text), r.text)
+    def post(case: Case) -> Reply:
+        r = http.post(server.url, content=case.body, headers={**base, **(case.headers or {})})
+        return Reply(r.status_code, parse_body(r.headers.get("content-type", ""), r.text), r.text)
+
+    def check(case: Case, reply: Reply) -> None:
         check_http(case, reply)
         answer = reply.response(case.request_id)
         if case.kind == "header_mismatch" and answer is not None and "error" in answer:
             assert answer["error"]["code"] in (-32020, -32021, -32602, -32601), answer
-        fuzz_counter("http-ext", 1)
 
+    strategy = functools.partial(ext_cases, known)
     try:
-        run()
+        kinds = fuzz_http(EXT_EXAMPLES, strategy, post, check, lambda: fuzz_counter("http-ext", 1))
     finally:
         http.close()
     assert server.alive(), server.log()[-3000:]

@@ -21,16 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 import pytest
 from mcp import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
+from mcp_tasks import models
 from mcp_tasks.runtime.mcp_client import TasksClientSession
 from testkit.doors import door_of, http_targets
 from testkit.example_server import SERVER_MODULE, HttpServer, ServerPool
 from testkit.procs import python_env, started_servers
+from testkit.redis_fixtures import RedisServer
 from testkit.wait import until
 
 __all__ = ["SERVER_MODULE", "HttpServer"]  # re-exported: the mcp and interop tests use them
@@ -77,6 +81,31 @@ def write_tokens(path: Path, tokens: dict[str, str]) -> Path:
 @pytest.fixture
 def tokens_file(tmp_path: Path) -> Path:
     return write_tokens(tmp_path / "tokens.json", TOKENS)
+
+
+#: The task lease of the example servers on Redis (seconds): short, so that the tasks of a
+#: killed instance fail soon.
+REDIS_LEASE_S = 2
+
+
+def redis_store(url: str, ns: str) -> str:
+    """The example server's ``--store`` on the Redis at ``url``, in namespace ``ns``."""
+    return f"{url}?namespace={ns}&lease={REDIS_LEASE_S}"
+
+
+@pytest.fixture
+def redis_example_server(
+    http_server_factory: Callable[..., HttpServer], tokens_file: Path, redis_server: RedisServer
+) -> Callable[..., HttpServer]:
+    """``make(ns, *extra_args)``: a started example server on namespace ``ns`` of the
+    session's Redis (``redis_server``, which the test module provides) with the token file
+    of :data:`TOKENS`, so one bearer token is one requestor on every server made."""
+
+    def make(ns: str, *extra: str) -> HttpServer:
+        store = redis_store(redis_server.url, ns)
+        return http_server_factory(*extra, "--tokens", str(tokens_file), "--store", store)
+
+    return make
 
 
 @asynccontextmanager
@@ -193,6 +222,35 @@ async def run_confirm_delete(connect: Any, action: str) -> ConfirmRun:
             on_status=lambda t: run.statuses.append(t.status.value),
         )
     return run
+
+
+async def cancel_while_result_held(
+    starter: TasksClientSession, holder: TasksClientSession, canceller: TasksClientSession
+) -> str:
+    """A long ``slow_compute`` task started through ``starter``, its ``tasks/result`` held
+    through ``holder`` while ``canceller`` cancels it (sessions of one requestor, on other
+    instances or workers): the cancel answers ``cancelled`` and the held ``tasks/result``
+    answers the cancellation (-32800). The task's id."""
+    long = (await starter.tasks.call_tool_as_task("slow_compute", {"seconds": 120})).task.taskId
+    caught: list[MCPError] = []
+
+    async def hold_result() -> None:
+        try:
+            await holder.tasks.result(long)
+        except MCPError as exc:
+            caught.append(exc)
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hold_result)
+            # No observable tells that the holder's wait began (it is inside the other
+            # process), and a cancel that comes first gets the same answer: a pause makes
+            # "held" likely.
+            await anyio.sleep(0.5)
+            cancelled = await canceller.tasks.cancel(long)
+            assert cancelled.status == models.TaskStatus.cancelled
+    assert caught and caught[0].code == -32800
+    return long
 
 
 def interrupt_cli_task(argv: list[str], err_path: Path) -> str:

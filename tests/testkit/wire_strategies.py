@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,21 +170,176 @@ def _params_paths(msg: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [p for p in json_paths(msg) if p and p[0] == "params"]
 
 
-MUTATIONS = [
-    "valid",
-    "wrong_type",
-    "missing_field",
-    "ttl",
-    "megabyte_string",
-    "unicode",
-    "deep_nesting",
-    "unknown_method",
-    "unknown_meta",
-    "notification",
-    "bad_json",
-    "bad_envelope",
-    "tool_arguments",
-]
+Message = dict[str, Any]
+#: A mutation of a valid message: the message to send (encoded by :func:`cases`), or a
+#: :class:`Case` of its own when the bytes are no longer a request answered by its id.
+Mutation = Callable[[st.DrawFn, Message, int], "Message | Case"]
+
+
+def _valid(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    return msg
+
+
+def _wrong_type(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    paths = _params_paths(msg) or [("params",)]
+    path = draw(st.sampled_from(paths))
+    msg.setdefault("params", {})
+    return set_at(msg, path, draw(st.sampled_from([None, 0, -1, 1.5, True, "x", [], [1], {}])))
+
+
+def _missing_field(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    path = draw(st.sampled_from([("method",), ("jsonrpc",), *_params_paths(msg)]))
+    msg = drop_at(msg, path)
+    if path in (("method",), ("jsonrpc",)):
+        # no longer a request: an error with id null (or this id) is the answer
+        body = json.dumps(msg).encode()
+        return Case("missing_field", body, None, well_formed=False, sent_id=request_id)
+    return msg
+
+
+def _ttl(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    ttl = draw(
+        st.one_of(
+            st.sampled_from([-1, -(2**63), 2**63, 10**30, 0, 1, 1e308, -0.0, 2.5, "60000", None]),
+            st.integers(),
+        )
+    )
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": ttl}},
+    }
+
+
+def _megabyte_string(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    big = draw(st.sampled_from(["a", "\u00e9", "\U0001f600", "\x00"])) * (1 << 20)
+    paths = [p for p in _params_paths(msg) if len(p) > 1]
+    path = draw(st.sampled_from(paths)) if paths else ("params", "taskId")
+    msg.setdefault("params", {})
+    return set_at(msg, path, big) if paths else {**msg, "params": {"taskId": big}}
+
+
+def _unicode(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    text = draw(st.text(min_size=1, max_size=50))
+    paths = [p for p in _params_paths(msg) if len(p) > 1] or [("params",)]
+    return set_at(msg, draw(st.sampled_from(paths)), text)
+
+
+def _deep_nesting(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    depth = draw(st.sampled_from([50, 500, 5000, 50000]))
+    params = msg.setdefault("params", {})
+    if isinstance(params, dict):
+        params["_meta"] = {"deep": DEEP}
+    text = json.dumps(msg).replace(json.dumps(DEEP), _deep_text(depth))
+    return Case("deep_nesting", text.encode(), request_id)
+
+
+def _unknown_method(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    msg["method"] = draw(st.sampled_from(UNKNOWN_METHODS))
+    if msg["method"] == "notifications/tasks/status":
+        msg.pop("id")  # a notification of the client: silence
+    return msg
+
+
+def _unknown_meta(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    params = msg.setdefault("params", {})
+    if isinstance(params, dict):
+        params["_meta"] = draw(
+            st.dictionaries(st.text(max_size=40), json_values(), min_size=1, max_size=4)
+        )
+        if draw(st.booleans()):
+            params["_meta"]["io.modelcontextprotocol/related-task"] = draw(json_values())
+    return msg
+
+
+def _notification(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    msg.pop("id")
+    msg["method"] = draw(
+        st.sampled_from(
+            [
+                msg["method"],
+                "notifications/cancelled",
+                "notifications/progress",
+                "notifications/tasks/status",
+                "notifications/whatever",
+            ]
+        )
+    )
+    return Case("notification", json.dumps(msg).encode(), None, notification=True)
+
+
+def _bad_json(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    text = json.dumps(msg)
+    body = draw(
+        st.sampled_from(
+            [
+                text[: max(1, len(text) // 2)].encode(),
+                text.encode() + b"}",
+                b"\xff\xfe" + text.encode(),
+                text.replace('"', "'").encode(),
+                b"",
+                b"null",
+                b"[]",
+                b"{}",
+                b'"just a string"',
+                b"NaN",
+                text.encode().replace(b"2.0", b"\x00"),
+            ]
+        )
+    )
+    return Case("bad_json", body, None, well_formed=False)
+
+
+def _bad_envelope(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    variant = draw(st.integers(0, 5))
+    sent: Any = msg
+    if variant == 0:
+        msg["jsonrpc"] = draw(st.sampled_from(["1.0", "3.0", 2.0, None]))
+    elif variant == 1:
+        # not a valid id: the SDK reads such a message as a notification (F-5)
+        msg["id"] = draw(st.sampled_from([None, 1.5, True, {"a": 1}, [1]]))
+        return Case("bad_envelope", json.dumps(msg).encode(), None, well_formed=False)
+    elif variant == 2:
+        msg["params"] = draw(st.sampled_from([[1, 2], "x", 7, True]))
+    elif variant == 3:
+        sent = [msg]  # batches are gone in 2025-06-18+
+    elif variant == 4:
+        msg["method"] = draw(st.sampled_from([None, 7, ["tasks/get"], {}]))
+    else:
+        msg["result"] = {}
+    body = json.dumps(sent).encode()
+    return Case("bad_envelope", body, None, well_formed=False, sent_id=request_id)
+
+
+def _tool_arguments(draw: st.DrawFn, msg: Message, request_id: int) -> Message | Case:
+    tool = draw(st.sampled_from(sorted(TASK_TOOLS)))
+    args = draw(st.one_of(json_values(), st.dictionaries(st.text(max_size=10), json_values())))
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": args, "task": {}},
+    }
+
+
+#: Every kind of case, drawn in this order by :func:`cases`, and how it is made.
+MUTATORS: dict[str, Mutation] = {
+    "valid": _valid,
+    "wrong_type": _wrong_type,
+    "missing_field": _missing_field,
+    "ttl": _ttl,
+    "megabyte_string": _megabyte_string,
+    "unicode": _unicode,
+    "deep_nesting": _deep_nesting,
+    "unknown_method": _unknown_method,
+    "unknown_meta": _unknown_meta,
+    "notification": _notification,
+    "bad_json": _bad_json,
+    "bad_envelope": _bad_envelope,
+    "tool_arguments": _tool_arguments,
+}
+MUTATIONS = list(MUTATORS)
 
 
 @st.composite
@@ -191,129 +347,16 @@ def cases(draw: st.DrawFn, known_ids: list[str], request_id: int) -> Case:
     msg = draw(valid_messages(known_ids))
     msg["id"] = request_id
     kind = draw(st.sampled_from(MUTATIONS))
-    rid: int | str | None = request_id
-    if kind == "wrong_type":
-        paths = _params_paths(msg) or [("params",)]
-        path = draw(st.sampled_from(paths))
-        msg.setdefault("params", {})
-        msg = set_at(msg, path, draw(st.sampled_from([None, 0, -1, 1.5, True, "x", [], [1], {}])))
-    elif kind == "missing_field":
-        path = draw(st.sampled_from([("method",), ("jsonrpc",), *_params_paths(msg)]))
-        msg = drop_at(msg, path)
-        if path in (("method",), ("jsonrpc",)):
-            # no longer a request: an error with id null (or this id) is the answer
-            body = json.dumps(msg).encode()
-            return Case(kind, body, None, well_formed=False, sent_id=request_id)
-    elif kind == "ttl":
-        ttl = draw(
-            st.one_of(
-                st.sampled_from(
-                    [-1, -(2**63), 2**63, 10**30, 0, 1, 1e308, -0.0, 2.5, "60000", None]
-                ),
-                st.integers(),
-            )
-        )
-        msg = {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "method": "tools/call",
-            "params": {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": ttl}},
-        }
-    elif kind == "megabyte_string":
-        big = draw(st.sampled_from(["a", "\u00e9", "\U0001f600", "\x00"])) * (1 << 20)
-        paths = [p for p in _params_paths(msg) if len(p) > 1]
-        path = draw(st.sampled_from(paths)) if paths else ("params", "taskId")
-        msg.setdefault("params", {})
-        msg = set_at(msg, path, big) if paths else {**msg, "params": {"taskId": big}}
-    elif kind == "unicode":
-        text = draw(st.text(min_size=1, max_size=50))
-        paths = [p for p in _params_paths(msg) if len(p) > 1] or [("params",)]
-        msg = set_at(msg, draw(st.sampled_from(paths)), text)
-    elif kind == "deep_nesting":
-        depth = draw(st.sampled_from([50, 500, 5000, 50000]))
-        params = msg.setdefault("params", {})
-        if isinstance(params, dict):
-            params["_meta"] = {"deep": DEEP}
-        text = json.dumps(msg).replace(json.dumps(DEEP), _deep_text(depth))
-        return Case(kind, text.encode(), request_id)
-    elif kind == "unknown_method":
-        msg["method"] = draw(st.sampled_from(UNKNOWN_METHODS))
-        if msg["method"] == "notifications/tasks/status":
-            msg.pop("id")  # a notification of the client: silence
-            rid = None
-    elif kind == "unknown_meta":
-        params = msg.setdefault("params", {})
-        if isinstance(params, dict):
-            params["_meta"] = draw(
-                st.dictionaries(st.text(max_size=40), json_values(), min_size=1, max_size=4)
-            )
-            if draw(st.booleans()):
-                params["_meta"]["io.modelcontextprotocol/related-task"] = draw(json_values())
-    elif kind == "notification":
-        msg.pop("id")
-        msg["method"] = draw(
-            st.sampled_from(
-                [
-                    msg["method"],
-                    "notifications/cancelled",
-                    "notifications/progress",
-                    "notifications/tasks/status",
-                    "notifications/whatever",
-                ]
-            )
-        )
-        return Case(kind, json.dumps(msg).encode(), None, notification=True)
-    elif kind == "bad_json":
-        text = json.dumps(msg)
-        body = draw(
-            st.sampled_from(
-                [
-                    text[: max(1, len(text) // 2)].encode(),
-                    text.encode() + b"}",
-                    b"\xff\xfe" + text.encode(),
-                    text.replace('"', "'").encode(),
-                    b"",
-                    b"null",
-                    b"[]",
-                    b"{}",
-                    b'"just a string"',
-                    b"NaN",
-                    text.encode().replace(b"2.0", b"\x00"),
-                ]
-            )
-        )
-        return Case(kind, body, None, well_formed=False)
-    elif kind == "bad_envelope":
-        variant = draw(st.integers(0, 5))
-        if variant == 0:
-            msg["jsonrpc"] = draw(st.sampled_from(["1.0", "3.0", 2.0, None]))
-        elif variant == 1:
-            # not a valid id: the SDK reads such a message as a notification (F-5)
-            msg["id"] = draw(st.sampled_from([None, 1.5, True, {"a": 1}, [1]]))
-            return Case(kind, json.dumps(msg).encode(), None, well_formed=False)
-        elif variant == 2:
-            msg["params"] = draw(st.sampled_from([[1, 2], "x", 7, True]))
-        elif variant == 3:
-            msg = [msg]  # type: ignore[assignment]  # batches are gone in 2025-06-18+
-        elif variant == 4:
-            msg["method"] = draw(st.sampled_from([None, 7, ["tasks/get"], {}]))
-        else:
-            msg["result"] = {}
-        return Case(kind, json.dumps(msg).encode(), None, well_formed=False, sent_id=request_id)
-    elif kind == "tool_arguments":
-        tool = draw(st.sampled_from(sorted(TASK_TOOLS)))
-        args = draw(st.one_of(json_values(), st.dictionaries(st.text(max_size=10), json_values())))
-        msg = {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": args, "task": {}},
-        }
-    params = msg.get("params")
+    mutated = MUTATORS[kind](draw, msg, request_id)
+    if isinstance(mutated, Case):
+        return mutated
+    # the id a response must carry: none once the mutation made it a notification
+    rid: int | None = request_id if "id" in mutated else None
+    params = mutated.get("params")
     if isinstance(params, dict) and params.get("name") == "confirm_delete":
         if not isinstance(params.get("task"), dict):
             params["name"] = "greet"  # run inline it would (rightly) wait for the user's answer
-    return Case(kind, json.dumps(msg, ensure_ascii=draw(st.booleans())).encode(), rid)
+    return Case(kind, json.dumps(mutated, ensure_ascii=draw(st.booleans())).encode(), rid)
 
 
 # --------------------------------------------------------------------------- the extension's face
