@@ -2,9 +2,9 @@
 health probes, an admin API and a live dashboard, as one ASGI app (``OpsApp``), and the
 pieces it is made of (``TaskMetrics``, ``AdminService``, ``TaskFeed``, ``views``).
 
-Install the ``ops`` extra (``prometheus_client``). Every surface is off unless configured;
-each needs its own token (see ``app.py``). The ``mcptask admin`` command reads a store
-directly, without a server (``cli_admin``).
+``OpsApp`` and ``TaskMetrics`` need the ``ops`` extra (``prometheus_client``), imported only
+when they are; the rest (used by ``mcptask admin`` too) needs nothing more. Every surface is
+off unless configured, and each needs its own token (see ``app.py``).
 
 - ``app.py``      ``OpsApp``: the paths, the tokens, the event stream
 - ``metrics.py``  ``TaskMetrics``: what is counted, from which hook
@@ -16,9 +16,26 @@ directly, without a server (``cli_admin``).
 
 from __future__ import annotations
 
-from .app import OpsApp
+from typing import TYPE_CHECKING, Any
+
 from .feed import TaskFeed
-from .metrics import TaskMetrics
 from .service import OPERATOR_CANCELLED_MESSAGE, AdminService
 
+if TYPE_CHECKING:
+    from .app import OpsApp
+    from .metrics import TaskMetrics
+
 __all__ = ["OPERATOR_CANCELLED_MESSAGE", "AdminService", "OpsApp", "TaskFeed", "TaskMetrics"]
+
+
+def __getattr__(name: str) -> Any:
+    """``OpsApp`` and ``TaskMetrics``, imported on first use (they need ``prometheus_client``)."""
+    if name == "OpsApp":
+        from .app import OpsApp
+
+        return OpsApp
+    if name == "TaskMetrics":
+        from .metrics import TaskMetrics
+
+        return TaskMetrics
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
