@@ -118,7 +118,7 @@ function sortedTasks() {
 function row(task) {
   return el("tr", { "data-id": task.taskId, "data-status": task.status,
     class: task.taskId === state.selected ? "selected" : null, onclick: () => select(task.taskId) },
-  el("td", { class: "id", title: task.taskId, text: task.taskId.slice(0, 10) + "…" }),
+  el("td", { class: "id", title: task.taskId, text: task.taskId }),
   el("td", {}, badge(task.status)),
   el("td", { text: task.tool || "—" }),
   el("td", { class: "mono", text: task.requestor }),
