@@ -9,8 +9,10 @@
 the ``ops`` extra).
 
 Why ``prometheus_client`` rather than OpenTelemetry: the target is one scrape format, and
-the reference client renders it with no SDK pipeline, exporter thread or views to set up;
-an increment is a lock and an add, cheap enough for every task (``benchmarks/bench_metrics.py``).
+the reference client renders it with no SDK pipeline, exporter thread or views to set up.
+On a task's path nothing of it runs: the counts are plain integers in dicts, bumped by the
+listeners on the engine's event loop (about a microsecond a task), and handed to
+``prometheus_client``'s metric families only when scraped (``benchmarks/bench_metrics.py``).
 
 What is counted, and where it comes from (nothing is read from the store on a scrape):
 
@@ -41,13 +43,20 @@ engine attached adds to the same series.
 
 from __future__ import annotations
 
+import math
 import weakref
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from prometheus_client.exposition import generate_latest
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 
 from ...protocol import FACES, INPUT_REQUIRED, TERMINAL, WORKING
 from ...store import TaskRecord
@@ -87,46 +96,50 @@ class _Attached:
         self.endpoint = endpoint
 
 
+class _Histogram:
+    """One histogram series: per-bucket counts (cumulated on a scrape), sum, count."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+    def buckets(self) -> list[tuple[str, float]]:
+        out, total = [], 0
+        for bound, n in zip((*self.bounds, math.inf), self.counts, strict=True):
+            total += n
+            out.append(("+Inf" if bound == math.inf else repr(float(bound)), float(total)))
+        return out
+
+
 class TaskMetrics:
     """Counters, histograms and gauges of tasks, in a registry of their own (``registry``):
     ``attach`` an engine (or ``attach_server`` an ``McpTasks``), ``render`` on a scrape,
-    ``close`` to stop counting."""
+    ``close`` to stop counting. Counted on one event loop (the engines' own)."""
 
     def __init__(self, registry: CollectorRegistry | None = None, *, max_tools: int = 64) -> None:
-        self.registry = reg = registry if registry is not None else CollectorRegistry()
+        self.registry = registry if registry is not None else CollectorRegistry()
         self.max_tools = max_tools
         self._attached: list[_Attached] = []
         self._seen_tools: set[str] = set()
         self._labels: dict[tuple[str, str | None], tuple[str, str]] = {}
-        self._children: dict[tuple[Any, ...], Any] = {}
         #: task ID -> when it began waiting for input (its store time)
         self._waiting: dict[str, float] = {}
-        face_tool = ("face", "tool")
-        self.created = Counter("mcp_tasks_created", "Tasks created", face_tool, registry=reg)
-        self.ended = Counter(
-            "mcp_tasks_ended", "Tasks that reached a terminal status", (*face_tool, "status"),
-            registry=reg,
-        )  # fmt: skip
-        self.duration = Histogram(
-            "mcp_tasks_duration_seconds", "From creation to a terminal status",
-            (*face_tool, "status"), buckets=DURATION_BUCKETS, registry=reg,
-        )  # fmt: skip
-        self.input_wait = Histogram(
-            "mcp_tasks_input_required_seconds", "Each stretch a task waited in input_required",
-            face_tool, buckets=INPUT_BUCKETS, registry=reg,
-        )  # fmt: skip
-        self.expired = Counter("mcp_tasks_expired", "Tasks removed at ttl", ("face",), registry=reg)
-        self.refused = Counter(
-            "mcp_tasks_refused", "Requests refused by a limit (rate: R-SEC-3, active: R-SEC-4)",
-            ("limit",), registry=reg,
-        )  # fmt: skip
-        self.store_errors = Counter(
-            "mcp_tasks_store_errors", "Store calls that failed", registry=reg
-        )
-        self.store_retries = Counter(
-            "mcp_tasks_store_retries", "Store calls retried", ("what",), registry=reg
-        )
-        reg.register(_Live(self))
+        self.created: dict[tuple[str, str], int] = {}
+        self.ended: dict[tuple[str, str, str], int] = {}
+        self.duration: dict[tuple[str, str, str], _Histogram] = {}
+        self.input_wait: dict[tuple[str, str], _Histogram] = {}
+        self.expired: dict[str, int] = {}
+        self.refused: dict[str, int] = {}
+        self.store_errors = 0
+        self.store_retries: dict[str, int] = {}
+        self.registry.register(_Live(self))
         audit_sinks.append(self._audit)
         store_failed.append(self._store_failed)
         store_retried.append(self._store_retried)
@@ -202,48 +215,51 @@ class TaskMetrics:
             return tool
         return OTHER
 
-    def _child(self, metric: Any, *values: str) -> Any:
-        key = (id(metric), *values)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = metric.labels(*values)
-        return child
-
     # ------------------------------------------------------------------ listeners
     def _on_created(self, rec: TaskRecord) -> None:
-        self._child(self.created, *self.labels(rec.face, rec.tool)).inc()
+        key = self.labels(rec.face, rec.tool)
+        created = self.created
+        created[key] = created.get(key, 0) + 1
 
     async def _on_status(self, rec: TaskRecord) -> None:
-        face, tool = self.labels(rec.face, rec.tool)
-        since = self._waiting.pop(rec.task_id, None)
-        if since is not None:
-            self._child(self.input_wait, face, tool).observe(max(0.0, rec.last_updated_at - since))
         status = rec.status
-        if status == INPUT_REQUIRED:
-            waiting = self._waiting
+        waiting = self._waiting
+        if waiting:
+            since = waiting.pop(rec.task_id, None)
+            if since is not None:
+                key = self.labels(rec.face, rec.tool)
+                hist = self.input_wait.get(key)
+                if hist is None:
+                    hist = self.input_wait[key] = _Histogram(INPUT_BUCKETS)
+                hist.observe(max(0.0, rec.last_updated_at - since))
+        if status in TERMINAL:
+            face, tool = self.labels(rec.face, rec.tool)
+            ended = (face, tool, status.value)
+            self.ended[ended] = self.ended.get(ended, 0) + 1
+            hist = self.duration.get(ended)
+            if hist is None:
+                hist = self.duration[ended] = _Histogram(DURATION_BUCKETS)
+            hist.observe(max(0.0, rec.last_updated_at - rec.created_at))
+        elif status == INPUT_REQUIRED:
             if len(waiting) >= MAX_TIMED:
                 del waiting[next(iter(waiting))]
             waiting[rec.task_id] = rec.last_updated_at
-        elif status in TERMINAL:
-            value = status.value
-            self._child(self.ended, face, tool, value).inc()
-            took = max(0.0, rec.last_updated_at - rec.created_at)
-            self._child(self.duration, face, tool, value).observe(took)
 
     def _on_expired(self, rec: TaskRecord) -> None:
         self._waiting.pop(rec.task_id, None)
-        self._child(self.expired, self.labels(rec.face, None)[0]).inc()
+        face = self.labels(rec.face, None)[0]
+        self.expired[face] = self.expired.get(face, 0) + 1
 
     def _audit(self, event: str, requestor: str, task_id: str | None, fields: Any) -> None:
         limit = REFUSALS.get(event)
         if limit is not None:
-            self._child(self.refused, limit).inc()
+            self.refused[limit] = self.refused.get(limit, 0) + 1
 
     def _store_failed(self, exc: BaseException) -> None:
-        self.store_errors.inc()
+        self.store_errors += 1
 
     def _store_retried(self, what: str) -> None:
-        self._child(self.store_retries, what).inc()
+        self.store_retries[what] = self.store_retries.get(what, 0) + 1
 
 
 def _discard(listeners: list[Any], fn: Any) -> None:
@@ -255,8 +271,25 @@ def _fixed(names: frozenset[str]) -> Callable[[], Collection[str]]:
     return lambda: names
 
 
+def _counter(name: str, doc: str, labels: tuple[str, ...], values: dict[Any, int]) -> Metric:
+    family = CounterMetricFamily(name, doc, labels=labels)
+    for key, n in values.items():
+        family.add_metric(key if isinstance(key, tuple) else (key,), n)
+    return family
+
+
+def _histogram(
+    name: str, doc: str, labels: tuple[str, ...], values: dict[Any, _Histogram]
+) -> Metric:
+    family = HistogramMetricFamily(name, doc, labels=labels)
+    for key, hist in values.items():
+        family.add_metric(key, hist.buckets(), hist.sum)
+    return family
+
+
 class _Live:
-    """What is read at scrape time: running work, dropped notifications, the task endpoint."""
+    """Every series, made on a scrape from the counts (and what is read then: running
+    work, dropped notifications, the task endpoint)."""
 
     def __init__(self, metrics: TaskMetrics) -> None:
         self._metrics = weakref.ref(metrics)
@@ -265,35 +298,63 @@ class _Live:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        metrics = self._metrics()
-        attached = [] if metrics is None else metrics._attached
-        counts = {WORKING.value: 0, INPUT_REQUIRED.value: 0}
-        dropped = 0
-        outcomes = {"replied": 0, "passed": 0}
-        for att in attached:
-            for run in list(att.engine.runs.active.values()):
-                if run.busy:
-                    counts[(INPUT_REQUIRED if run.pending else WORKING).value] += 1
-            dropped += int(getattr(att.sessions, "notifications_dropped", 0) or 0)
-            endpoint = att.endpoint() if att.endpoint is not None else None
-            for outcome in outcomes:
-                outcomes[outcome] += int(getattr(endpoint, outcome, 0) or 0)
-        active = GaugeMetricFamily(
-            "mcp_tasks_active", "Tasks whose work runs in this process", labels=("status",)
-        )
-        for status, n in counts.items():
-            active.add_metric((status,), n)
-        yield active
+        m = self._metrics()
+        if m is None:
+            return
+        face_tool = ("face", "tool")
+        yield _counter("mcp_tasks_created", "Tasks created", face_tool, dict(m.created))
+        yield _counter(
+            "mcp_tasks_ended", "Tasks that reached a terminal status",
+            (*face_tool, "status"), dict(m.ended),
+        )  # fmt: skip
+        yield _histogram(
+            "mcp_tasks_duration_seconds", "From creation to a terminal status",
+            (*face_tool, "status"), dict(m.duration),
+        )  # fmt: skip
+        yield _histogram(
+            "mcp_tasks_input_required_seconds", "Each stretch a task waited in input_required",
+            face_tool, dict(m.input_wait),
+        )  # fmt: skip
+        yield _counter("mcp_tasks_expired", "Tasks removed at ttl", ("face",), dict(m.expired))
+        yield _counter(
+            "mcp_tasks_refused", "Requests refused by a limit (rate: R-SEC-3, active: R-SEC-4)",
+            ("limit",), dict(m.refused),
+        )  # fmt: skip
         yield CounterMetricFamily(
-            "mcp_tasks_notifications_dropped",
-            "Status notifications dropped (a connection's backlog was full)",
-            value=dropped,
+            "mcp_tasks_store_errors", "Store calls that failed", value=m.store_errors
         )
-        served = CounterMetricFamily(
-            "mcp_tasks_task_endpoint_requests",
-            "Requests of the task endpoint: answered there, or passed to the SDK",
-            labels=("outcome",),
+        yield _counter(
+            "mcp_tasks_store_retries", "Store calls retried", ("what",), dict(m.store_retries)
         )
-        for outcome, n in outcomes.items():
-            served.add_metric((outcome,), n)
-        yield served
+        yield from _read_live(m._attached)
+
+
+def _read_live(attached: list[_Attached]) -> Iterator[Metric]:
+    counts = {WORKING.value: 0, INPUT_REQUIRED.value: 0}
+    dropped = 0
+    outcomes = {"replied": 0, "passed": 0}
+    for att in attached:
+        for run in list(att.engine.runs.active.values()):
+            if run.busy:
+                counts[(INPUT_REQUIRED if run.pending else WORKING).value] += 1
+        dropped += int(getattr(att.sessions, "notifications_dropped", 0) or 0)
+        endpoint = att.endpoint() if att.endpoint is not None else None
+        for outcome in outcomes:
+            outcomes[outcome] += int(getattr(endpoint, outcome, 0) or 0)
+    active = GaugeMetricFamily(
+        "mcp_tasks_active", "Tasks whose work runs in this process", labels=("status",)
+    )
+    for status, n in counts.items():
+        active.add_metric((status,), n)
+    yield active
+    yield CounterMetricFamily(
+        "mcp_tasks_notifications_dropped",
+        "Status notifications dropped (a connection's backlog was full)",
+        value=dropped,
+    )
+    yield _counter(
+        "mcp_tasks_task_endpoint_requests",
+        "Requests of the task endpoint: answered there, or passed to the SDK",
+        ("outcome",),
+        outcomes,
+    )
