@@ -129,7 +129,7 @@ class StoreAdmin:
         )
         rec = new if new is not None else await self.store.get(task_id)
         view = None if rec is None else task_view(rec, time.time(), detail=True)
-        return {"cancelled": new is not None, "task": view}
+        return {"moved": new is not None, "task": view}
 
 
 class HttpAdmin:
@@ -301,7 +301,7 @@ async def _cancel(admin: Any, args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     if task is None:
         raise Failure(f"no task {args.task_id}", 1)
-    if not out.get("cancelled"):
+    if not out.get("moved"):
         if not args.json:
             print(f"{args.task_id} is already {task['status']}: not cancelled", file=sys.stderr)
         return 1

@@ -167,9 +167,9 @@ def test_admin_cli_without_a_server(
         (done, COMPLETED.value),
     ]
     out = admin("cancel", *where, "--json", "--", left)
-    assert out.returncode == 0 and json.loads(out.stdout)["cancelled"] is True
+    assert out.returncode == 0 and json.loads(out.stdout)["moved"] is True
     again = admin("cancel", *where, "--json", "--", done)
-    assert again.returncode == 1 and json.loads(again.stdout)["cancelled"] is False
+    assert again.returncode == 1 and json.loads(again.stdout)["moved"] is False
     restarted = ops_server_factory(store=f"sqlite:{db}", ops=False)
     _, result = mcp_session(restarted, ALICE).post("tasks/result", {"taskId": left})
     assert result["error"]["code"] == RequestCancelled.code

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ...protocol import INPUT_REQUIRED, STATUSES
+from ...protocol import INPUT_REQUIRED, STATUSES, TERMINAL
 from ...store import TaskPage, TaskQuery, TaskStore
 from ..audit import audit
 from ..guard import guarded
@@ -85,17 +85,18 @@ class AdminService:
         return out
 
     async def cancel(self, task_id: str) -> dict[str, Any]:
-        """``{"cancelled": bool, "task": view or None}``: cancelled now, or left as it is
+        """``{"moved": bool, "task": view or None}``: cancelled now (moved), or left as it is
         (terminal already, or unknown: ``task`` None)."""
         rec, moved = await self.engine.cancel_task(task_id, OPERATOR_CANCELLED_MESSAGE)
         if rec is not None:
             audit("operator_cancel", rec.requestor, task_id, cancelled=moved)
         view = None if rec is None else task_view(rec, self.engine.clock(), detail=True)
-        return {"cancelled": moved, "task": view}
+        return {"moved": moved, "task": view}
 
     async def summary(self, query: TaskQuery) -> dict[str, Any]:
         """How many tasks of each status ``query`` keeps (its statuses aside), counting at
-        most ``summary_limit``: ``{"counts", "total", "complete"}``."""
+        most ``summary_limit``: ``{"counts", "total", "complete", "statuses", "terminal"}``
+        (the statuses in lifecycle order, and the terminal ones: the page knows no other)."""
         counts = {s.value: 0 for s in STATUSES}
         every = replace(query, statuses=None)
         before: tuple[float, str] | None = None
@@ -107,6 +108,16 @@ class AdminService:
                 counts[rec.status.value] += 1
             total += len(page.tasks)
             if page.next is None:
-                return {"counts": counts, "total": total, "complete": True}
+                return _summary(counts, total, True)
             before = page.next
-        return {"counts": counts, "total": total, "complete": False}
+        return _summary(counts, total, False)
+
+
+def _summary(counts: dict[str, int], total: int, complete: bool) -> dict[str, Any]:
+    return {
+        "counts": counts,
+        "total": total,
+        "complete": complete,
+        "statuses": [s.value for s in STATUSES],
+        "terminal": sorted(s.value for s in TERMINAL),
+    }

@@ -3,10 +3,10 @@
 // task's detail, cancel. Every text from the server is set as text, never as markup.
 "use strict";
 
-const STATUSES = ["working", "input_required", "completed", "failed", "cancelled"];
-const TERMINAL = new Set(["completed", "failed", "cancelled"]);
-const LABEL = { working: "working", input_required: "input required", completed: "completed",
-  failed: "failed", cancelled: "cancelled" };
+// The statuses, in lifecycle order, and the terminal ones come from the server (summary).
+let STATUSES = [];
+let TERMINAL = new Set();
+const LABEL = new Proxy({}, { get: (_, status) => String(status).replaceAll("_", " ") });
 const PAGE = 50;
 const AGE = { s: 1, m: 60, h: 3600, d: 86400 };
 
@@ -168,7 +168,17 @@ function scheduleSummary(delay) {
   }, delay);
 }
 
+function learnStatuses(summary) {
+  if (STATUSES.length) return;
+  STATUSES = summary.statuses;
+  TERMINAL = new Set(summary.terminal);
+  $("status-filter").append(...STATUSES.map((s) => el("label", { class: "chip", "data-status": s },
+    el("input", { type: "checkbox", value: s }), LABEL[s])));
+  renderRows();
+}
+
 function renderTiles(summary) {
+  learnStatuses(summary);
   const more = summary.complete ? "" : "+";
   const tile = (status, label, n) => el("button", { type: "button", class: "tile", "data-status": status,
     "aria-pressed": status === "all" ? String(state.filters.statuses.size === 0) : String(state.filters.statuses.has(status)),
@@ -220,7 +230,7 @@ function renderDetail(t) {
         el("strong", { class: "mono", text: i.method }),
         el("div", { text: (i.params && i.params.message) || "" }), json(i.params)))));
   }
-  if (t.result) parts.push(el("h4", { text: t.status === "failed" ? "Result (isError)" : "Result" }), json(t.result));
+  if (t.result) parts.push(el("h4", { text: t.result.isError ? "Result (isError)" : "Result" }), json(t.result));
   if (t.error) parts.push(el("h4", { text: "Error" }), json(t.error));
   const cancel = el("button", { class: "danger", type: "button", id: "cancel", disabled: TERMINAL.has(t.status),
     text: TERMINAL.has(t.status) ? `Already ${LABEL[t.status]}` : "Cancel task", onclick: () => cancelTask(t.taskId) });
@@ -249,7 +259,7 @@ async function cancelTask(id) {
   try {
     const { body } = await api(`api/tasks/${encodeURIComponent(id)}/cancel`, { method: "POST" });
     if (body.task) { upsert(body.task); renderDetail(body.task); }
-    $("cancel-note").textContent = body.cancelled ? "Cancelled." : "It had already ended.";
+    $("cancel-note").textContent = body.moved ? "Cancelled." : "It had already ended.";
   } catch (err) {
     handleError(err);
   }
@@ -356,8 +366,6 @@ function readFilters() {
 }
 
 function setup() {
-  $("status-filter").append(...STATUSES.map((s) => el("label", { class: "chip", "data-status": s },
-    el("input", { type: "checkbox", value: s }), LABEL[s])));
   $("filters").addEventListener("submit", (e) => { e.preventDefault(); readFilters(); loadList(true); });
   $("reset").addEventListener("click", () => { $("filters").reset(); readFilters(); loadList(true); });
   $("more").addEventListener("click", () => loadList(false));
