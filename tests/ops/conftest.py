@@ -1,4 +1,4 @@
-"""Fixtures of the operator-surface tests (helpers: ``ops_harness``)."""
+"""Fixtures of the operator-surface tests (helpers: ``testkit.ops``)."""
 
 from __future__ import annotations
 
@@ -7,23 +7,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ops_harness import OpsServer
-from procs import started_servers
-from redis_fixtures import redis_server
+
+from testkit.ops import OpsServer
+from testkit.procs import started_servers
+from testkit.redis_fixtures import redis_server
 
 __all__ = ["ops_server_factory", "redis_server"]
 
 
 @pytest.fixture
-def ops_server_factory(tmp_path: Path) -> Iterator[Callable[..., OpsServer]]:
-    """``make(**options)``: a started example server with operator surfaces (``OpsServer``);
-    every one is stopped by PID afterwards."""
+def ops_server_factory(tmp_path: Path, front_door: str) -> Iterator[Callable[..., OpsServer]]:
+    """``make(**options)``: a started example server with operator surfaces (``OpsServer``),
+    its task requests through ``front_door`` (each test runs through both doors); every one
+    is stopped by PID afterwards."""
     count = iter(range(1000))
 
     def make(**kwargs: Any) -> OpsServer:
         where = tmp_path / f"server-{next(count)}"
         where.mkdir()
-        return OpsServer(where, **kwargs)
+        return OpsServer(where, front_door=front_door, **kwargs)
 
     with started_servers(make) as start:
         yield start

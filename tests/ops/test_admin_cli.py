@@ -12,13 +12,13 @@ from typing import Any
 
 import anyio
 import pytest
-from ops_harness import ADMIN_TOKEN, ALICE, BOB, OpsServer, mcp_session, mcptask, start_task
-from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import RequestCancelled
 from mcp_tasks.protocol import CANCELLED, COMPLETED, FAILED, WORKING
 from mcp_tasks.runtime import SqliteTaskStore
 from mcp_tasks.runtime.ops import OPERATOR_CANCELLED_MESSAGE
+from testkit.ops import ADMIN_TOKEN, ALICE, BOB, OpsServer, mcp_session, mcptask, start_task
+from testkit.redis_fixtures import RedisServer, unique_namespace
 
 
 def admin(*args: str) -> Any:
@@ -103,7 +103,7 @@ def _lists_and_cancels(server: OpsServer, where: list[str]) -> None:
 
 def _work_stopped(server: OpsServer, before: str) -> None:
     """The server's metrics count the running work: the cancelled task's is gone."""
-    from ops_harness import METRICS_TOKEN, http
+    from testkit.ops import METRICS_TOKEN, http
 
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

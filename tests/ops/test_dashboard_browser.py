@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ops_harness import ADMIN_TOKEN, ALICE, BOB, OpsServer, mcp_session, start_task
 
 from mcp_tasks.protocol import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING
+from testkit.ops import ADMIN_TOKEN, ALICE, BOB, OpsServer, mcp_session, start_task
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

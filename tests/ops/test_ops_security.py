@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from ops_harness import (
+
+from testkit.ops import (
     ADMIN_TOKEN,
     ALICE,
     BOB,

@@ -11,7 +11,6 @@ from typing import Any
 
 import anyio
 import pytest
-from redis_fixtures import unique_namespace
 
 from mcp_tasks.errors import RequestCancelled
 from mcp_tasks.protocol import CANCELLED, COMPLETED, FAILED, NON_TERMINAL, TOOLS_CALL
@@ -19,6 +18,7 @@ from mcp_tasks.runtime import EngineConfig, SqliteTaskStore, TaskContext, TaskEn
 from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import TaskQuery, TaskRecord, TaskStore
 from mcp_tasks.testing.admin_conformance import tool_record, walk
+from testkit.redis_fixtures import unique_namespace
 
 pytestmark = pytest.mark.anyio
 

@@ -92,6 +92,7 @@ __all__ = [
     "internal_error",
     "is_sdk_validation_report",
     "lifespan_state",
+    "listen_ack_method",
     "lowlevel_server",
     "mcp_param_rejection",
     "mcp_version",
@@ -240,6 +241,11 @@ def connection_from_envelope(
     """A born-ready connection for one request (a stateless or per-request-envelope one),
     as the SDK builds it (``Connection.from_envelope``)."""
     return Connection.from_envelope(version, client_info, client_capabilities)
+
+
+def listen_ack_method() -> str:
+    """The method of a listen stream's first message (``SubscriptionsAcknowledgedNotification``)."""
+    return method_of(types.SubscriptionsAcknowledgedNotification)
 
 
 def input_round_result_type() -> str:

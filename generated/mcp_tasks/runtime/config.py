@@ -31,7 +31,13 @@ _COUNTS = (
 )
 _MAY_BE_ZERO = frozenset({"max_ttl_ms", "expired_tombstones_per_requestor", "max_tombstones"})
 #: fields that must be positive, finite numbers of seconds
-_SECONDS = ("rate_limit_window_s", "sweep_interval_s", "watch_fallback_s", "input_claim_s")
+_SECONDS = (
+    "rate_limit_window_s",
+    "sweep_interval_s",
+    "watch_fallback_s",
+    "input_claim_s",
+    "progress_message_interval_s",
+)
 
 
 @dataclass
@@ -60,6 +66,10 @@ class EngineConfig:
     #: tombstones kept in all (about 140 bytes each; the oldest are dropped first): without
     #: it, many sessions expiring ttl-0 tasks could pin 10,000 x 1024 IDs (~1.4 GiB)
     max_tombstones: int = 100_000
+    #: the shortest time between two ``statusMessage`` writes of a task's progress (the
+    #: extension face shows progress there: X-NOTIF-7); the last report of a burst is
+    #: written when its interval ends
+    progress_message_interval_s: float = 0.5
     #: shared stores: longest wait for a change event before re-reading the store anyway
     #: (the bounded fallback poll when a message was missed)
     watch_fallback_s: float = 1.0

@@ -34,6 +34,7 @@ from ..protocol import (
     TaskStatus,
 )
 from ..store import TaskRecord
+from .progress import progress_text
 
 if TYPE_CHECKING:
     from .coordination import Waiter
@@ -148,7 +149,8 @@ class Run:
 
 
 class TaskContext:
-    """What a task's work gets: its identity, its status message and input requests."""
+    """What a task's work gets: its identity, its status message, progress and input
+    requests."""
 
     def __init__(
         self, engine: TaskEngine, task_id: str, requestor: str, progress_token: str | int | None
@@ -160,6 +162,13 @@ class TaskContext:
 
     async def set_status_message(self, message: str) -> None:
         await self._engine.runs.set_message(self.task_id, message)
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """The work's progress, shown as the task's ``statusMessage`` (throttled: at most one
+        write per ``EngineConfig.progress_message_interval_s``, the latest report kept)."""
+        await self._engine.progress.note(self.task_id, progress_text(progress, total, message))
 
     async def request_input(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """Ask the requestor (``elicitation/create``, ``sampling/createMessage``, ...) and wait.

@@ -1,5 +1,6 @@
 """The example server with its operator surfaces, as a real subprocess on free 127.0.0.1
-ports (stopped by PID), and plain HTTP calls to them; ``mcptask`` as a real process."""
+ports (stopped by PID), its task requests through one front door (:mod:`testkit.doors`),
+and plain HTTP calls to them; ``mcptask`` as a real process."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from procs import free_port, python_env, stop_process, wait_listening
+from testkit.doors import door_args
+from testkit.procs import free_port, python_env, stop_process, wait_listening
 
 #: requestors' bearer tokens (``--tokens``): token -> subject
 TOKENS = {"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}
@@ -23,12 +25,14 @@ STARTUP_TIMEOUT = 60.0
 
 
 class OpsServer:
-    """``python -m mcp_tasks.examples.server --http ... --tokens ... [--ops ...]``."""
+    """``python -m mcp_tasks.examples.server --http ... --tokens ... [--ops ...]``;
+    ``front_door`` has no default (the fixtures pass their ``front_door`` parameter)."""
 
     def __init__(
         self,
         tmp: Path,
         *,
+        front_door: str,
         store: str = "memory",
         ops: bool = True,
         metrics: bool = True,
@@ -50,7 +54,8 @@ class OpsServer:
             args += ["--metrics-token-file", str(_write(tmp / "metrics.token", METRICS_TOKEN))]
         if ops and admin:
             args += ["--admin-token-file", str(_write(tmp / "admin.token", ADMIN_TOKEN))]
-        self.args = [*args, *extra]
+        self.args = [*args, *door_args(front_door), *extra]
+        self.front_door = front_door
         self.has_ops = ops
         self.log_path = tmp / f"server-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
