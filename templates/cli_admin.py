@@ -42,9 +42,18 @@ from typing import Any
 
 import anyio
 
-from .protocol import CANCELLED, INPUT_REQUIRED, NON_TERMINAL
+from .protocol import CANCELLED, INPUT_REQUIRED
+from .runtime.coordination import stored_inputs
+from .runtime.engine import cancel_change
 from .runtime.ops.service import OPERATOR_CANCELLED_MESSAGE
-from .runtime.ops.views import QueryError, decode_cursor, encode_cursor, query_of, task_view
+from .runtime.ops.views import (
+    QueryError,
+    decode_cursor,
+    encode_cursor,
+    inputs_json,
+    query_of,
+    task_view,
+)
 from .store import SharedTaskStore, TaskQuery, TaskStore
 
 __all__ = ["main"]
@@ -107,26 +116,14 @@ class StoreAdmin:
         out = task_view(rec, time.time(), detail=True)
         if rec.status == INPUT_REQUIRED and isinstance(self.store, SharedTaskStore):
             items = await self.store.pending_inputs(task_id, rec.requestor)
-            items.sort(key=lambda i: i.get("seq", 0))
-            out["inputRequests"] = [
-                {"key": i.get("id"), "method": i.get("method"), "params": i.get("params")}
-                for i in items
-            ]
+            out["inputRequests"] = inputs_json(stored_inputs(task_id, items))
         else:
             out["inputRequests"] = None if rec.status == INPUT_REQUIRED else []
         return out
 
     async def cancel(self, task_id: str) -> dict[str, Any]:
-        from .runtime.engine import cancelled_error
-
-        new = await self.store.transition(
-            task_id,
-            CANCELLED,
-            now=time.time(),
-            expected=NON_TERMINAL,
-            status_message=OPERATOR_CANCELLED_MESSAGE,
-            error=cancelled_error(),
-        )
+        change = cancel_change(OPERATOR_CANCELLED_MESSAGE)
+        new = await self.store.transition(task_id, CANCELLED, now=time.time(), **change)
         rec = new if new is not None else await self.store.get(task_id)
         view = None if rec is None else task_view(rec, time.time(), detail=True)
         return {"moved": new is not None, "task": view}

@@ -217,6 +217,13 @@ def request_of(p: PendingInput) -> InputRequest:
     return InputRequest(key=p.id, task_id=p.task_id, method=p.method, params=p.params)
 
 
+def stored_inputs(task_id: str, items: list[dict[str, Any]]) -> list[InputRequest]:
+    """A shared store's input items of a task (``pending_inputs``) as requests, oldest
+    first (the engine's, and ``mcptask admin show`` reading the store)."""
+    pending = sorted((pending_of(task_id, i) for i in items), key=lambda p: p.seq)
+    return [request_of(p) for p in pending]
+
+
 def pending_of(task_id: str, item: Mapping[str, Any]) -> PendingInput:
     """A shared store's input item (``{"id", "method", "params", "seq"}``) as a ``PendingInput``."""
     params, seq = item.get("params"), item.get("seq")
@@ -375,9 +382,7 @@ class SharedCoordination(Coordination):
             log.warning("task %s: could not withdraw input %s", pending.task_id, pending.id)
 
     async def inputs(self, task_id: str, requestor: str) -> list[InputRequest]:
-        items = await self.guard.pending_inputs(task_id, requestor)
-        pending = sorted((pending_of(task_id, i) for i in items), key=lambda p: p.seq)
-        return [request_of(p) for p in pending]
+        return stored_inputs(task_id, await self.guard.pending_inputs(task_id, requestor))
 
     async def answer_inputs(
         self, task_id: str, requestor: str, answers: Answers

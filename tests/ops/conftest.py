@@ -10,9 +10,9 @@ import pytest
 
 from testkit.ops import OpsServer
 from testkit.procs import started_servers
-from testkit.redis_fixtures import redis_server
+from testkit.redis_fixtures import redis_server, redis_url
 
-__all__ = ["ops_server_factory", "redis_server"]
+__all__ = ["ops_server_factory", "redis_server", "redis_url"]
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ that follows the engine's rules and stops the work where it runs (R-CANCEL-2).""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,19 @@ from mcp_tasks.errors import RequestCancelled
 from mcp_tasks.protocol import CANCELLED, COMPLETED, FAILED, WORKING
 from mcp_tasks.runtime import SqliteTaskStore
 from mcp_tasks.runtime.ops import OPERATOR_CANCELLED_MESSAGE
-from testkit.ops import ADMIN_TOKEN, ALICE, BOB, OpsServer, mcp_session, mcptask, start_task
+from testkit.ops import (
+    ADMIN_TOKEN,
+    ALICE,
+    BOB,
+    METRICS_TOKEN,
+    OpsServer,
+    http,
+    mcp_session,
+    mcptask,
+    start_task,
+)
 from testkit.redis_fixtures import RedisServer, unique_namespace
+from testkit.wait import until
 
 
 def admin(*args: str) -> Any:
@@ -33,15 +43,22 @@ def listed(*args: str) -> list[dict[str, Any]]:
     return tasks
 
 
-def wait_status(where: list[str], task_id: str, status: str, timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        out = admin("show", *where, task_id, "--json")
-        assert out.returncode == 0, out.stderr
-        task: dict[str, Any] = json.loads(out.stdout)
-        if task["status"] == status or time.monotonic() > deadline:
-            return task
-        time.sleep(0.1)
+def wait_status(server: OpsServer, token: str, task_id: str, status: str) -> None:
+    """Wait until the task's owner sees ``status`` (``tasks/get`` on the MCP endpoint)."""
+    session = mcp_session(server, token)
+    until(
+        lambda: session.post("tasks/get", {"taskId": task_id})[1]["result"]["status"],
+        satisfied=lambda got: got == status,
+        what=f"{task_id} is {status}",
+    )
+
+
+def shown(where: list[str], task_id: str) -> dict[str, Any]:
+    """``mcptask admin show --json``: the task as the operator sees it."""
+    out = admin("show", *where, task_id, "--json")
+    assert out.returncode == 0, out.stderr
+    task: dict[str, Any] = json.loads(out.stdout)
+    return task
 
 
 def _fill(server: OpsServer) -> dict[str, str]:
@@ -57,8 +74,8 @@ def _fill(server: OpsServer) -> dict[str, str]:
 def _lists_and_cancels(server: OpsServer, where: list[str]) -> None:
     """The shared checks of every way in (``where``: ``--store ...`` or ``--url ...``)."""
     ids = _fill(server)
-    wait_status(where, ids["bob-fail"], FAILED.value)
-    wait_status(where, ids["alice-quick"], COMPLETED.value)
+    wait_status(server, BOB, ids["bob-fail"], FAILED.value)
+    wait_status(server, ALICE, ids["alice-quick"], COMPLETED.value)
     every = listed(*where)
     assert [t["taskId"] for t in every] == [
         ids["alice-quick"], ids["bob-fail"], ids["bob-slow"], ids["alice-slow"],
@@ -87,7 +104,8 @@ def _lists_and_cancels(server: OpsServer, where: list[str]) -> None:
     # cancel another requestor's running task: its work stops where it runs (R-CANCEL-2)
     cancelled = admin("cancel", *where, "--", ids["bob-slow"])
     assert cancelled.returncode == 0 and "cancelled" in cancelled.stdout, cancelled.stderr
-    task = wait_status(where, ids["bob-slow"], CANCELLED.value)
+    task = shown(where, ids["bob-slow"])  # in the store once the command returns
+    assert task["status"] == CANCELLED.value
     assert task["statusMessage"] == OPERATOR_CANCELLED_MESSAGE
     session = mcp_session(server, BOB)
     _, result = session.post("tasks/result", {"taskId": ids["bob-slow"]})
@@ -97,21 +115,17 @@ def _lists_and_cancels(server: OpsServer, where: list[str]) -> None:
     assert again.returncode == 1 and "already cancelled" in again.stderr
     assert admin("cancel", *where, "no-such-task").returncode == 1
     assert admin("show", *where, "no-such-task").returncode == 1
-    still = admin("show", *where, ids["alice-slow"], "--json")
-    assert json.loads(still.stdout)["status"] == WORKING.value
+    assert shown(where, ids["alice-slow"])["status"] == WORKING.value
 
 
 def _work_stopped(server: OpsServer, before: str) -> None:
     """The server's metrics count the running work: the cancelled task's is gone."""
-    from testkit.ops import METRICS_TOKEN, http
-
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        _, _, body = http(server.ops_url + "/metrics", token=METRICS_TOKEN)
-        if f'mcp_tasks_active{{status="working"}} {before}' in body.decode():
-            return
-        time.sleep(0.1)
-    raise AssertionError(body.decode())
+    line = f'mcp_tasks_active{{status="working"}} {before}'
+    until(
+        lambda: http(server.ops_url + "/metrics", token=METRICS_TOKEN)[2].decode(),
+        satisfied=lambda body: line in body,
+        what=line,
+    )
 
 
 def test_admin_cli_on_sqlite_with_the_server_running(
@@ -160,7 +174,7 @@ def test_admin_cli_without_a_server(
     server = ops_server_factory(store=f"sqlite:{db}", ops=False)
     done = start_task(server, ALICE, "slow_compute", "seconds=0")
     left = start_task(server, ALICE, "slow_compute", "seconds=600")
-    wait_status(where, done, COMPLETED.value)
+    wait_status(server, ALICE, done, COMPLETED.value)
     server.kill()  # the task it ran stays working in the file
     assert [(t["taskId"], t["status"]) for t in listed(*where)] == [
         (left, WORKING.value),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from mcp_tasks.protocol import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING
+from testkit import wait
 from testkit.ops import ADMIN_TOKEN, ALICE, BOB, OpsServer, mcp_session, start_task
 
 CHROMIUM = "/usr/bin/chromium"
@@ -65,19 +65,12 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         driver.quit()
 
 
-def until(check: Callable[[], Any], what: str, timeout: float = 60) -> Any:
-    """Poll ``check`` until it returns something true (the browser updates by itself)."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except Exception as exc:  # an element re-rendered under us: look again
-            last = exc
-        if last and not isinstance(last, Exception):
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+def until(check: Callable[[], Any], what: str) -> Any:
+    """Wait until ``check`` returns something true (the page updates by itself); an element
+    re-rendered under the probe counts as "not yet"."""
+    from selenium.common.exceptions import WebDriverException
+
+    return wait.until(check, ignoring=(WebDriverException,), what=what)
 
 
 def click(driver: Any, selector: str) -> None:
@@ -97,6 +90,18 @@ def statuses(driver: Any) -> dict[str, str]:
         "return [...document.querySelectorAll('#rows tr')].map(r => [r.dataset.id, r.dataset.status])"
     )
     return {tid: status for tid, status in rows}
+
+
+def tile_count(driver: Any, status: str) -> str:
+    """The number a status tile shows."""
+    script = "const t = document.querySelector(`.tile[data-status='${arguments[0]}'] .n`); return t && t.textContent"
+    return str(driver.execute_script(script, status))
+
+
+def transitions(driver: Any) -> int:
+    """CSS transitions running now (a changed row's highlight fading)."""
+    script = "return document.getAnimations().filter((a) => a instanceof CSSTransition).length"
+    return int(driver.execute_script(script))
 
 
 def test_dashboard_live_in_a_real_browser(
@@ -176,7 +181,8 @@ def _screenshot(server: OpsServer, driver: Any, tmp_path: Path) -> None:
     click(driver, f'tr[data-id="{asking}"]')
     until(lambda: "Delete /srv/exports" in driver.find_element(By.ID, "detail").text, "input")
     until(lambda: len(statuses(driver)) == 7, "every task listed")
-    time.sleep(1.5)  # the row highlight fades, the tiles count
+    until(lambda: tile_count(driver, "all") == "7", "the tiles count every task")
+    until(lambda: not transitions(driver), "the rows' highlight faded")
     shot = tmp_path / "dashboard.png"
     driver.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000

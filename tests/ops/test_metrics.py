@@ -11,13 +11,17 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mcp_tasks.errors import RateLimitExceeded
+from mcp_tasks.errors import RateLimitExceeded, TaskError
 from mcp_tasks.protocol import FAILED, TOOLS_CALL
 from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
 from mcp_tasks.runtime.core import FACE
 from mcp_tasks.runtime.ops.app import OpsApp
 from mcp_tasks.runtime.ops.metrics import OTHER, TaskMetrics
+from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import TaskRecord, TaskStore
+from mcp_tasks.testing.admin_conformance import tool_record
+from testkit.redis_fixtures import unique_namespace
+from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
 TOKEN = "metrics-token-0123456789"
@@ -57,9 +61,10 @@ async def test_counts_tasks_by_face_tool_and_status() -> None:
             await engine.start("bob", FACE, TOOLS_CALL, quick, tool_error=FAILED, tool="secret-x")
             rec = await engine.start("bob", FACE, TOOLS_CALL, asks, tool_error=FAILED, tool="asks")
             await asked.wait()
-            with anyio.fail_after(30):
-                while value(metrics, "mcp_tasks_active", status="input_required") < 1:
-                    await anyio.sleep(0.01)
+            await until_async(
+                lambda: value(metrics, "mcp_tasks_active", status="input_required") >= 1,
+                what="the task counted as waiting for input",
+            )
             view = await engine.view("bob", rec.task_id, face=FACE)
             await engine.answer("bob", rec.task_id, {}, face=FACE)  # nothing: a no-op
             key = view.inputs[0].key
@@ -68,12 +73,13 @@ async def test_counts_tasks_by_face_tool_and_status() -> None:
             engine.rate = type(engine.rate)(100, 10)
             await engine.answer("bob", rec.task_id, {key: {}}, face=FACE)
             answer.set()
-            with anyio.fail_after(30):
-                while (
-                    value(metrics, "mcp_tasks_ended_total", face=FACE, tool="asks", status="failed")
-                    < 1
-                ):
-                    await anyio.sleep(0.01)
+            await until_async(
+                lambda: value(
+                    metrics, "mcp_tasks_ended_total", face=FACE, tool="asks", status="failed"
+                )
+                >= 1,
+                what="the asking task counted as failed",
+            )
         got = samples(metrics)
         assert value(metrics, "mcp_tasks_created_total", face=FACE, tool="report") == 1
         # an undeclared tool collapses into one label value
@@ -98,6 +104,99 @@ async def test_counts_tasks_by_face_tool_and_status() -> None:
     async with TaskEngine() as engine:  # closed: nothing more is counted
         await engine.start("alice", FACE, TOOLS_CALL, quick, tool_error=FAILED, tool="report")
     assert samples(metrics) == before
+
+
+async def test_counts_expiry_and_the_active_limit_R_SEC_4() -> None:
+    """A task removed at its ttl (R-TTL-3) and a creation refused by the active-task limit
+    (R-SEC-4) are each counted once."""
+    metrics = TaskMetrics()
+    now = [1_000.0]
+    hold = anyio.Event()
+
+    async def quick(tc: TaskContext) -> dict[str, Any]:
+        return {"content": []}
+
+    async def held(tc: TaskContext) -> dict[str, Any]:
+        await hold.wait()
+        return {"content": []}
+
+    config = EngineConfig(max_active_per_requestor=1)
+    try:
+        async with TaskEngine(config=config, clock=lambda: now[0]) as engine:
+            metrics.attach(engine, tools={"report"})
+            done = await engine.start(
+                "alice", FACE, TOOLS_CALL, quick, tool_error=FAILED, tool="report", ttl_ms=1000
+            )
+            await engine.wait_terminal("alice", done.task_id, face=FACE)
+            await engine.start("bob", FACE, TOOLS_CALL, held, tool_error=FAILED, tool="report")
+            with pytest.raises(TaskError):
+                await engine.start("bob", FACE, TOOLS_CALL, held, tool_error=FAILED, tool="report")
+            now[0] += 2
+            assert await engine.sweep() == 1
+            hold.set()
+        assert value(metrics, "mcp_tasks_expired_total", face=FACE) == 1
+        assert value(metrics, "mcp_tasks_refused_total", limit="active") == 1
+        assert value(metrics, "mcp_tasks_created_total", face=FACE, tool="report") == 2
+    finally:
+        metrics.close()
+
+
+def test_counts_dropped_notifications_of_a_server() -> None:
+    """``attach_server`` reads the server's dropped status notifications: a connection slower
+    than its tasks end keeps NOTIFY_BACKLOG waiting and drops the rest (R-NOTIFY-2)."""
+    from mcp.server.mcpserver import MCPServer
+
+    from mcp_tasks.runtime.mcp_server import McpTasks
+    from mcp_tasks.runtime.mcp_sessions import NOTIFY_BACKLOG
+
+    class SlowConnection:
+        session_id = "s-1"
+        state: dict[str, Any] = {}
+
+        async def notify(self, method: str, params: Any, opts: Any = None) -> None:
+            await anyio.sleep(0.2)  # slower than the tasks end: the behaviour under test
+
+    async def main() -> None:
+        tasks = McpTasks(MCPServer("t"), task_support={"report": "optional"})
+        metrics = TaskMetrics()
+        metrics.attach_server(tasks)
+        try:
+            conn = SlowConnection()  # held here: the sessions keep connections weakly
+            tasks.sessions.bind("session:s-1", conn)  # type: ignore[arg-type]
+            async with anyio.create_task_group() as tg:
+                for i in range(20):
+                    rec = tool_record(str(i), "session:s-1")
+                    tg.start_soon(tasks.sessions.on_status, rec)
+            dropped = value(metrics, "mcp_tasks_notifications_dropped_total")
+            assert dropped == 20 - NOTIFY_BACKLOG
+        finally:
+            metrics.close()
+
+    anyio.run(main)
+
+
+async def test_counts_store_retries_on_redis(redis_url: str) -> None:
+    """Lua scripts Redis lost (``SCRIPT FLUSH``) are loaded again and a connection Redis
+    closed is made again: each is one store retry (``what``: ``script``, ``reconnect``)."""
+    import redis.asyncio as aioredis
+
+    store = RedisTaskStore(redis_url, namespace=unique_namespace())
+    other = aioredis.Redis.from_url(redis_url)
+    metrics = TaskMetrics()
+    try:
+        await store.create(tool_record("t1"))
+        assert (await store.get("t1")) is not None  # its script loaded
+        await other.script_flush()
+        assert (await store.get("t1")) is not None
+        assert value(metrics, "mcp_tasks_store_retries_total", what="script") == 1
+        await other.client_kill_filter(_type="normal", skipme=True)
+        assert (await store.get("t1")) is not None
+        assert value(metrics, "mcp_tasks_store_retries_total", what="reconnect") >= 1
+        assert value(metrics, "mcp_tasks_store_errors_total") == 0  # retried, not failed
+    finally:
+        metrics.close()
+        await other.aclose()
+        await store.close()
 
 
 class Down(InMemoryTaskStore):

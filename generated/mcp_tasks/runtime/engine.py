@@ -117,6 +117,18 @@ StatusListener = Callable[[TaskRecord], Awaitable[None]]
 RecordListener = Callable[[TaskRecord], None]
 
 
+def cancel_change(message: str) -> dict[str, Any]:
+    """The store change of a cancel (R-CANCEL-2), ``TaskStore.transition``'s arguments after
+    the status ``CANCELLED``: only from a non-terminal status, ``message`` as statusMessage,
+    the cancellation as the stored error (what ``tasks/result`` answers). Every cancel makes
+    it: a requestor's, an operator's through the engine, ``mcptask admin cancel --store``."""
+    return {
+        "expected": protocol.NON_TERMINAL,
+        "status_message": message,
+        "error": cancelled_error(),
+    }
+
+
 def cancelled_error() -> dict[str, Any]:
     """The JSON-RPC error stored for a cancelled task: ``tasks/result`` answers it (R-RESULT-1)."""
     return RequestCancelled(detail="the task was cancelled").to_error()
@@ -474,13 +486,7 @@ class TaskEngine:
 
     async def _cancel_record(self, rec: TaskRecord, message: str) -> TaskRecord | None:
         """Move a task to cancelled and stop its work (R-CANCEL-2); None if it ended first."""
-        new = await self.transition(
-            rec.task_id,
-            protocol.CANCELLED,
-            expected=protocol.NON_TERMINAL,
-            status_message=message,
-            error=cancelled_error(),
-        )
+        new = await self.transition(rec.task_id, protocol.CANCELLED, **cancel_change(message))
         if new is None:
             return None
         audit("cancel_requested", rec.requestor, rec.task_id)

@@ -18,7 +18,7 @@ from ...protocol import INPUT_REQUIRED, STATUSES, TERMINAL
 from ...store import TaskPage, TaskQuery, TaskStore
 from ..audit import audit
 from ..guard import guarded
-from .views import decode_cursor, encode_cursor, query_json, task_view
+from .views import decode_cursor, encode_cursor, inputs_json, query_json, task_view
 
 if TYPE_CHECKING:
     from ..engine import TaskEngine
@@ -77,11 +77,10 @@ class AdminService:
         if rec is None:
             return None
         out = task_view(rec, engine.clock(), detail=True)
-        inputs: list[dict[str, Any]] = []
+        inputs = []
         if rec.status == INPUT_REQUIRED:
-            for i in await engine.coordination.inputs(task_id, rec.requestor):
-                inputs.append({"key": i.key, "method": i.method, "params": i.params})
-        out["inputRequests"] = inputs
+            inputs = await engine.coordination.inputs(task_id, rec.requestor)
+        out["inputRequests"] = inputs_json(inputs)
         return out
 
     async def cancel(self, task_id: str) -> dict[str, Any]:

@@ -22,11 +22,13 @@ from typing import Any
 
 from ...protocol import STATUSES, TERMINAL, TaskStatus
 from ...store import TaskQuery, TaskRecord, rfc3339
+from ..runs import InputRequest
 
 __all__ = [
     "QueryError",
     "decode_cursor",
     "encode_cursor",
+    "inputs_json",
     "parse_age",
     "parse_statuses",
     "query_of",
@@ -71,6 +73,11 @@ def task_view(rec: TaskRecord, now: float, *, detail: bool = False) -> dict[str,
         out["result"] = rec.result
         out["error"] = rec.error
     return out
+
+
+def inputs_json(inputs: Iterable[InputRequest]) -> list[dict[str, Any]]:
+    """A task's outstanding input requests in the operators' JSON, oldest first."""
+    return [{"key": i.key, "method": i.method, "params": i.params} for i in inputs]
 
 
 def parse_statuses(values: Iterable[str]) -> frozenset[TaskStatus] | None:
