@@ -10,9 +10,9 @@ import pytest
 
 from testkit.ops import OpsServer
 from testkit.procs import started_servers
-from testkit.redis_fixtures import redis_server, redis_url
+from testkit.redis_fixtures import fresh_redis_server, redis_server, redis_url
 
-__all__ = ["ops_server_factory", "redis_server", "redis_url"]
+__all__ = ["fresh_redis_server", "ops_server_factory", "redis_server", "redis_url"]
 
 
 @pytest.fixture
