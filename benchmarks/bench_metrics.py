@@ -12,7 +12,8 @@ on a shared machine hits both alike:
   ``slow_compute(0)`` then ``tasks/result`` over Streamable HTTP (``peers/driver.py``).
   Tasks/s and the server's CPU per task (``/proc``).
 - **engine**: the same lifecycle in-process through ``CoreTasks`` (no transport), with a
-  ``TaskMetrics`` attached or not: the worst case, where nothing else costs.
+  ``TaskMetrics`` attached or not: the worst case, where nothing else costs. Tasks/s and
+  this process's CPU per task (``time.process_time``).
 
 Prints both figures and their ratio (on / off). Informational: never asserted.
 """
@@ -139,8 +140,10 @@ async def server_round(metrics: bool, seconds: float, sessions: int) -> tuple[fl
             srv.stop()
 
 
-async def engine_round(metrics: bool, n: int, conc: int) -> float:
-    """Tasks/s of the in-process lifecycle, ``TaskMetrics`` attached or not."""
+async def engine_round(metrics: bool, n: int, conc: int) -> tuple[float, float]:
+    """(tasks/s, this process's CPU ms per task) of the in-process lifecycle, ``TaskMetrics``
+    attached or not. The CPU figure is the steadier one on a shared machine: other
+    processes' load slows the wall clock, not this process's own CPU time per task."""
     cfg = EngineConfig(rate_limit_calls=10**9, max_active_per_requestor=10**6)
 
     async def work(tc: TaskContext) -> dict[str, Any]:
@@ -162,14 +165,15 @@ async def engine_round(metrics: bool, n: int, conc: int) -> float:
                     await core.dispatch(TASKS_RESULT, {"taskId": created["task"]["taskId"]}, ctx)
 
             await client(0)
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             async with anyio.create_task_group() as tg:
                 for w in range(conc):
                     tg.start_soon(client, w)
             rate = conc * per / (time.perf_counter() - t)
+            cpu_ms = (time.process_time() - cpu) / (conc * per) * 1000
         if meter is not None:
             meter.render()
-        return rate
+        return rate, cpu_ms
     finally:
         if meter is not None:
             meter.close()
@@ -200,11 +204,16 @@ async def main(quick: bool, reps: int, seconds: float) -> None:
             cpus[metrics].append(cpu)
     show("server lifecycle", rates[False], rates[True], "tasks/s", (cpus[False], cpus[True]))
     engine: dict[bool, list[float]] = {False: [], True: []}
+    engine_cpu: dict[bool, list[float]] = {False: [], True: []}
     n = 500 if quick else 20_000
     for rep in range(max(reps, 3)):
         for metrics in (False, True) if rep % 2 == 0 else (True, False):
-            engine[metrics].append(await engine_round(metrics, n, 8))
+            rate, cpu = await engine_round(metrics, n, 8)
+            engine[metrics].append(rate)
+            engine_cpu[metrics].append(cpu)
     show("engine lifecycle", engine[False], engine[True], "tasks/s")
+    c, d = statistics.median(engine_cpu[False]), statistics.median(engine_cpu[True])
+    print(f"engine lifecycle: CPU per task off {c:.3f} ms, on {d:.3f} ms, on/off = {d / c:.3f}")
 
 
 if __name__ == "__main__":
