@@ -6,7 +6,9 @@ commands:
   mcptask tasks get    TARGET TASK_ID [--token TOKEN]
   mcptask tasks result TARGET TASK_ID [--token TOKEN]
   mcptask tasks cancel TARGET TASK_ID [--token TOKEN]
-  (every command also takes --protocol auto|REVISION|MODERN, default auto)
+  (every command above also takes --protocol auto|REVISION|MODERN, default auto)
+  mcptask admin list|show|cancel ...   every requestor's tasks, for operators
+                                       (mcptask admin --help)
 
 TARGET is a Streamable HTTP URL (http://127.0.0.1:8000/mcp) or a command that
 serves MCP over stdio ("python -m PACKAGE.examples.server --stdio", PACKAGE
@@ -343,8 +345,33 @@ def _dash_safe(argv: list[str]) -> list[str]:
     return [*head, *options, "--", *positionals]
 
 
+def _dash_safe_admin(argv: list[str]) -> list[str]:
+    """``admin show|cancel ... TASK_ID``: a task ID that starts with ``-`` (URL-safe base64)
+    goes behind ``--`` so argparse takes it as the positional."""
+    if not argv or argv[0] not in ("show", "cancel") or "--" in argv:
+        return argv
+    values, flags = {"--store", "--url", "--token-file"}, {"--json", "-h", "--help"}
+    rest, moved, i = argv[1:], [], 0
+    while i < len(rest):
+        arg = rest[i]
+        if arg in values:
+            i += 2
+            continue
+        if arg.startswith("-") and arg not in flags and arg.partition("=")[0] not in values:
+            moved.append(arg)
+        i += 1
+    if not moved:
+        return argv
+    return [argv[0], *(a for a in rest if a not in moved), "--", *moved]
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = _parser().parse_args(_dash_safe(list(sys.argv[1:] if argv is None else argv)))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["admin"]:
+        from .cli_admin import main as admin_main
+
+        raise SystemExit(admin_main(_dash_safe_admin(argv[1:])))
+    args = _parser().parse_args(_dash_safe(argv))
     if (
         args.command == "call"
         and args.detach

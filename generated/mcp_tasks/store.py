@@ -102,10 +102,55 @@ class TaskRecord:
     version: int = 0
     #: The protocol face (revision) that created the task; only that face serves it.
     face: str = REVISION
+    #: The tool a ``tools/call`` task runs (None for other tasks, and for tasks stored
+    #: before stores kept it): for operators (metrics, ``mcptask admin``, the dashboard).
+    tool: str | None = None
 
     @property
     def expires_at(self) -> float | None:
         return None if self.ttl_ms is None else self.created_at + self.ttl_ms / 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskQuery:
+    """What an operator's listing (``TaskStore.list_all``) keeps, across requestors: every
+    field given must match (None: any). ``created_after`` keeps tasks created at or after
+    it, ``created_before`` those created strictly before it (POSIX seconds: an age)."""
+
+    statuses: frozenset[TaskStatus] | None = None
+    requestor: str | None = None
+    tool: str | None = None
+    created_after: float | None = None
+    created_before: float | None = None
+
+    def matches(self, rec: TaskRecord) -> bool:
+        """Whether ``rec`` is kept (the filters a store did not apply itself)."""
+        return (
+            (self.statuses is None or rec.status in self.statuses)
+            and (self.requestor is None or rec.requestor == self.requestor)
+            and (self.tool is None or rec.tool == self.tool)
+            and (self.created_after is None or rec.created_at >= self.created_after)
+            and (self.created_before is None or rec.created_at < self.created_before)
+        )
+
+    def start(self, before: tuple[float, str] | None) -> tuple[float, str] | None:
+        """Where a newest-first walk starts: strictly before ``before`` and before
+        ``created_before`` (``(t, "")`` sorts before every task created at ``t``)."""
+        if self.created_before is None:
+            return before
+        edge = (self.created_before, "")
+        return edge if before is None else min(before, edge)
+
+
+@dataclass(slots=True)
+class TaskPage:
+    """One page of ``TaskStore.list_all``: ``tasks`` newest first, and ``next``, the key to
+    pass as ``before`` for the next page (None: nothing older is left to look at). A page
+    may hold fewer than ``limit`` tasks, even none, with ``next`` set: the store bounds
+    how much it reads per call."""
+
+    tasks: list[TaskRecord]
+    next: tuple[float, str] | None
 
 
 class TaskWatch:
@@ -161,6 +206,13 @@ class TaskStore(abc.ABC):
     - ``recover`` (durable stores) marks records left non-terminal by a dead
       process failed with ``message`` as statusMessage and a stored
       ``errors.InternalError(message=message).to_error()``, and returns them.
+    - ``tool`` is kept as given (None included), and returned by ``get``, ``transition``
+      and the listings.
+    - ``list_all(query, before=..., limit=...)`` (operators: ``mcptask admin``, the
+      dashboard) lists every requestor's tasks that ``query`` keeps, newest first by
+      ``(created_at, task_id)``, strictly before ``before``, as a ``TaskPage``. Never on a
+      request's path: the engine does not call it. The default raises
+      ``NotImplementedError`` (a store that cannot list across requestors).
 
     Failures: a store that cannot reach its backend raises ``errors.StoreUnavailable``
     (a plain, client-safe message; details go to the log) or lets the backend's own
@@ -170,6 +222,10 @@ class TaskStore(abc.ABC):
 
     #: True for a ``SharedTaskStore`` (kept as a class attribute for old subclasses).
     shared: bool = False
+    #: True when a process without an engine may change its tasks (``mcptask admin cancel``
+    #: on the same SQLite file): the engine's sweep then reads back the tasks whose work
+    #: runs here and stops the work of those that ended in the store.
+    external_changes: bool = False
 
     @abc.abstractmethod
     async def create(self, record: TaskRecord) -> None: ...
@@ -210,6 +266,13 @@ class TaskStore(abc.ABC):
     async def recover(self, now: float, message: str) -> list[TaskRecord]:
         """Mark tasks interrupted by a dead process failed. Non-durable stores have none."""
         return []
+
+    async def list_all(
+        self, query: TaskQuery, *, before: tuple[float, str] | None, limit: int
+    ) -> TaskPage:
+        """Every requestor's tasks that ``query`` keeps, newest first, strictly before
+        ``before`` (see the contract). A store may leave ``result`` and ``error`` out."""
+        raise NotImplementedError(f"{type(self).__name__} cannot list tasks across requestors")
 
     async def close(self) -> None:
         """Release resources. The default does nothing."""

@@ -3,14 +3,18 @@
     python -m PACKAGE.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH|redis://HOST:PORT/DB]
                                         [--tokens FILE] [--stateless] [--http-stack auto|h11]
                                         [--no-task-endpoint]
-                                        [--workers N] [LIMITS]
-    python -m PACKAGE.examples.server --stdio [--store ...] [LIMITS]
+                                        [--workers N] [LIMITS] [OPS]
+    python -m PACKAGE.examples.server --stdio [--store ...] [LIMITS] [OPS]
 
 PACKAGE is the generated package's import name (``mcp_tasks`` for the one shipped).
 
 LIMITS (R-SEC-3, R-SEC-4; defaults from ``EngineConfig``): ``--max-active N``,
 ``--rate-limit CALLS/SECONDS``, ``--max-ttl MS``, ``--default-ttl MS``, ``--page-size N``.
 Over stdio, lines that are not JSON-RPC are answered (-32700/-32600), never dropped.
+
+OPS (``examples/ops.py``; each off unless given): ``--ops HOST:PORT`` serves health there,
+``--metrics-token-file FILE`` adds ``/metrics`` and ``--admin-token-file FILE`` the dashboard
+``/admin/``, each behind its own token; never on the MCP port.
 
 Tools (a fixed contract other tests rely on):
 
@@ -80,6 +84,7 @@ from ..protocol import TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED, TASKS_LIST
 from ..runtime.engine import EngineConfig
 from ..runtime.mcp_server import McpTasks, run_stdio, tidy_http_errors
 from ..store import TaskStore
+from .ops import add_ops_flags, check_ops_flags, ops_served
 
 __all__ = ["DictTokenVerifier", "build_server", "main", "make_store"]
 
@@ -281,6 +286,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     limits.add_argument("--max-ttl", type=int, metavar="MS", help="maximum ttl (larger is clamped)")
     limits.add_argument("--default-ttl", type=int, metavar="MS", help="ttl when none is asked")
     limits.add_argument("--page-size", type=int, metavar="N", help=f"{TASKS_LIST} page size")
+    add_ops_flags(parser)
     args = parser.parse_args(argv)
     try:
         args.engine_config = engine_config(args)
@@ -292,6 +298,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
             "--tokens, --stateless, --http-stack and --no-task-endpoint apply to --http only"
         )
     problem = workers_problem(args)
+    if problem is None:
+        tokens = load_tokens(args.tokens) if args.tokens and args.ops else None
+        problem = check_ops_flags(args, tokens)
     if problem is not None:
         parser.error(problem)
     return args
@@ -351,16 +360,19 @@ def engine_config(args: argparse.Namespace) -> EngineConfig | None:
         raise ValueError(f"limits: {exc}") from None
 
 
+def load_tokens(path: str) -> dict[str, str]:
+    """``--tokens FILE``: a JSON object of bearer token -> subject."""
+    with open(path, encoding="utf-8") as fh:
+        loaded = json.load(fh)
+    if not isinstance(loaded, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
+    ):
+        raise SystemExit("--tokens: expected a JSON object of token -> subject strings")
+    return loaded
+
+
 async def _serve(args: argparse.Namespace) -> None:
-    tokens: dict[str, str] | None = None
-    if args.tokens:
-        with open(args.tokens, encoding="utf-8") as fh:
-            loaded = json.load(fh)
-        if not isinstance(loaded, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
-        ):
-            raise SystemExit("--tokens: expected a JSON object of token -> subject strings")
-        tokens = loaded
+    tokens = load_tokens(args.tokens) if args.tokens else None
     store = make_store(args.store)
     mcp, tasks = build_server(store=store, tokens=tokens, config=args.engine_config)
     # Everything made so far (imports, the SDK's and pydantic's tables, the server) lives as
@@ -368,7 +380,7 @@ async def _serve(args: argparse.Namespace) -> None:
     gc.collect()
     gc.freeze()
     try:
-        async with tasks:
+        async with tasks, ops_served(args, tasks):
             if args.stdio:
                 await run_stdio(mcp)  # answers malformed lines (-32700/-32600)
                 return

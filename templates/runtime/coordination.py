@@ -3,7 +3,10 @@ the store's type.
 
 - ``LocalCoordination`` (a plain ``TaskStore``: this process alone changes its tasks, or
   other processes only read them): runs signal in-process events; input requests stay
-  in memory; a task not running here is polled at its ``pollInterval``.
+  in memory; a task not running here is polled at its ``pollInterval``. A store with
+  ``external_changes`` (SQLite: ``mcptask admin cancel`` writes the file) has the tasks
+  whose work runs here read back on every sweep, and the work of those that ended in the
+  store stopped.
 - ``SharedCoordination`` (a ``SharedTaskStore``, e.g. Redis): change events come from
   the store (with a bounded fallback poll); input requests and answers go through the
   store, so any instance's ``tasks/result`` delivers them; tasks of an instance whose
@@ -159,6 +162,25 @@ class LocalCoordination(Coordination):
     async def recover_at_start(self, now: float, message: str) -> list[TaskRecord]:
         return await self.guard.recover(now, message)
 
+    async def recover_on_sweep(self, now: float) -> list[TaskRecord]:
+        """Tasks whose work runs here but that another process ended in the store (an
+        operator's cancel): their work is stopped, and their records returned (the engine
+        tells its listeners, as it would of its own change). One read per running task."""
+        if not self.guard.store.external_changes:
+            return []
+        ended: list[TaskRecord] = []
+        for task_id, run in list(self.runs.items()):
+            if not run.busy:
+                continue
+            rec = await self.guard.get(task_id)
+            if self.runs.get(task_id) is not run or not run.busy:
+                continue  # it ended here meanwhile (its own outcome)
+            if rec is None or rec.status in TERMINAL:
+                run.stop()
+                if rec is not None:
+                    ended.append(rec)
+        return ended
+
     def waiter(self, task_id: str, requestor: str) -> Waiter:
         return _LocalWaiter(self.runs, task_id)
 
@@ -193,6 +215,13 @@ class LocalCoordination(Coordination):
 
 def request_of(p: PendingInput) -> InputRequest:
     return InputRequest(key=p.id, task_id=p.task_id, method=p.method, params=p.params)
+
+
+def stored_inputs(task_id: str, items: list[dict[str, Any]]) -> list[InputRequest]:
+    """A shared store's input items of a task (``pending_inputs``) as requests, oldest
+    first (the engine's, and ``mcptask admin show`` reading the store)."""
+    pending = sorted((pending_of(task_id, i) for i in items), key=lambda p: p.seq)
+    return [request_of(p) for p in pending]
 
 
 def pending_of(task_id: str, item: Mapping[str, Any]) -> PendingInput:
@@ -353,9 +382,7 @@ class SharedCoordination(Coordination):
             log.warning("task %s: could not withdraw input %s", pending.task_id, pending.id)
 
     async def inputs(self, task_id: str, requestor: str) -> list[InputRequest]:
-        items = await self.guard.pending_inputs(task_id, requestor)
-        pending = sorted((pending_of(task_id, i) for i in items), key=lambda p: p.seq)
-        return [request_of(p) for p in pending]
+        return stored_inputs(task_id, await self.guard.pending_inputs(task_id, requestor))
 
     async def answer_inputs(
         self, task_id: str, requestor: str, answers: Answers

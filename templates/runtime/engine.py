@@ -6,9 +6,10 @@ calls this neutral API; ``requestor`` is the owner (R-SEC-1) and ``face`` the ca
 name (the revision it speaks): a face only serves tasks it created, another face's task
 answers exactly like an unknown one.
 
-- ``start(requestor, face, method, work, *, ttl_ms=DEFAULT, tool_error)``: a new task,
-  stored before it returns (R-CREATE-2), its work started; ``tool_error`` is the status a
-  tool result with ``isError`` ends in (the core face: ``FAILED``).
+- ``start(requestor, face, method, work, *, ttl_ms=DEFAULT, tool_error, tool=None)``: a
+  new task, stored before it returns (R-CREATE-2), its work started; ``tool_error`` is the
+  status a tool result with ``isError`` ends in (the core face: ``FAILED``); ``tool`` the
+  tool a ``tools/call`` task runs (kept for operators).
 - ``record(requestor, task_id, *, face)``: the task (``TaskNotFound``/``TaskExpired``).
 - ``view(requestor, task_id, *, face)``: ``TaskView(record, inputs)``, the outstanding
   input requests in creation order, each with a key unique for the task's life.
@@ -23,7 +24,9 @@ answers exactly like an unknown one.
   core face.
 
 Status changes go to every listener of ``on_status`` (``engine.on_status.append(fn)``;
-``fn(record)``), which renders them for the record's face.
+``fn(record)``), which renders them for the record's face. Operators' views (metrics, the
+dashboard) also listen to ``on_created`` and ``on_expired`` (plain functions, ``fn(record)``,
+called inline: keep them cheap), and cancel any requestor's task with ``cancel_task``.
 
 Usage::
 
@@ -103,6 +106,20 @@ CANCELLED_MESSAGE = "The task was cancelled by the requestor"
 
 #: A listener of status changes: called with the task's new record (R-NOTIFY-1).
 StatusListener = Callable[[TaskRecord], Awaitable[None]]
+#: A listener of tasks created or expired here: called inline with the record.
+RecordListener = Callable[[TaskRecord], None]
+
+
+def cancel_change(message: str) -> dict[str, Any]:
+    """The store change of a cancel (R-CANCEL-2), ``TaskStore.transition``'s arguments after
+    the status ``CANCELLED``: only from a non-terminal status, ``message`` as statusMessage,
+    the cancellation as the stored error (what ``tasks/result`` answers). Every cancel makes
+    it: a requestor's, an operator's through the engine, ``mcptask admin cancel --store``."""
+    return {
+        "expected": protocol.NON_TERMINAL,
+        "status_message": message,
+        "error": cancelled_error(),
+    }
 
 
 def cancelled_error() -> dict[str, Any]:
@@ -126,6 +143,9 @@ class TaskEngine:
         self.config = cfg = config if config is not None else EngineConfig()
         #: Called with the new record of every status change, in order (R-NOTIFY-1).
         self.on_status: list[StatusListener] = [on_status] if on_status is not None else []
+        #: Called inline with the record of every task this engine creates, and expires.
+        self.on_created: list[RecordListener] = []
+        self.on_expired: list[RecordListener] = []
         self.clock = clock
         self.runs = Runs(self)
         self.store = store if store is not None else InMemoryTaskStore()
@@ -212,6 +232,15 @@ class TaskEngine:
         self.runs.forget(rec.task_id)
         audit("expired", rec.requestor, rec.task_id, status=rec.status.value)
         self.runs.stop(rec.task_id, forget=True)
+        self._tell(self.on_expired, rec)
+
+    @staticmethod
+    def _tell(listeners: list[RecordListener], rec: TaskRecord) -> None:
+        for listener in listeners:
+            try:
+                listener(rec)
+            except Exception:
+                log.exception("task listener failed for task %s", rec.task_id)
 
     async def lookup(self, requestor: str, task_id: str, face: str | None = None) -> TaskRecord:
         """The requestor's own live task of ``face`` (any face when None), else
@@ -253,6 +282,7 @@ class TaskEngine:
         tool_error: protocol.TaskStatus,
         progress_token: str | int | None = None,
         is_error_result: IsErrorResult | None = None,
+        tool: str | None = None,
     ) -> TaskRecord:
         """Store a new task and start its work; the record is returned once the store has
         it (R-CREATE-2). ``ttl_ms`` is the ttl asked for (the policy applies, R-TTL-2).
@@ -275,6 +305,7 @@ class TaskEngine:
                 ttl_ms=ttl,
                 poll_interval_ms=self.config.poll_interval_ms,
                 face=face,
+                tool=tool,
             )
             run = Run(requestor, tool_error)
             active = self.runs.active
@@ -292,6 +323,8 @@ class TaskEngine:
         finally:
             limit.release(requestor)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
+        if self.on_created:
+            self._tell(self.on_created, rec)
         tc = TaskContext(self, rec.task_id, requestor, progress_token)
         self.runs.start(tg, rec, run, tc, work, is_error_result)
         return rec
@@ -446,19 +479,26 @@ class TaskEngine:
 
     async def _cancel_record(self, rec: TaskRecord, message: str) -> TaskRecord | None:
         """Move a task to cancelled and stop its work (R-CANCEL-2); None if it ended first."""
-        new = await self.transition(
-            rec.task_id,
-            protocol.CANCELLED,
-            expected=protocol.NON_TERMINAL,
-            status_message=message,
-            error=cancelled_error(),
-        )
+        new = await self.transition(rec.task_id, protocol.CANCELLED, **cancel_change(message))
         if new is None:
             return None
         audit("cancel_requested", rec.requestor, rec.task_id)
         self.runs.stop(rec.task_id)
         await self._emit(new)
         return new
+
+    async def cancel_task(self, task_id: str, message: str) -> tuple[TaskRecord | None, bool]:
+        """An operator's cancel of any requestor's task, by the rules of ``cancel``
+        (R-CANCEL-2): ``(new record, True)``; ``(record, False)`` when it is (or meanwhile
+        became) terminal; ``(None, False)`` when there is no such task. Not rate-limited:
+        the caller is no requestor."""
+        rec = await self.guard.get(task_id)
+        if rec is None or rec.status in protocol.TERMINAL:
+            return rec, False
+        new = await self._cancel_record(rec, message)
+        if new is None:
+            return await self.guard.get(task_id), False
+        return new, True
 
     async def cancel_requestor_tasks(self, requestor: str, reason: str) -> int:
         """Cancel every non-terminal task of ``requestor`` (e.g. its session ended), with

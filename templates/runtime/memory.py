@@ -6,6 +6,8 @@ ordered by ``(created_at, task_id)`` (an append when clocks move forward, a
 ``pop_expired`` pops an expiry heap, so a sweep costs O(expired · log n), never a
 scan of every task. Deletions leave a hole in the per-requestor list that listing
 skips; the list is compacted once holes outnumber live entries (amortised O(1)).
+One more such list holds every task's key: ``list_all`` (operators) walks it newest
+first, reading at most ``SCAN`` entries per call.
 
 Every method runs without awaiting anything, so each one is atomic on the event
 loop: ``transition`` compares and writes in one step (R-STATE-2, R-CANCEL-3).
@@ -16,12 +18,15 @@ replaces, never mutates, a record when it changes).
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import replace
 from typing import Unpack
 
 from ..protocol import NON_TERMINAL, TERMINAL, TaskStatus
-from ..store import Change, TaskRecord, TaskStore, allowed_sources
+from ..store import Change, TaskPage, TaskQuery, TaskRecord, TaskStore, allowed_sources
+
+#: index entries ``list_all`` reads per call at most (the rest is the next page's)
+SCAN = 5000
 
 
 class _Index:
@@ -41,6 +46,13 @@ class _Index:
         else:
             insort(keys, key)
 
+    def compact(self, tasks: dict[str, TaskRecord]) -> None:
+        """Drop the holes once they outnumber the live entries (amortised O(1))."""
+        live = len(self.keys) - self.dead
+        if self.dead > 32 and self.dead > live:
+            self.keys = [k for k in self.keys if k[1] in tasks]
+            self.dead = 0
+
 
 class InMemoryTaskStore(TaskStore):
     """Tasks in a dict, with a per-requestor ordered index and an expiry heap."""
@@ -48,6 +60,8 @@ class InMemoryTaskStore(TaskStore):
     def __init__(self) -> None:
         self._tasks: dict[str, TaskRecord] = {}
         self._index: dict[str, _Index] = {}
+        #: every task's key, for ``list_all``
+        self._all = _Index()
         self._expiry: list[tuple[float, str]] = []
 
     def __len__(self) -> int:
@@ -60,7 +74,9 @@ class InMemoryTaskStore(TaskStore):
         idx = self._index.get(record.requestor)
         if idx is None:
             idx = self._index[record.requestor] = _Index()
-        idx.add((record.created_at, record.task_id))
+        key = (record.created_at, record.task_id)
+        idx.add(key)
+        self._all.add(key)
         if record.status in NON_TERMINAL:
             idx.active += 1
         expires = record.expires_at
@@ -116,13 +132,12 @@ class InMemoryTaskStore(TaskStore):
         if rec.status not in TERMINAL:
             idx.active -= 1
         idx.dead += 1
-        live = len(idx.keys) - idx.dead
-        if live == 0:
+        if len(idx.keys) == idx.dead:
             del self._index[rec.requestor]
-        elif idx.dead > 32 and idx.dead > live:
-            tasks = self._tasks
-            idx.keys = [k for k in idx.keys if k[1] in tasks]
-            idx.dead = 0
+        else:
+            idx.compact(self._tasks)
+        self._all.dead += 1
+        self._all.compact(self._tasks)
 
     async def delete(self, task_id: str) -> bool:
         rec = self._tasks.pop(task_id, None)
@@ -148,3 +163,28 @@ class InMemoryTaskStore(TaskStore):
     async def count_active(self, requestor: str) -> int:
         idx = self._index.get(requestor)
         return 0 if idx is None else idx.active
+
+    async def list_all(
+        self, query: TaskQuery, *, before: tuple[float, str] | None, limit: int
+    ) -> TaskPage:
+        """Newest first over the requestor's index (``query.requestor``) or every task's."""
+        if query.requestor is not None:
+            idx = self._index.get(query.requestor)
+            keys = [] if idx is None else idx.keys
+        else:
+            keys = self._all.keys
+        start = query.start(before)
+        i = len(keys) if start is None else bisect_left(keys, start)
+        out: list[TaskRecord] = []
+        tasks, floor = self._tasks, query.created_after
+        scanned = 0
+        while i > 0 and len(out) < limit and scanned < SCAN:
+            i -= 1
+            scanned += 1
+            key = keys[i]
+            if floor is not None and key[0] < floor:
+                return TaskPage(out, None)
+            rec = tasks.get(key[1])
+            if rec is not None and rec.created_at == key[0] and query.matches(rec):
+                out.append(rec)
+        return TaskPage(out, keys[i] if i > 0 else None)

@@ -41,6 +41,7 @@ from ..protocol import (
     TaskStatus,
 )
 from ..store import SharedTaskStore, TaskRecord, TaskStore
+from .admin_conformance import AdminConformance
 
 T0 = 1_764_000_000.0
 
@@ -73,8 +74,9 @@ async def running(*stores: TaskStore) -> AsyncIterator[None]:
         tg.cancel_scope.cancel()
 
 
-class StoreConformance:
-    """Subclass and implement ``make_store``; every test runs against that store."""
+class StoreConformance(AdminConformance):
+    """Subclass and implement ``make_store``; every test runs against that store (with the
+    operators' tests of ``admin_conformance``: ``tool`` kept, ``list_all``)."""
 
     pytestmark = pytest.mark.anyio
 

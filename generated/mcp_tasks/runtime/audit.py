@@ -13,11 +13,15 @@ is quiet unless asked for: it starts at WARNING, so a server whose root logging 
 through does not write a line per ``tasks/get``. To record the trail::
 
     logging.getLogger("mcp_tasks.audit").setLevel(logging.INFO)
+
+Counters of events (``ops.metrics``) are ``sinks``: each is called with every event, logged
+or not (``fn(event, requestor, task_id, fields)``; none by default).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 _PKG = __name__.rsplit(".", 2)[0]
@@ -26,8 +30,15 @@ if audit_log.level == logging.NOTSET:
     audit_log.setLevel(logging.WARNING)
 
 
+#: called with every audit event: ``fn(event, requestor, task_id, fields)``
+sinks: list[Callable[[str, str, str | None, dict[str, Any]], None]] = []
+
+
 def audit(event: str, requestor: str, task_id: str | None, **fields: Any) -> None:
-    """Record one audit event (a no-op unless the audit logger is at INFO or lower)."""
+    """Record one audit event (a no-op unless the audit logger is at INFO or lower, or a
+    sink listens)."""
+    for sink in sinks:
+        sink(event, requestor, task_id, fields)
     if audit_log.isEnabledFor(logging.INFO):
         audit_log.info(
             "%s requestor=%r task=%s %s",

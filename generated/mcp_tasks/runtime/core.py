@@ -108,6 +108,7 @@ async def start_work(
     work = request.work
     if work is None:
         raise InvalidParams(detail=f"{request.method}: nothing to run as a task")
+    tool = request.params.get("name") if request.method == protocol.TOOLS_CALL else None
     return await engine.start(
         ctx.requestor,
         face,
@@ -116,6 +117,7 @@ async def start_work(
         ttl_ms=ttl_ms,
         tool_error=tool_error,
         progress_token=ctx.progress_token,
+        tool=tool if isinstance(tool, str) else None,
     )
 
 

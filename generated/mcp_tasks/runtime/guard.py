@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from ..errors import StoreUnavailable, TaskError
 from ..protocol import TaskStatus
 from ..store import SharedTaskStore, TaskRecord, TaskStore, TaskWatch
+from .observe import store_failed, store_failure
 
 log = logging.getLogger(__name__.rsplit(".", 2)[0] + ".runtime")
 
@@ -29,6 +30,8 @@ T = TypeVar("T")
 
 def store_error(exc: Exception) -> TaskError:
     """A store failure as the error to answer; what failed goes to the server log only."""
+    if store_failed:
+        store_failure(exc)
     if isinstance(exc, TaskError):
         return exc
     log.warning("task store failed: %s: %s", type(exc).__name__, exc)

@@ -18,6 +18,11 @@ only: SQLite undoes a failed statement, and a write of several runs in a savepoi
 every committed task and result. ``transition`` is one ``UPDATE ... WHERE status IN (...) RETURNING``: the
 compare and the write are one statement (R-CANCEL-3). On start, ``recover`` marks
 tasks a dead process left ``working``/``input_required`` as ``failed``.
+
+Another process may open the same file without an engine (``mcptask admin``): its reads
+never wait for the writer (WAL), and a cancel it writes is noticed by the serving engine's
+sweep (``external_changes``). ``list_all`` reads in a worker thread on a connection of its
+own (a filtered listing may scan the table).
 """
 
 from __future__ import annotations
@@ -36,14 +41,22 @@ import anyio.to_thread
 
 from ..errors import InternalError, StoreUnavailable
 from ..protocol import FAILED, NON_TERMINAL, REVISION, TaskStatus
-from ..store import Change, TaskRecord, TaskStore, encode_json, source_values
+from ..store import (
+    Change,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    TaskStore,
+    encode_json,
+    source_values,
+)
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 _COLUMNS = (
     "task_id, requestor, method, status, created_at, last_updated_at, ttl_ms, "
-    "poll_interval_ms, status_message, result, error, version, face"
+    "poll_interval_ms, status_message, result, error, version, face, tool"
 )
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -60,25 +73,29 @@ CREATE TABLE IF NOT EXISTS tasks (
     result TEXT,
     error TEXT,
     version INTEGER NOT NULL DEFAULT 0,
-    face TEXT NOT NULL
+    face TEXT NOT NULL,
+    tool TEXT
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tasks_by_requestor ON tasks (requestor, created_at, task_id);
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (expires_at) WHERE expires_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tasks_active ON tasks (requestor, status);
+CREATE INDEX IF NOT EXISTS tasks_by_created ON tasks (created_at, task_id);
 """
 _ACTIVE = tuple(s.value for s in sorted(NON_TERMINAL))
 _INSERT_COLUMNS = (
     "INSERT INTO tasks (task_id, requestor, method, status, created_at, last_updated_at, "
-    "ttl_ms, expires_at, poll_interval_ms, status_message, result, error, version, face) "
+    "ttl_ms, expires_at, poll_interval_ms, status_message, result, error, version, face, tool) "
 )
-_INSERT = _INSERT_COLUMNS + "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+_INSERT = _INSERT_COLUMNS + "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 #: The insert, only while the requestor has fewer than the last parameter active tasks.
 _INSERT_LIMITED = (
-    _INSERT_COLUMNS + "SELECT ?,?,?,?,?,?,?,?,?,?,?,?,?,? WHERE (SELECT COUNT(*) FROM tasks "
+    _INSERT_COLUMNS + "SELECT ?,?,?,?,?,?,?,?,?,?,?,?,?,?,? WHERE (SELECT COUNT(*) FROM tasks "
     f"WHERE requestor = ? AND status IN ({','.join('?' * len(_ACTIVE))})) < ?"
 )
 #: Files made before tasks had a face: their tasks are all of the first face.
 _ADD_FACE = f"ALTER TABLE tasks ADD COLUMN face TEXT NOT NULL DEFAULT '{REVISION}'"
+#: Files made before tasks kept their tool: those tasks have none (NULL).
+_ADD_TOOL = "ALTER TABLE tasks ADD COLUMN tool TEXT"
 
 
 def _migrate(c: sqlite3.Connection) -> None:
@@ -86,6 +103,8 @@ def _migrate(c: sqlite3.Connection) -> None:
     columns = {row[1] for row in c.execute("PRAGMA table_info(tasks)")}
     if "face" not in columns:
         c.execute(_ADD_FACE)
+    if "tool" not in columns:
+        c.execute(_ADD_TOOL)
 
 
 class _Write:
@@ -149,11 +168,15 @@ def _row(row: tuple[Any, ...]) -> TaskRecord:
         error=None if row[10] is None else json.loads(row[10]),
         version=row[11],
         face=row[12],
+        tool=row[13],
     )
 
 
 class SqliteTaskStore(TaskStore):
     """Tasks and results in an SQLite database file (``":memory:"`` works too, not durably)."""
+
+    #: ``mcptask admin cancel`` may write the file from another process.
+    external_changes = True
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
@@ -252,6 +275,7 @@ class SqliteTaskStore(TaskStore):
             encode_json(record.error),
             record.version,
             record.face,
+            record.tool,
         )
         if max_active is None:
             sql, args = _INSERT, values
@@ -375,6 +399,33 @@ class SqliteTaskStore(TaskStore):
 
         return await self._call(op)
 
+    async def list_all(
+        self, query: TaskQuery, *, before: tuple[float, str] | None, limit: int
+    ) -> TaskPage:
+        sql, args = _list_all_sql(query, before, limit)
+
+        def op(c: sqlite3.Connection) -> list[TaskRecord]:
+            return [_row(r) for r in c.execute(sql, args).fetchall()]
+
+        if self._reader is None:  # ":memory:": one database, the writer's
+            recs = await self._call(op)
+        else:
+            recs = await anyio.to_thread.run_sync(self._read_apart, op)
+        last = recs[-1] if len(recs) >= limit > 0 else None
+        return TaskPage(recs, None if last is None else (last.created_at, last.task_id))
+
+    def _read_apart(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` on a read-only connection of its own (a worker thread's)."""
+        if self._closed:
+            raise RuntimeError("SqliteTaskStore is closed")
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute("PRAGMA query_only=1")
+            return fn(conn)
+        finally:
+            conn.close()
+
     async def close(self) -> None:
         def run() -> None:
             with self._lock:
@@ -385,3 +436,29 @@ class SqliteTaskStore(TaskStore):
                         self._reader.close()
 
         await anyio.to_thread.run_sync(run)
+
+
+def _list_all_sql(
+    query: TaskQuery, before: tuple[float, str] | None, limit: int
+) -> tuple[str, list[Any]]:
+    """``list_all``'s statement: the filters in SQL, newest first over ``tasks_by_created``."""
+    where: list[str] = []
+    args: list[Any] = []
+    start = query.start(before)
+    if start is not None:
+        where.append("(created_at, task_id) < (?, ?)")
+        args += [start[0], start[1]]
+    if query.created_after is not None:
+        where.append("created_at >= ?")
+        args.append(query.created_after)
+    if query.statuses is not None:
+        values = sorted(s.value for s in query.statuses)
+        where.append(f"status IN ({','.join('?' * len(values))})")
+        args += values
+    for column, value in (("requestor", query.requestor), ("tool", query.tool)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    cond = f"WHERE {' AND '.join(where)} " if where else ""
+    sql = f"SELECT {_COLUMNS} FROM tasks {cond}ORDER BY created_at DESC, task_id DESC LIMIT ?"
+    return sql, [*args, max(0, limit)]

@@ -19,6 +19,7 @@ Where things are (one room each):
 - ``leases.py``     heartbeats and failing the tasks of dead instances (``recover``)
 - ``inputs.py``     input requests handed between instances
 - ``secret.py``     the listing-cursor secret shared by all instances
+- ``admin.py``      operators' listing across requestors (``list_all``, ``NS:all``)
 """
 
 from __future__ import annotations

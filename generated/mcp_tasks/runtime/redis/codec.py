@@ -11,7 +11,8 @@
 ``ttl`` ttl ms ('' = unlimited), ``pi`` poll interval ms, ``v`` version, ``k`` lexkey,
 ``x`` expires_at, ``msg`` status message, ``res`` result JSON, ``err`` error JSON,
 ``o`` the instance running it (while non-terminal: lease recovery), ``f`` the face that
-created it (absent in tasks stored before faces existed: the first face).
+created it (absent in tasks stored before faces existed: the first face), ``tl`` the tool
+of a ``tools/call`` task (absent: none, or stored before tools were kept).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def fields(record: TaskRecord, lex: str, owner: str | None) -> list[Any]:
         out += ["x", repr(record.expires_at)]
     if record.status_message is not None:
         out += ["msg", record.status_message]
+    if record.tool is not None:
+        out += ["tl", record.tool]
     if record.result is not None:
         out += ["res", dumps(record.result)]
     if record.error is not None:
@@ -87,6 +90,7 @@ def decode(h: dict[str, str], task_id: str) -> TaskRecord | None:
         error=None if err is None else json.loads(err),
         version=int(h.get("v", "0")),
         face=h.get("f", REVISION),
+        tool=h.get("tl"),
     )
 
 

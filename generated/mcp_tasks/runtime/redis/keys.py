@@ -20,6 +20,10 @@ requestor carries the same Redis Cluster hash tag and each script touches one sl
 - ``NS:id:ID``          the task's requestor tag (``get`` by ID; cached per instance)
 - ``NS:expiry``         sorted set by ``expires_at`` of ``TAG:lexkey``: ``pop_expired``
                         reads only what expired
+- ``NS:all``            sorted set, all scores 0, members ``lexkey(created_at, ID) TAG``
+                        (a space between): every requestor's tasks, for operators
+                        (``list_all``); ``NS:all-ready`` once tasks stored before it was
+                        kept are in it
 - ``NS:instances``      sorted set: instance ID -> last heartbeat (Redis server time, ms)
 - ``NS:owned:INSTANCE`` set of ``TAG:ID``: the non-terminal tasks an instance runs (leases)
 - ``NS:events``         pub/sub channel of task changes (cross-instance wake-ups)
@@ -43,6 +47,12 @@ def lexkey(created_at: float, task_id: str) -> str:
 LEX_PREFIX = 16
 
 
+def all_member(lex: str, tag: str) -> str:
+    """A task's member of ``NS:all``: its lexkey, a space (below every task ID character),
+    its requestor's tag; ordered as ``(created_at, task_id)``."""
+    return f"{lex} {tag}"
+
+
 class Keys:
     """The key names of one namespace."""
 
@@ -54,6 +64,8 @@ class Keys:
         self.expiry = f"{namespace}:expiry"
         self.instances = f"{namespace}:instances"
         self.secret = f"{namespace}:cursor-secret"
+        self.all = f"{namespace}:all"
+        self.all_ready = f"{namespace}:all-ready"
 
     @staticmethod
     def tag(requestor: str) -> str:

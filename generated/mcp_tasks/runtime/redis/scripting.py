@@ -36,6 +36,7 @@ import anyio.lowlevel
 from redis.exceptions import NoScriptError, RedisError
 
 from ...errors import StoreUnavailable
+from ..observe import store_retry
 
 log = logging.getLogger(__name__.rpartition(".")[0])
 
@@ -203,6 +204,7 @@ class ScriptRunner:
         # idempotent, e.g. create's SET NX).
         again = [i for i, r in enumerate(out) if isinstance(r, NoScriptError)]
         if again:
+            store_retry("script")
             for i in again:
                 script = calls[i][0]
                 assert script is not None

@@ -30,17 +30,18 @@ import anyio
 import anyio.abc
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
 
 from ...errors import StoreUnavailable
 from ...models import TaskStatus
 from ...protocol import TERMINAL
-from ...store import Change, SharedTaskStore, TaskRecord, source_values
+from ...store import Change, SharedTaskStore, TaskPage, TaskQuery, TaskRecord, source_values
+from .admin import list_all as _list_all
 from .codec import TERMINAL_VALUES, as_dict, decode, dumps, fields, text
 from .events import Events, TaskWatchHandle
 from .inputs import Inputs
-from .keys import LEX_PREFIX, Keys, lexkey
+from .keys import LEX_PREFIX, Keys, all_member, lexkey
 from .leases import Leases
+from .observed import CountingBackoff
 from .scripting import CREATE, GET, LIST, REMOVE, TRANSITION, Call, ScriptRunner
 from .secret import SharedSecret
 
@@ -54,7 +55,7 @@ def _client(url: str, socket_timeout_s: float) -> Any:
         decode_responses=True,
         socket_timeout=socket_timeout_s,
         socket_connect_timeout=min(socket_timeout_s, 2.0),
-        retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
+        retry=Retry(CountingBackoff(cap=0.2, base=0.02), 2),
         health_check_interval=30,
     )
 
@@ -184,7 +185,8 @@ class RedisTaskStore(SharedTaskStore):
             (None, ptr),
             (CREATE, [[keys.task(tag, tid), keys.idx(tag), keys.active(tag)], args]),
         ]
-        added: list[Call] = []  # NX / set semantics: a reply of 1 means this call added it
+        added: list[Call] = [(None, ["ZADD", keys.all, "NX", 0, all_member(lex, tag)])]
+        # NX / set semantics: a reply of 1 means this call added it
         if record.expires_at is not None:
             added.append(
                 (None, ["ZADD", keys.expiry, "NX", repr(record.expires_at), f"{tag}:{lex}"])
@@ -306,9 +308,12 @@ class RedisTaskStore(SharedTaskStore):
         rec = decode(h, task_id)
         if rec is None:
             return False
-        calls: list[Call] = [(None, ["DEL", self.keys.ptr(task_id)])]
+        lex = lexkey(rec.created_at, task_id)
+        calls: list[Call] = [
+            (None, ["DEL", self.keys.ptr(task_id)]),
+            (None, ["ZREM", self.keys.all, all_member(lex, tag)]),
+        ]
         if rec.expires_at is not None:
-            lex = lexkey(rec.created_at, task_id)
             calls.append((None, ["ZREM", self.keys.expiry, f"{tag}:{lex}"]))
         owner = h.get("o")
         if owner is not None:
@@ -341,6 +346,7 @@ class RedisTaskStore(SharedTaskStore):
         mine = [self.leases.member(tag, tid) for tag, tid, _ in tasks]
         cleanup: list[Call] = [
             (None, ["ZREM", self.keys.expiry, *members]),
+            (None, ["ZREM", self.keys.all, *(all_member(lex, tag) for tag, _, lex in tasks)]),
             (None, ["SREM", self.keys.owned(self.instance_id), *mine]),
         ]
         out: list[TaskRecord] = []
@@ -367,6 +373,12 @@ class RedisTaskStore(SharedTaskStore):
         with ``message`` and an internal error. Tasks of live instances are untouched.
         The engine calls it at start and every sweep (the one owner of reaping)."""
         return await self.leases.reap(now, message)
+
+    async def list_all(
+        self, query: TaskQuery, *, before: tuple[float, str] | None, limit: int
+    ) -> TaskPage:
+        """Operators' listing across requestors (``admin.py``): ``NS:all`` newest first."""
+        return await _list_all(self._run, self.keys, query, before, limit)
 
     async def shared_secret(self) -> bytes:
         """One random secret per namespace, the same on every instance (``secret.py``);

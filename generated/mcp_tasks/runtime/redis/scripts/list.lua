@@ -2,7 +2,7 @@
 -- -> a JSON array of up to limit task hashes (objects) in (created_at, id) order, one bulk
 --    reply, without the result and error payloads (a listing shows tasks, not what they
 --    returned); drops index entries of expired keys
-local FIELDS = {'k', 'r', 'm', 's', 'c', 'u', 'ttl', 'pi', 'msg', 'v', 'f'}
+local FIELDS = {'k', 'r', 'm', 's', 'c', 'u', 'ttl', 'pi', 'msg', 'v', 'f', 'tl'}
 local min = '-'
 if ARGV[2] ~= '' then min = '(' .. ARGV[2] end
 local n = tonumber(ARGV[3])

@@ -1,0 +1,194 @@
+"""The example server with its operator surfaces, as a real subprocess on free 127.0.0.1
+ports (stopped by PID), its task requests through one front door (:mod:`testkit.doors`),
+and plain HTTP calls to them; ``mcptask`` as a real process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from testkit.doors import door_args
+from testkit.procs import free_port, python_env, stop_process, wait_listening
+
+#: requestors' bearer tokens (``--tokens``): token -> subject
+TOKENS = {"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}
+ALICE, BOB = "tok-alice-0123456789", "tok-bob-0123456789ab"
+#: the operators' own tokens
+METRICS_TOKEN = "metrics-token-0123456789abcdef"
+ADMIN_TOKEN = "admin-token-0123456789abcdefgh"
+STARTUP_TIMEOUT = 60.0
+
+
+class OpsServer:
+    """``python -m mcp_tasks.examples.server --http ... --tokens ... [--ops ...]``;
+    ``front_door`` has no default (the fixtures pass their ``front_door`` parameter)."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        *,
+        front_door: str,
+        store: str = "memory",
+        ops: bool = True,
+        metrics: bool = True,
+        admin: bool = True,
+        extra: tuple[str, ...] = (),
+    ) -> None:
+        self.tmp = tmp
+        self.port = free_port()
+        self.ops_port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.ops_url = f"http://127.0.0.1:{self.ops_port}"
+        tokens = tmp / "tokens.json"
+        tokens.write_text(json.dumps(TOKENS))
+        args = ["--http", f"127.0.0.1:{self.port}", "--tokens", str(tokens), "--store", store]
+        if ops:
+            args += ["--ops", f"127.0.0.1:{self.ops_port}"]
+        if ops and metrics:
+            args += ["--metrics-token-file", str(_write(tmp / "metrics.token", METRICS_TOKEN))]
+        if ops and admin:
+            args += ["--admin-token-file", str(_write(tmp / "admin.token", ADMIN_TOKEN))]
+        self.args = [*args, *door_args(front_door), *extra]
+        self.front_door = front_door
+        self.has_ops = ops
+        self.log_path = tmp / f"server-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> OpsServer:
+        cmd = [sys.executable, "-m", "mcp_tasks.examples.server", *self.args]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=python_env()
+            )
+        wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT)
+        if self.has_ops:
+            wait_listening(self.proc, self.ops_port, self.log_path, STARTUP_TIMEOUT, "ops")
+        return self
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        stop_process(proc)
+
+    def kill(self) -> None:
+        """SIGKILL by PID: no shutdown code runs (its running tasks stay non-terminal)."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=15)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text + "\n")
+    return path
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(NoRedirect)
+
+
+def http(
+    url: str,
+    *,
+    token: str | None = None,
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+    body: bytes | None = None,
+) -> tuple[int, dict[str, str], bytes]:
+    """One plain HTTP request: ``(status, headers, body)``, errors included."""
+    sent = dict(headers or {})
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=body, method=method, headers=sent)
+    try:
+        with _OPENER.open(request, timeout=30) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def mcptask(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_tasks.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def start_task(server: OpsServer, token: str, tool: str, *arguments: str) -> str:
+    """A task made through the real client (``mcptask call --detach``): its ID."""
+    out = mcptask("call", server.url, tool, *arguments, "--detach", "--token", token)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def mcp_session(server: OpsServer, token: str) -> McpHttp:
+    """A raw Streamable HTTP session of a requestor (``initialize`` done)."""
+    return McpHttp(server.url, token).initialize()
+
+
+class McpHttp:
+    """JSON-RPC over Streamable HTTP by hand: one request, its answer (JSON or SSE)."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url = url
+        self.token = token
+        self.session: str | None = None
+        self.next_id = 0
+
+    def post(self, method: str, params: dict[str, Any] | None = None) -> tuple[int, Any]:
+        self.next_id += 1
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        return self._send(msg)
+
+    def _send(self, msg: dict[str, Any]) -> tuple[int, Any]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        if self.session is not None:
+            headers["Mcp-Session-Id"] = self.session
+        status, got, body = http(
+            self.url,
+            token=self.token,
+            method="POST",
+            headers=headers,
+            body=json.dumps(msg).encode(),
+        )
+        lowered = {k.lower(): v for k, v in got.items()}
+        self.session = lowered.get("mcp-session-id", self.session)
+        text = body.decode()
+        if lowered.get("content-type", "").startswith("text/event-stream"):
+            datas = [line[6:] for line in text.splitlines() if line.startswith("data: ")]
+            text = datas[-1] if datas else ""
+        return status, json.loads(text) if text.strip() else None
+
+    def initialize(self) -> McpHttp:
+        status, _ = self.post(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "ops-tests", "version": "1"},
+            },
+        )
+        assert status == 200
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return self
