@@ -6,7 +6,9 @@
 Servers (each workload on a fresh process, bound to 127.0.0.1 on a free port):
 
 - ``ts``: ``benchmarks/peers/ts/server.mjs``, @modelcontextprotocol/sdk 1.32.2 experimental
-  tasks (``InMemoryTaskStore``, ``registerToolTask``), installed with ``npm ci``;
+  tasks (``InMemoryTaskStore``, ``registerToolTask``), installed with ``npm ci``, on the SDK's
+  default response mode (SSE), as its users run it: the reference of every "× TS" target;
+  ``ts-json``: the same with ``enableJsonResponse`` (``--json-response``), a labelled row;
 - ``mcp129``: ``benchmarks/peers/mcp129/server.py`` on ``mcp==1.29.0`` experimental tasks, in
   its own virtualenv ``benchmarks/peers/.venv-mcp129`` (also holds matplotlib for the plots);
 - ``floor``: ``benchmarks/peers/floor_server.py``, mcp 2.3 with the thinnest hand-written tasks:

@@ -31,7 +31,10 @@ VENV129 = PEERS / ".venv-mcp129"
 PY129 = VENV129 / "bin" / "python"
 #: The flags our example server runs with beyond ``--http`` and ``--store`` (reported).
 OURS_FLAGS = ("--rate-limit", "1000000/1")
+#: The TypeScript SDK as its users run it (its default response mode): every target's reference.
 TS = "ts"
+#: The same server with ``enableJsonResponse`` (reported beside it, never a reference).
+TS_JSON = "ts-json"
 CORE, EXT = "2025-11-25", "2026-07-28"  # the face a server is measured on
 FASTMCP = "fastmcp"
 CEILING = "ceiling"
@@ -124,26 +127,31 @@ def on_shared_store(
     )
 
 
+def _ts_command(port: int, *flags: str) -> list[str]:
+    return ["node", "--expose-gc", str(TS_DIR / "server.mjs"), "--port", str(port), *flags]
+
+
+def _ts_missing() -> str | None:
+    installed = (TS_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir()
+    return None if installed and shutil.which("node") else "node_modules missing (run without --skip-setup)"
+
+
 def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
     py = sys.executable
     specs = [
         ServerSpec(
             TS,
-            "TypeScript SDK 1.32.2 (InMemoryTaskStore)",
-            lambda port, _: [
-                "node",
-                "--expose-gc",
-                str(TS_DIR / "server.mjs"),
-                "--port",
-                str(port),
-            ],
+            "TypeScript SDK 1.32.2, its default (SSE responses; InMemoryTaskStore)",
+            lambda port, _: _ts_command(port),
             heap_hook=True,
-            missing=(
-                None
-                if (TS_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir()
-                and shutil.which("node")
-                else "node_modules missing (run without --skip-setup)"
-            ),
+            missing=_ts_missing(),
+        ),
+        ServerSpec(
+            TS_JSON,
+            "TypeScript SDK 1.32.2, enableJsonResponse (InMemoryTaskStore)",
+            lambda port, _: _ts_command(port, "--json-response"),
+            heap_hook=True,
+            missing=_ts_missing(),
         ),
         ServerSpec(
             "mcp129",

@@ -1,8 +1,10 @@
 // Benchmark peer: the example contract's slow_compute on the TypeScript SDK's
 // experimental tasks (InMemoryTaskStore + registerToolTask), Streamable HTTP
-// with sessions and JSON responses, one McpServer per session sharing one store.
+// with sessions, one McpServer per session sharing one store. Its responses are the SDK's
+// default (an SSE stream per POST), as its users run it; --json-response switches on
+// enableJsonResponse (a second, labelled row of the benchmark).
 //
-//   node --expose-gc server.mjs --port PORT [--host 127.0.0.1]
+//   node --expose-gc server.mjs --port PORT [--host 127.0.0.1] [--json-response]
 //
 // GET /bench/heap runs a full GC and answers process.memoryUsage() (benchmark hook).
 import { createServer } from 'node:http';
@@ -17,6 +19,7 @@ const arg = (name, dflt) => {
   return i >= 0 ? process.argv[i + 1] : dflt;
 };
 const port = parseInt(arg('--port', '0'), 10);
+const jsonResponse = process.argv.includes('--json-response');
 const host = arg('--host', '127.0.0.1');
 
 const taskStore = new InMemoryTaskStore();
@@ -89,7 +92,7 @@ const http = createServer(async (req, res) => {
       }
       transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        enableJsonResponse: true,
+        enableJsonResponse: jsonResponse,
         onsessioninitialized: id => sessions.set(id, transport),
       });
       transport.onclose = () => {
