@@ -269,7 +269,13 @@ async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
             await dead.start(tg)
             await dead.create(record("d1"))
             tg.cancel_scope.cancel()
-        await anyio.sleep(0.5)
+        # until `live` sees `dead` silent for a lease of store clock (each look is a contact:
+        # the clock runs; nothing is reaped by looking)
+        keys = [live.keys.instances, live.keys.clock]
+        args = [live.leases._lease_ms, live.instance_id, live.leases._gap_ms]
+        with anyio.fail_after(30):
+            while dead.instance_id not in await live._run.eval(scripting.LIST_DEAD, keys, args):
+                await anyio.sleep(0.02)
         run = live._run
         real_send = run._send
 

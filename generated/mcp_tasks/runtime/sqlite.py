@@ -36,7 +36,15 @@ import anyio.to_thread
 
 from ..errors import InternalError, StoreUnavailable
 from ..protocol import FAILED, NON_TERMINAL, REVISION, TaskStatus
-from ..store import Change, TaskRecord, TaskStore, encode_json, source_values
+from ..store import (
+    Change,
+    TaskRecord,
+    TaskStore,
+    encode_json,
+    source_values,
+    storable_id,
+    storable_text,
+)
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -247,7 +255,7 @@ class SqliteTaskStore(TaskStore):
             record.ttl_ms,
             record.expires_at,
             record.poll_interval_ms,
-            record.status_message,
+            storable_text(record.status_message),
             encode_json(record.result),
             encode_json(record.error),
             record.version,
@@ -267,6 +275,9 @@ class SqliteTaskStore(TaskStore):
         return await self._call(op)
 
     async def get(self, task_id: str) -> TaskRecord | None:
+        if not storable_id(task_id):
+            return None  # not one of ours: UTF-8 cannot carry it
+
         def op(c: sqlite3.Connection) -> TaskRecord | None:
             row = c.execute(
                 f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
@@ -278,7 +289,9 @@ class SqliteTaskStore(TaskStore):
     async def transition(
         self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        if not (allowed := source_values(status, change.get("expected"))):
+        if not (allowed := source_values(status, change.get("expected"))) or not storable_id(
+            task_id
+        ):
             return None
         # Serialised before the lock: a result that is not JSON fails here, changing nothing.
         result_json, error_json = (
@@ -294,7 +307,7 @@ class SqliteTaskStore(TaskStore):
         args = (
             status.value,
             now,
-            change.get("status_message"),
+            storable_text(change.get("status_message")),
             result_json,
             error_json,
             task_id,
@@ -328,6 +341,9 @@ class SqliteTaskStore(TaskStore):
         return await self._read(op)
 
     async def delete(self, task_id: str) -> bool:
+        if not storable_id(task_id):
+            return False
+
         def op(c: sqlite3.Connection) -> bool:
             return c.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,)).rowcount > 0
 
@@ -345,6 +361,21 @@ class SqliteTaskStore(TaskStore):
             return [_row(r) for r in rows]
 
         return await self._call(op, steps=2)
+
+    async def set_ttl(self, task_id: str, ttl_ms: int) -> TaskRecord | None:
+        """One ``UPDATE ... RETURNING``: the ttl and the expiry the sweep reads, together."""
+        if not storable_id(task_id):
+            return None
+        sql = (
+            "UPDATE tasks SET ttl_ms = ?, expires_at = created_at + ? / 1000.0, "
+            f"version = version + 1 WHERE task_id = ? RETURNING {_COLUMNS}"
+        )
+
+        def op(c: sqlite3.Connection) -> TaskRecord | None:
+            row = c.execute(sql, (ttl_ms, ttl_ms, task_id)).fetchone()
+            return None if row is None else _row(row)
+
+        return await self._call(op)
 
     async def count_active(self, requestor: str) -> int:
         marks = ",".join("?" * len(_ACTIVE))

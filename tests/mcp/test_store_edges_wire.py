@@ -1,0 +1,132 @@
+"""Edges of the store, on the wire of the example server (SQLite and Redis): text UTF-8
+cannot carry (a lone surrogate, ``"\\ud800"``, which JSON can) in a task ID or a tool's
+result, and a ttl shorter than the work.
+
+- A task ID with a lone surrogate is unknown: ``-32602`` (R-ERR-1, X-GET-8, X-CAN-4),
+  never "Task store unavailable", and no store failure in the server's log.
+- A tool result carrying one completes its task, and comes back exactly (X-GET-9).
+- ``task: {"ttl": 1500}`` on a 3 s job: the ttl is granted as asked (R-TTL-2), the work
+  is not ended by it, the result is there, the actual ttl reported grows (R-TTL-2)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from outage_runs import AUTH, TOKENS, CoreClient, Redis, Server
+from redis_fixtures import redis_server_binary
+
+LONE = "\ud800"
+META = "io.modelcontextprotocol/"
+TERMINAL = {"completed", "failed", "cancelled"}
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps(TOKENS))
+    redis: Redis | None = None
+    if request.param == "sqlite":
+        store = f"sqlite:{tmp_path / 'tasks.db'}"
+    else:
+        redis_server_binary()  # skips (or fails under CI) without redis-server
+        redis = Redis(tmp_path / "redis", persist=False).start()
+        store = f"redis://127.0.0.1:{redis.port}/0?namespace=edges"
+    srv = Server(store, tokens, tmp_path).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        if redis is not None:
+            redis.stop()
+
+
+def log_of(server: Server) -> str:
+    return "".join(p.read_text(errors="replace") for p in server.log_dir.glob("server-*.log"))
+
+
+def ext(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One 2026-07-28 request carrying any text: the body JSON-escaped (as every JSON
+    encoder may), the ``Mcp-Name`` header Base64-encoded (X-HTTP-3)."""
+    caps = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    params = {
+        **params,
+        "_meta": {
+            f"{META}protocolVersion": "2026-07-28",
+            f"{META}clientInfo": {"name": "edges", "version": "0"},
+            f"{META}clientCapabilities": caps,
+        },
+    }
+    head = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": method,
+        **AUTH,
+    }
+    name = params.get("taskId", params.get("name"))
+    if isinstance(name, str):
+        raw = name.encode("utf-8", "surrogatepass")
+        head["Mcp-Name"] = f"=?base64?{base64.b64encode(raw).decode()}?="
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    answer: dict[str, Any] = httpx.post(url, content=body.encode(), headers=head, timeout=60).json()
+    return answer
+
+
+def wait_ext(url: str, task_id: str, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        got: dict[str, Any] = ext(url, "tasks/get", {"taskId": task_id})["result"]
+        if got["status"] in TERMINAL or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def test_task_id_with_a_lone_surrogate_is_invalid_params_R_ERR_1_X_GET_8(server: Server) -> None:
+    for method in ("tasks/get", "tasks/cancel"):
+        err = ext(server.url, method, {"taskId": f"ab{LONE}"})["error"]
+        assert err == {"code": -32602, "message": "Failed to retrieve task: Task not found"}
+    core = CoreClient(server.url)
+    try:
+        for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+            err = core.send(method, {"taskId": f"ab{LONE}"})["error"]
+            assert err["code"] in (-32602, -32700), err  # unknown, or refused as it is read
+    finally:
+        core.close()
+    assert "task store failed" not in log_of(server)
+    assert "Task store unavailable" not in log_of(server)
+
+
+def test_tool_result_with_a_lone_surrogate_comes_back_exactly_X_GET_9(server: Server) -> None:
+    label = f"x{LONE}y"
+    call = {"name": "slow_compute", "arguments": {"seconds": 0, "label": label}}
+    tid = ext(server.url, "tools/call", call)["result"]["taskId"]
+    got = wait_ext(server.url, tid)
+    assert got["status"] == "completed", got
+    assert got["result"]["content"][0]["text"] == f"done after 0s ({label})"
+    assert "could not" not in log_of(server)
+
+
+def test_ttl_shorter_than_the_work_does_not_end_it_R_TTL_2_R_TTL_3(server: Server) -> None:
+    core = CoreClient(server.url)
+    try:
+        args = {"seconds": 3, "label": "short ttl"}
+        created = core.send(
+            "tools/call", {"name": "slow_compute", "arguments": args, "task": {"ttl": 1500}}
+        )["result"]["task"]
+        assert created["ttl"] == 1500  # granted as asked, and said so (R-TTL-2)
+        answer = core.send("tasks/result", {"taskId": created["taskId"]})
+        assert answer["result"]["content"][0]["text"] == "done after 3s (short ttl)", answer
+        seen = core.send("tasks/get", {"taskId": created["taskId"]})
+        if "result" in seen:  # kept its ttl after its end: it may be gone by now
+            assert seen["result"]["ttl"] > 3000  # the actual ttl, renewed (R-TTL-2)
+        else:
+            assert seen["error"]["message"] == "Failed to retrieve task: Task has expired"
+    finally:
+        core.close()
