@@ -30,7 +30,7 @@ driver's ``Stateless`` mode; lifecycle = task ``tools/call`` then ``tasks/get`` 
 terminal, poll = a ``tasks/get`` loop; this face has no ``tasks/result`` and no
 ``tasks/list``, so no wake-up or list rows):
 
-- ``fastmcp``: ``tests/interop/fastmcp_server.py``, FastMCP 4.1.4 + fastmcp-tasks (Docket
+- ``fastmcp``: ``tests/testkit/fastmcp_server.py``, FastMCP 4.1.4 + fastmcp-tasks (Docket
   ``memory://``), in the virtualenv ``tests/interop/.venv-fastmcp`` the interop tests make
   (setup makes it too; ``--quick`` skips the peer when it is absent, except under ``CI``);
 - ``ours-ext``: our example server on that face, shown as "–" while its ``server/discover``
@@ -78,11 +78,12 @@ RESULTS = HERE / "results"
 README = HERE / "README.md"  # benchmarks/README.md: the tables live there
 README_START, README_END = "<!-- peers-bench:start -->", "<!-- peers-bench:end -->"
 sys.path.insert(0, str(PEERS))
-sys.path.insert(0, str(ROOT / "tests" / "interop"))
+sys.path.insert(0, str(ROOT / "tests"))  # testkit: the FastMCP peer's venv (fastmcp_peer)
 
-import fastmcp_peer  # noqa: E402
 import scaleout  # noqa: E402
 from driver import RpcError, Session, Stateless  # noqa: E402
+
+from testkit import fastmcp_peer  # noqa: E402
 
 HOST = "127.0.0.1"
 #: The flags our example server runs with beyond ``--http`` and ``--store`` (reported).

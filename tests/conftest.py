@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-# shared helpers that assert: pytest explains their failed asserts like a test module's
-pytest.register_assert_rewrite("mcp_e2e", "sec_harness")
+# the shared helpers (tests/testkit) assert: pytest explains their failed asserts like a test
+# module's. Registered before any of them is imported.
+pytest.register_assert_rewrite("testkit")
+
+from testkit.doors import front_door  # noqa: E402  (after the rewrite is registered)
+
+__all__ = ["front_door"]
 
 
 @pytest.fixture

@@ -79,12 +79,12 @@ class RequestContext:
     send_request: SendRequest | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AugmentedRequest(Generic[M]):
     """A request that becomes a task, as its hook receives it (R-CREATE-1, X-CAP-4).
 
     ``params`` are the request's own, without the ``task`` param; ``task`` is that param
-    validated (a face without one: an empty :class:`NoParams`). ``work`` runs the request
+    validated (a face without one: an empty :class:`NoParams`), to be read, not changed. ``work`` runs the request
     itself (the tool through the server's pipeline, the client's callback) when the hook
     starts it: a handler over its own job system may ignore it and submit ``params``."""
 
@@ -101,9 +101,24 @@ class NoParams(BaseModel):
 
 
 def dump(result: BaseModel) -> dict[str, Any]:
-    """Wire JSON of a result model: by alias, only the fields that were set (``ttl: null`` kept)."""
-    out: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    """Wire JSON of a result model: by alias, only the fields that were set (``ttl: null`` kept).
+    (``model_dump`` itself, without its Python wrapper: this runs on every answer.)"""
+    out: dict[str, Any] = result.__pydantic_serializer__.to_python(
+        result, mode="json", by_alias=True, exclude_unset=True
+    )
     return out
+
+
+#: The empty task metadata of each model (a ``task: {}`` param, the common case), made once.
+_NO_TASK: dict[type[BaseModel], BaseModel] = {}
+
+
+def _empty(model: type[M]) -> M:
+    """``model()``, made once per model: a hook reads ``request.task``, never changes it."""
+    made = _NO_TASK.get(model)
+    if made is None:
+        made = _NO_TASK[model] = model()
+    return made  # type: ignore[return-value]
 
 
 def _integral(value: Any) -> Any:
@@ -197,7 +212,11 @@ class HandlerBase:
         try:
             # Strict (no "10" for 10, no true for 1), but an integral JSON number is an
             # integer whatever its spelling (JSON Schema's "integer": 1500.0 is 1500).
-            task = self.task_metadata.model_validate(_integral(raw_task or {}), strict=True)
+            task = (
+                self.task_metadata.model_validate(_integral(raw_task), strict=True)
+                if raw_task
+                else _empty(self.task_metadata)  # the common empty task param: its defaults
+            )
         except ValidationError as exc:
             prefix = f"params.{task_param}"
             raise InvalidParams(detail=describe_validation_error(exc, prefix)) from None

@@ -41,6 +41,7 @@ from mcp.shared.inbound import (
     encode_header_value,
     find_duplicated_routing_header,
 )
+from mcp.shared.message import SessionMessage
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, DEFAULT_NEGOTIATED_VERSION, JSONRPCRequest
 from mcp_types import methods as _methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -60,6 +61,7 @@ __all__ = [
     "MCP_SUPPORTED",
     "PING",
     "PROGRESS",
+    "SessionMessage",
     "TOOLS_LIST",
     "CallNext",
     "ClientSessionHooks",
@@ -83,6 +85,7 @@ __all__ = [
     "internal_error",
     "is_sdk_validation_report",
     "lifespan_state",
+    "listen_ack_method",
     "lowlevel_server",
     "mcp_param_rejection",
     "mcp_version",
@@ -139,6 +142,14 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ("ServerRunner(server, connection, lifespan).on_request", "the SDK's request pipeline"),
     ("_streamable_http_modern._mcp_param_rejection", "the Mcp-Param header check"),
     ("StreamableHTTPServerTransport standalone stream", "_request_streams, GET key, event store"),
+    # the front doors (task endpoint, SDK hooks, identity): transport modules they read
+    ("mcp.shared.inbound envelope helpers", "classify, ladder rejection, routing headers, status"),
+    ("streamable_http session header and Accept", "Mcp-Session-Id, check_accept_headers(request)"),
+    ("TransportSecurityMiddleware(settings)", "validate_request(request, is_post=True) -> None"),
+    ("auth_context.get_access_token", "the verified bearer token of the request being served"),
+    ("InputRequiredResult.result_type default", "the resultType of an MRTR input round"),
+    ("Server.add_notification_handler", "client notifications reach the face's handler"),
+    ("mcp_types.version handshake versions", "HANDSHAKE_PROTOCOL_VERSIONS, the default version"),
 )
 
 
@@ -225,6 +236,11 @@ def connection_from_envelope(
     return Connection.from_envelope(version, client_info, client_capabilities)
 
 
+def listen_ack_method() -> str:
+    """The method of a listen stream's first message (``SubscriptionsAcknowledgedNotification``)."""
+    return method_of(types.SubscriptionsAcknowledgedNotification)
+
+
 def input_round_result_type() -> str:
     """The ``resultType`` of an MRTR input round (the SDK's ``InputRequiredResult``)."""
     value: str = types.InputRequiredResult.model_fields["result_type"].default
@@ -266,7 +282,6 @@ def on_connection_close(conn: Connection) -> AsyncExitStack:
 def create_context_streams(size: int) -> Any:
     """``mcp.shared._context_streams.create_context_streams`` (private module)."""
     from mcp.shared._context_streams import create_context_streams as make
-    from mcp.shared.message import SessionMessage
 
     return make[SessionMessage | Exception](size)
 

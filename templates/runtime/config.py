@@ -32,6 +32,7 @@ _SECONDS = (
     "outcome_retry_s",
     "outcome_retry_max_s",
     "renew_ahead_s",
+    "progress_message_interval_s",
 )
 
 
@@ -61,6 +62,10 @@ class EngineConfig:
     #: tombstones kept in all (about 140 bytes each; the oldest are dropped first): without
     #: it, many sessions expiring ttl-0 tasks could pin 10,000 x 1024 IDs (~1.4 GiB)
     max_tombstones: int = 100_000
+    #: the shortest time between two ``statusMessage`` writes of a task's progress (the
+    #: extension face shows progress there: X-NOTIF-7); the last report of a burst is
+    #: written when its interval ends
+    progress_message_interval_s: float = 0.5
     #: shared stores: longest wait for a change event before re-reading the store anyway
     #: (the bounded fallback poll when a message was missed)
     watch_fallback_s: float = 1.0

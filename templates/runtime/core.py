@@ -32,7 +32,7 @@ from .runs import InputHandler, PendingInput
 if TYPE_CHECKING:
     from .engine import TaskEngine
 
-__all__ = ["FACE", "CoreTasks", "requested_ttl", "stamped", "task_json"]
+__all__ = ["FACE", "CoreTasks", "requested_ttl", "stamped", "start_work", "task_json"]
 
 #: The face's name: the revision it speaks (``TaskRecord.face`` of the tasks it creates).
 FACE: str = protocol.REVISION
@@ -87,6 +87,31 @@ def result_payload(rec: TaskRecord) -> dict[str, Any]:
     return out
 
 
+async def start_work(
+    engine: TaskEngine,
+    request: AugmentedRequest[Any],
+    ctx: RequestContext,
+    face: str,
+    *,
+    tool_error: protocol.TaskStatus,
+    ttl_ms: int | None | Default = DEFAULT,
+) -> TaskRecord:
+    """The task of a hook's request, stored before it returns with its ``work`` started
+    (R-CREATE-2, X-CREATE-3): the body of every hook of a face's default handler."""
+    work = request.work
+    if work is None:
+        raise InvalidParams(detail=f"{request.method}: nothing to run as a task")
+    return await engine.start(
+        ctx.requestor,
+        face,
+        request.method,
+        work,
+        ttl_ms=ttl_ms,
+        tool_error=tool_error,
+        progress_token=ctx.progress_token,
+    )
+
+
 def _deliverer(ctx: RequestContext) -> InputHandler | None:
     """The request's own stream as the engine's input handler (R-INPUT-3), stamping the
     related-task ``_meta`` on each request (R-INPUT-2); None without a stream."""
@@ -113,17 +138,9 @@ class CoreTasks(TasksHandlerBase):
     ) -> protocol.CreateTaskResult:
         """Store a task for ``request`` and start its ``work``; ``CreateTaskResult`` at once
         (R-CREATE-2). The body of every hook of this handler."""
-        work = request.work
-        if work is None:
-            raise InvalidParams(detail=f"{request.method}: nothing to run as a task")
-        rec = await self.engine.start(
-            ctx.requestor,
-            FACE,
-            request.method,
-            work,
-            ttl_ms=requested_ttl(request.task),
-            tool_error=protocol.FAILED,  # R-STATE-4
-            progress_token=ctx.progress_token,
+        ttl = requested_ttl(request.task)
+        rec = await start_work(  # R-STATE-4: an isError result ends failed
+            self.engine, request, ctx, FACE, tool_error=protocol.FAILED, ttl_ms=ttl
         )
         return protocol.CreateTaskResult.model_validate({"task": task_json(rec)})
 

@@ -69,6 +69,7 @@ from .cursor import CursorError
 from .limits import DEFAULT, ActiveLimit, Default, RateLimiter, ttl_policy
 from .memory import InMemoryTaskStore
 from .outcomes import Renewals, Settler
+from .progress import ProgressNotes
 from .runs import (
     INTERRUPTED_MESSAGE,
     InputHandler,
@@ -139,6 +140,8 @@ class TaskEngine:
             cfg.expired_tombstones_per_requestor, cfg.tombstone_requestors, cfg.max_tombstones
         )
         self._tg: anyio.abc.TaskGroup | None = None
+        #: a running task's progress shown as its statusMessage, throttled
+        self.progress = ProgressNotes(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -183,6 +186,11 @@ class TaskEngine:
         self._atomic_limit = type(store).create_limited is not TaskStore.create_limited
         self.coordination = choose(store, self.config, self.runs.active)
         self.guard = self.coordination.guard
+
+    @property
+    def task_group(self) -> anyio.abc.TaskGroup | None:
+        """The engine's task group while it runs (``async with engine``), else None."""
+        return self._tg
 
     @property
     def running(self) -> int:

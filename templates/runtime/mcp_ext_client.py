@@ -112,11 +112,14 @@ class ExtTaskRequestor:
         default_poll_ms: int = 500,
         wakeups: TaskWakeups | None = None,
         max_rounds: int = 8,
+        listen: bool = True,
     ) -> None:
         self.session = session
         self.default_poll_ms = default_poll_ms
         self.wakeups = wakeups or TaskWakeups()
         self.max_rounds = max_rounds
+        #: ask for the task's notifications on ``subscriptions/listen`` while waiting
+        self.listen = listen
 
     async def _send(
         self, method: str, params: Mapping[str, Any], *, task_id: str | None = None
@@ -200,6 +203,38 @@ class ExtTaskRequestor:
         ``notifications/tasks`` for the task arrives; answer new ``inputRequests`` keys
         once each (X-UPD-4) unless ``answer_inputs`` is false (then return at
         ``input_required``)."""
+        if not self.listen:
+            return await self._poll(task_id, first, on_status, answer_inputs)
+        outcome: list[ext.GetTaskResult] = []
+        failure: list[BaseException] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._listen, task_id)
+            try:
+                outcome.append(await self._poll(task_id, first, on_status, answer_inputs))
+            except Exception as exc:  # raised as is, not inside the task group's group
+                failure.append(exc)
+            tg.cancel_scope.cancel()
+        if failure:
+            raise failure[0]
+        return outcome[0]
+
+    async def _listen(self, task_id: str) -> None:
+        """``subscriptions/listen`` for the task's ``notifications/tasks`` (X-NOTIF-2): each
+        one wakes the poll loop at once (X-NOTIF-6: polling goes on, as a safety net). A
+        server that does not offer them refuses or ignores the request: polling alone."""
+        params = {"notifications": {ext.NOTIFICATION_FILTER: [task_id]}}
+        try:
+            await send_raw_request(self.session, ext.NOTIFICATION_CHANNEL, params, declare=DECLARE)
+        except Exception:  # not offered (-32601, -32021, a transport without a stream)
+            return
+
+    async def _poll(
+        self,
+        task_id: str,
+        first: Any,
+        on_status: ExtStatusCallback | None,
+        answer_inputs: bool,
+    ) -> ext.GetTaskResult:
         seen: set[str] = set()
         task: Any = first if first is not None else await self.get(task_id)
         while True:

@@ -20,10 +20,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
-from mcp.server.connection import Connection
 
 from ..store import TaskRecord
-from ._sdk import on_connection_close, standalone_delivers
+from ._sdk import Connection, on_connection_close, standalone_delivers
 from .mcp_identity import has_channel, session_bound
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import mcp_types as types
 from pydantic import ValidationError
 
 from ..errors import InvalidRequest
-from ._sdk import create_context_streams, is_sdk_validation_report, lowlevel_server
+from ._sdk import SessionMessage, create_context_streams, is_sdk_validation_report, lowlevel_server
 
 __all__ = ["malformed_answer", "run_stdio", "tidy_http_errors"]
 
@@ -55,7 +55,6 @@ async def run_stdio(server: Any) -> None:
     dropping them: the SDK's stdio transport drops them silently, and a client whose
     request had an id would wait forever."""
     from mcp.server.stdio import stdio_server
-    from mcp.shared.message import SessionMessage
 
     low = lowlevel_server(server)
     async with stdio_server() as (read_stream, write_stream):

@@ -26,6 +26,7 @@ from ..protocol import (
     TaskStatus,
 )
 from ..store import TaskRecord
+from .progress import progress_text
 
 if TYPE_CHECKING:
     from .coordination import Waiter
@@ -163,7 +164,8 @@ class Run:
 
 
 class TaskContext:
-    """What a task's work gets: its identity, its status message and input requests."""
+    """What a task's work gets: its identity, its status message, progress and input
+    requests."""
 
     def __init__(
         self, engine: TaskEngine, task_id: str, requestor: str, progress_token: str | int | None
@@ -175,6 +177,13 @@ class TaskContext:
 
     async def set_status_message(self, message: str) -> None:
         await self._engine.runs.set_message(self.task_id, message)
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """The work's progress, shown as the task's ``statusMessage`` (throttled: at most one
+        write per ``EngineConfig.progress_message_interval_s``, the latest report kept)."""
+        await self._engine.progress.note(self.task_id, progress_text(progress, total, message))
 
     async def request_input(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """Ask the requestor (``elicitation/create``, ``sampling/createMessage``, ...) and wait.
@@ -417,32 +426,7 @@ async def await_terminal(
 
     One read when the task is terminal already; else one more per wake-up, none when the
     work ran here (its run hands over the record its outcome stored)."""
-    if on_input is None:  # nothing to deliver: no task group
-        return await await_settled(engine, requestor, task_id, face, until=TERMINAL)
-    ended = await _outcome(engine, requestor, task_id, face)
-    if ended is not None:
-        return ended
-    with engine.coordination.waiter(task_id, requestor) as waiter:
-        waiter.arm()
-        rec = await engine.lookup(requestor, task_id, face)
-        if rec.status in TERMINAL:
-            return rec
-        delivering: set[str] = set()
-        failure: TaskError | None = None
-        async with anyio.create_task_group() as tg:
-            try:
-                while rec.status not in TERMINAL:
-                    for p in await waiter.pending(rec):
-                        if p.id not in delivering:
-                            delivering.add(p.id)
-                            tg.start_soon(_deliver, waiter, p, on_input, delivering)
-                    rec = await _next(engine, waiter, rec, requestor, task_id, face)
-            except TaskError as exc:
-                failure = exc
-            tg.cancel_scope.cancel()
-    if failure is not None:
-        raise failure
-    return rec
+    return await await_settled(engine, requestor, task_id, face, TERMINAL, on_input)
 
 
 #: where :func:`await_settled` stops by default: the task ended, or it asks for input
@@ -455,19 +439,51 @@ async def await_settled(
     task_id: str,
     face: str | None = None,
     until: frozenset[TaskStatus] = SETTLED,
+    on_input: InputHandler | None = None,
 ) -> TaskRecord:
-    """The task once its status is in ``until`` (terminal or ``INPUT_REQUIRED``), with no
-    input delivered: one read, or none when the work ran here (its run hands over the
-    record its outcome stored); nothing counted or audited."""
+    """The task once its status is in ``until`` (terminal or ``INPUT_REQUIRED``), its input
+    requests delivered to ``on_input`` meanwhile when given: one read, or none when the
+    work ran here (its run hands over the record its outcome stored); nothing counted or
+    audited."""
     ended = await _outcome(engine, requestor, task_id, face)
     if ended is not None:
         return ended
     with engine.coordination.waiter(task_id, requestor) as waiter:
         waiter.arm()
         rec = await engine.lookup(requestor, task_id, face)
+        if on_input is not None and rec.status not in until:  # no task group otherwise
+            return await _delivering(engine, waiter, rec, face, until, on_input)
         while rec.status not in until:
             rec = await _next(engine, waiter, rec, requestor, task_id, face)
         return rec
+
+
+async def _delivering(
+    engine: TaskEngine,
+    waiter: Waiter,
+    rec: TaskRecord,
+    face: str | None,
+    until: frozenset[TaskStatus],
+    on_input: InputHandler,
+) -> TaskRecord:
+    """Wait as :func:`await_settled` does, handing each input request to ``on_input``."""
+    requestor, task_id = rec.requestor, rec.task_id
+    delivering: set[str] = set()
+    failure: TaskError | None = None
+    async with anyio.create_task_group() as tg:
+        try:
+            while rec.status not in until:
+                for p in await waiter.pending(rec):
+                    if p.id not in delivering:
+                        delivering.add(p.id)
+                        tg.start_soon(_deliver, waiter, p, on_input, delivering)
+                rec = await _next(engine, waiter, rec, requestor, task_id, face)
+        except TaskError as exc:
+            failure = exc
+        tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return rec
 
 
 async def _outcome(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import importlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +85,12 @@ class SdkHooks:
             server.add_notification_handler(method, _RawParams, self._notification(method))
         if EXTENSION is not None and router.extension_offered():
             server.extensions[EXTENSION.EXTENSION_ID] = {}  # server/discover (X-CAP-2)
+            # mcp_listen is generated with the extension's face only: imported by name so that a
+            # package without that face type-checks without it.
+            listen_module = importlib.import_module(f"{__package__}.mcp_listen")
+            channel = EXTENSION.NOTIFICATION_CHANNEL  # task notifications (X-NOTIF-2)
+            listen = listen_module.TaskListen(self.tasks, server.get_request_handler(channel))
+            server.add_request_handler(channel, _RawParams, listen)
 
     # ------------------------------------------------------------------ requests
     def request(

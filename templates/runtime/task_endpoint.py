@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -81,24 +82,15 @@ class ClientGone(Exception):
     """The client left while its request waited here."""
 
 
+@dataclass(slots=True)
 class Reply:
     """A JSON-RPC answer of the task endpoint, sent as one ``application/json`` response."""
 
-    __slots__ = ("request_id", "result", "error", "status", "session_id")
-
-    def __init__(
-        self,
-        request_id: str | int,
-        result: Mapping[str, Any] | None = None,
-        error: Mapping[str, Any] | None = None,
-        status: int = 200,
-        session_id: str | None = None,
-    ) -> None:
-        self.request_id = request_id
-        self.result = result
-        self.error = error
-        self.status = status
-        self.session_id = session_id
+    request_id: str | int
+    result: Mapping[str, Any] | None = None
+    error: Mapping[str, Any] | None = None
+    status: int = 200
+    session_id: str | None = None
 
     async def send(self, send: Any) -> None:
         doc: dict[str, Any] = {"jsonrpc": "2.0", "id": self.request_id}

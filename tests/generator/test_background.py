@@ -16,10 +16,8 @@ import pytest
 
 from mcptask_gen.background import Background, can_fork
 from mcptask_gen.errors import GeneratorError
-
-from .conftest import SCHEMA, tree, write_schema
-
-VENV_BIN = Path(sys.executable).parent
+from testkit.gen import SCHEMA, VENV_BIN, tree, write_schema
+from testkit.wait import until
 
 needs_fork = pytest.mark.skipif(not can_fork(), reason="no fork here (or other threads)")
 
@@ -87,14 +85,11 @@ def test_close_kills_and_reaps_an_unwanted_child(tmp_path: Path) -> None:
 
     def slow() -> None:
         marker.write_text(str(os.getpid()))
-        time.sleep(60)
+        time.sleep(60)  # a child still working when it is no longer wanted
 
     job: Background[None] = Background(lambda _: None, prepare=slow, fork=True)
-    deadline = time.monotonic() + 10
-    while not marker.exists() or not marker.read_text():
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    pid = int(marker.read_text())
+    written = until(lambda: marker.exists() and marker.read_text(), what="the child's pid")
+    pid = int(written)
     job.close()
     assert not _alive(pid)  # killed and reaped: not even a zombie is left
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from .conftest import REPO
+from testkit.gen import REPO
 
 
 def test_bench_generate_quick() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import SCHEMA, SCHEMA_0618, SCHEMA_0728, run_cli, write_schema
+from testkit.gen import SCHEMA, SCHEMA_0618, SCHEMA_0728, run_cli, write_schema
 
 
 def _assert_clean_failure(result, out: Path, *needles: str) -> None:  # type: ignore[no-untyped-def]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from .conftest import REPO
+from testkit.gen import REPO
 
 GENERATOR = REPO / "generator"
 

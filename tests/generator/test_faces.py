@@ -12,8 +12,15 @@ from typing import Any
 
 import pytest
 
-from .conftest import PINNED, SCHEMA, SCHEMA_EXT, SCHEMA_EXT_DRAFT, run_cli, tree
-from .test_output import _mypy_and_ruff
+from testkit.gen import (
+    PINNED,
+    SCHEMA,
+    SCHEMA_EXT,
+    SCHEMA_EXT_DRAFT,
+    assert_mypy_and_ruff_clean,
+    run_cli,
+    tree,
+)
 
 
 @pytest.mark.parametrize("schema", [SCHEMA_EXT, SCHEMA_EXT_DRAFT], ids=["release", "draft"])
@@ -193,14 +200,14 @@ def test_extension_only_package_has_no_runtime_and_imports(
 
 
 def test_extension_only_output_passes_mypy_strict_and_ruff(ext_only: Path) -> None:
-    _mypy_and_ruff(ext_only)
+    assert_mypy_and_ruff_clean(ext_only)
 
 
 def test_2025_only_output_passes_mypy_strict_and_ruff(tmp_path: Path) -> None:
     out = tmp_path / "core_tasks"
     assert run_cli(SCHEMA, "-o", out).exit_code == 0
     assert not (out / "extension").exists()
-    _mypy_and_ruff(out)
+    assert_mypy_and_ruff_clean(out)
 
 
 def test_argument_order_does_not_matter(generated_pkg: Path, tmp_path: Path) -> None:

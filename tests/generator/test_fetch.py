@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from mcptask_gen.fetch import OFFICIAL_BASE_URL, RAW_FILES_URL, official_url
-
-from .conftest import SCHEMA, SCHEMA_EXT, SHARED, run_cli
+from testkit.gen import SCHEMA, SCHEMA_EXT, SHARED, run_cli
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import REPO
+from testkit.gen import REPO
 
 BIN = Path(sys.executable).parent
 TEMPLATES = REPO / "templates"

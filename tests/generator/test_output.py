@@ -8,25 +8,25 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import (
+from testkit.gen import (
     PINNED,
     REPO,
     SCHEMA,
     SCHEMA_EXT,
     SCHEMA_ORIGINAL,
+    VENV_BIN,
+    assert_mypy_and_ruff_clean,
     copy_pkg,
     run_cli,
     tree,
+    with_prompts_get_augmentable,
     write_schema,
 )
-
-VENV_BIN = Path(sys.executable).parent
 
 
 def test_generated_dir_is_fresh() -> None:
@@ -164,39 +164,9 @@ def test_pyproject_config_and_flags_win(tmp_path: Path, monkeypatch: pytest.Monk
     assert result.exit_code == 2 and "unknown key 'shema'" in result.output
 
 
-def _mypy_and_ruff(pkg: Path) -> None:
-    mypy = subprocess.run(
-        [
-            str(VENV_BIN / "mypy"),
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            os.devnull,
-            pkg.name,
-        ],
-        cwd=pkg.parent,
-        capture_output=True,
-        text=True,
-    )
-    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
-    ruff = subprocess.run(
-        [
-            str(VENV_BIN / "ruff"),
-            "check",
-            "--no-cache",
-            "--config",
-            str(REPO / "pyproject.toml"),
-            str(pkg),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert ruff.returncode == 0, ruff.stdout + ruff.stderr
-
-
 def test_generated_package_passes_mypy_strict_and_ruff(generated_pkg: Path) -> None:
     """The generated package is mypy --strict and ruff clean."""
-    _mypy_and_ruff(generated_pkg)
+    assert_mypy_and_ruff_clean(generated_pkg)
 
 
 def test_original_2025_11_25_schema_generates_a_clean_package(tmp_path: Path) -> None:
@@ -204,7 +174,7 @@ def test_original_2025_11_25_schema_generates_a_clean_package(tmp_path: Path) ->
     out = tmp_path / "orig_tasks"
     result = run_cli(SCHEMA_ORIGINAL, "-o", out)
     assert result.exit_code == 0, result.output
-    _mypy_and_ruff(out)
+    assert_mypy_and_ruff_clean(out)
 
 
 def test_builtin_hand_written_files_ship_black_formatted(generated_pkg: Path) -> None:
@@ -247,7 +217,6 @@ def test_builtin_templates_render_black_clean(
 
     from mcptask_gen.fmt import _mode
 
-    from .test_structure import _with_prompts_get_augmentable
 
     paths: tuple[Path, ...]
     if variant == "pinned":
@@ -259,7 +228,7 @@ def test_builtin_templates_render_black_clean(
     elif variant == "both":
         paths = PINNED
     else:
-        paths = (write_schema(tmp_path / "schema.json", _with_prompts_get_augmentable(schema_doc)),)
+        paths = (write_schema(tmp_path / "schema.json", with_prompts_get_augmentable(schema_doc)),)
     files, preformatted = _rendered_templates(*paths)
     rendered = {
         rel: t for rel, t in files.items() if rel.endswith(".py") and rel not in preformatted

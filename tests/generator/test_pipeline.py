@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from mcptask_gen import ir, pipeline
-
-from .conftest import PINNED, SCHEMA_0728, run_cli
+from testkit.gen import PINNED, SCHEMA_0728, run_cli
 
 STAGES = [
     "load_schema",

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, tree
+from testkit.gen import REPO, tree
+
 from .regen import GENERATED, PINNED, ir_snapshot, snapshot_path
 
 HOW = "regenerate with .venv/bin/python tests/generator/regen.py and review the diff"

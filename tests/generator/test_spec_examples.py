@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import REPO
+from testkit.gen import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "spec_examples"
 INDEX = json.loads((FIXTURES / "index.json").read_text())

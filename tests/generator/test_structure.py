@@ -6,24 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .conftest import run_cli, write_schema
-
-
-def _with_prompts_get_augmentable(doc: dict[str, Any]) -> dict[str, Any]:
-    doc = json.loads(json.dumps(doc))
-    defs = doc["$defs"]
-    defs["GetPromptRequestParams"]["properties"]["task"] = {
-        "$ref": "#/$defs/TaskMetadata",
-        "description": "task-augmented prompts/get",
-    }
-    requests = defs["ServerCapabilities"]["properties"]["tasks"]["properties"]["requests"][
-        "properties"
-    ]
-    requests["prompts"] = {
-        "type": "object",
-        "properties": {"get": {"type": "object", "additionalProperties": True, "properties": {}}},
-    }
-    return doc
+from testkit.gen import run_cli, with_prompts_get_augmentable, write_schema
 
 
 def test_pinned_schema_structure(generated_pkg: Path, import_package: Any) -> None:
@@ -63,7 +46,7 @@ def test_new_augmentable_request_appears_without_code_change(
     tmp_path: Path, schema_doc: dict[str, Any], import_package: Any
 ) -> None:
     """A schema where prompts/get gains `task` and tasks.requests.prompts.get: hook, dispatch, negotiator."""
-    schema = write_schema(tmp_path / "schema.json", _with_prompts_get_augmentable(schema_doc))
+    schema = write_schema(tmp_path / "schema.json", with_prompts_get_augmentable(schema_doc))
     out = tmp_path / "prompts_tasks"
     result = run_cli(schema, "-o", out)
     assert result.exit_code == 0, result.output

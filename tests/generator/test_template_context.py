@@ -11,8 +11,7 @@ from pathlib import Path
 from mcptask_gen import context, ir
 from mcptask_gen.ir import IR
 from mcptask_gen.render import _env
-
-from .conftest import REPO, run_cli
+from testkit.gen import REPO, run_cli
 
 
 def test_every_ir_field_is_documented() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import PINNED, SCHEMA, copy_pkg, run_cli, tree
+from testkit.gen import PINNED, SCHEMA, copy_pkg, run_cli, tree
 
 
 def test_user_template_overrides_file_by_file(tmp_path: Path, import_package) -> None:  # type: ignore[no-untyped-def]

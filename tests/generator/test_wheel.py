@@ -7,7 +7,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from .conftest import REPO
+from testkit.gen import REPO
 
 
 def test_wheel_ships_templates_and_rules(tmp_path: Path) -> None:

@@ -6,7 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from interop import HttpServer, npm_ci
+
+from testkit.example_server import HttpServer, ServerPool
+from testkit.interop import npm_ci
 
 
 @pytest.fixture(scope="session")
@@ -21,10 +23,18 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def example_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    """Our example server over Streamable HTTP on a free 127.0.0.1 port (stopped by PID)."""
-    server = HttpServer(log_dir=Path(tmp_path_factory.mktemp("example-http")))
+def example_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPool]:
+    """The module's example servers, one per front door, started on first use (for fixtures
+    whose parameters are :func:`testkit.doors.http_targets`); stopped by PID."""
+    pool = ServerPool(Path(tmp_path_factory.mktemp("example-http")))
     try:
-        yield server.start()
+        yield pool
     finally:
-        server.stop()
+        pool.close()
+
+
+@pytest.fixture(scope="module")
+def example_http(example_pool: ServerPool, front_door: str) -> HttpServer:
+    """Our example server over Streamable HTTP on a free 127.0.0.1 port, its task requests
+    through ``front_door``."""
+    return example_pool.get(front_door)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import fastmcp_peer
 import pytest
+
+from testkit import fastmcp_peer
 
 
 def fake_venv(path: Path, stamp: str | None) -> Path:

@@ -8,7 +8,7 @@ non-zero on any other failure and on a baseline entry that starts passing. Every
 our server sends is validated against the spec's JSON schema (``wire-schema-valid``).
 
 The same suite's ten ``tasks-*`` scenarios check the 2026-07-28 tasks extension
-(``ext_conformance``): no baseline there, every check must pass. Both runs go against ONE
+(``testkit.ext_conformance``): no baseline there, every check must pass. Both runs go against ONE
 server process (the module's ``example_server``): one process serves both faces.
 """
 
@@ -21,22 +21,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ext_conformance import SKIPPED_BY_SUITE, TASK_SCENARIOS, failing, run_task_scenarios
-from interop import HERE, HttpServer, node_env, node_path
-from procs import running
+
+from testkit.ext_conformance import SKIPPED_BY_SUITE, TASK_SCENARIOS, failing, run_task_scenarios
+from testkit.interop import INTEROP_DIR, HttpServer, node_env, node_path
+from testkit.procs import running
 
 pytestmark = pytest.mark.usefixtures("node_modules")
 
-CLI = HERE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-BASELINE = HERE / "conformance-baseline.yml"
+CLI = INTEROP_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+BASELINE = INTEROP_DIR / "conformance-baseline.yml"
 
 
 @pytest.fixture(scope="module")
 def example_server(
-    node_modules: None, tmp_path_factory: pytest.TempPathFactory
+    node_modules: None, tmp_path_factory: pytest.TempPathFactory, front_door: str
 ) -> Iterator[HttpServer]:
-    """One example server process for the 2025-11-25 run and the ``tasks-*`` runs."""
-    with running(HttpServer(log_dir=tmp_path_factory.mktemp("conformance-server"))) as server:
+    """One example server process for the 2025-11-25 run and the ``tasks-*`` runs, per
+    front door: the suite checks both."""
+    log_dir = tmp_path_factory.mktemp("conformance-server")
+    with running(HttpServer(log_dir=log_dir, front_door=front_door)) as server:
         yield server
 
 

@@ -29,8 +29,6 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from fastmcp_peer import SERVER_SCRIPT, peer_python
-from interop import SERVER_MODULE, HttpServer, PeerServer, interrupt_cli_task, node_env
 from mcp import Client, StdioServerParameters
 from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
@@ -39,6 +37,9 @@ from mcp_tasks.errors import MissingRequiredClientCapability, RequestCancelled
 from mcp_tasks.extension import protocol as ext
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, TaskRequestor
 from mcp_tasks.runtime.mcp_ext_client import ExtTaskRequestor, TasksClientExtension
+from testkit.doors import door_of, http_targets
+from testkit.fastmcp_peer import SERVER_SCRIPT, peer_python
+from testkit.interop import SERVER_MODULE, HttpServer, PeerServer, interrupt_cli_task, node_env
 
 pytestmark = pytest.mark.anyio
 
@@ -68,10 +69,12 @@ def fastmcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
-@pytest.fixture(params=["ours", "fastmcp"])
+@pytest.fixture(params=http_targets("fastmcp"))
 def url(request: pytest.FixtureRequest) -> str:
-    if request.param == "ours":
-        server: HttpServer = request.getfixturevalue("example_http")
+    """Our example server (through each front door) or FastMCP's."""
+    door = door_of(request.param)
+    if door is not None:
+        server: HttpServer = request.getfixturevalue("example_pool").get(door)
         ours: str = server.url
         return ours
     got: str = request.getfixturevalue("fastmcp_url")
@@ -90,7 +93,10 @@ def text_of(result: types.CallToolResult) -> str:
     return block.text
 
 
-async def test_stock_client_with_our_extension_gets_tasks(url: str) -> None:
+async def test_stock_client_with_our_extension_gets_tasks(
+    url: str, request: pytest.FixtureRequest
+) -> None:
+    fastmcp = request.node.callspec.params["url"] == "fastmcp"
     seen: list[Any] = []
     extension = TasksClientExtension(on_status=seen.append)
     async with Client(url, extensions=[extension], elicitation_callback=on_elicit) as c:
@@ -116,7 +122,10 @@ async def test_stock_client_with_our_extension_gets_tasks(url: str) -> None:
         ack = await requestor.cancel(created.taskId)
         assert ack.resultType == ext.RESULT_TYPE_COMPLETE
         assert (await requestor.wait(created.taskId)).status == ext.CANCELLED
-        assert not extension.wakeups.notices or "ours" in url  # FastMCP sends none
+        if not fastmcp:  # X-NOTIF-2: the task's notifications on subscriptions/listen
+            assert extension.wakeups.notices
+        else:  # FastMCP sends none: polling alone (X-NOTIF-1 is a MAY)
+            assert not extension.wakeups.notices
     async with Client(url) as plain:  # no extension: no task (X-CAP-5) ...
         result = await plain.call_tool("slow_compute", {"seconds": 0})
         assert not result.is_error
@@ -165,10 +174,16 @@ async def test_abandoned_call_cancels_its_task(url: str) -> None:
     extension = TasksClientExtension()
     async with Client(url, extensions=[extension]) as c:
         ids: list[str] = []
-        extension.on_status = lambda task: ids.append(task.taskId)
-        with anyio.move_on_after(3):
-            await c.call_tool("slow_compute", {"seconds": 60})
-        assert ids
+        with anyio.CancelScope() as give_up:
+
+            def seen(task: Any) -> None:  # the task exists and is being polled: give up
+                ids.append(task.taskId)
+                give_up.cancel()
+
+            extension.on_status = seen
+            with anyio.fail_after(60):
+                await c.call_tool("slow_compute", {"seconds": 60})
+        assert ids and give_up.cancelled_caught
         requestor = extension.requestor(c.session)
         assert (await requestor.wait(ids[0])).status == ext.CANCELLED
 

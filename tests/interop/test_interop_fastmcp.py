@@ -1,10 +1,11 @@
 """FastMCP 4 (``fastmcp-tasks`` 4.1.4), a tasks-extension peer we did not write.
 
-Its virtualenv (``tests/interop/.venv-fastmcp``) is made on demand by ``fastmcp_peer``:
-skipped without a package registry, a failure under ``CI``. First the peer itself is
-proven: its server serves the extension's task lifecycle to a raw stateless 2026-07-28
-client (``ext_wire``), and its client drives its server through the example tool contract.
-Then the same FastMCP client drives our example server's extension face.
+Its virtualenv (``tests/interop/.venv-fastmcp``) is made on demand by
+``testkit.fastmcp_peer``: skipped without a package registry, a failure under ``CI``. Its
+server is proven on a raw stateless 2026-07-28 client (``testkit.ext_wire``); its client
+(``testkit.fastmcp_client``, a real process) drives our example server's extension face,
+through each front door: the example tool contract, and two FastMCP clients of two bearer
+subjects on one task.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ext_wire import TASKS_EXTENSION, ExtClient
-from fastmcp_peer import CLIENT_SCRIPT, SERVER_SCRIPT, peer_python
-from interop import HttpServer, PeerServer
-from procs import running
+
+from testkit.example_server import ServerPool
+from testkit.ext_wire import TASKS_EXTENSION, ExtClient
+from testkit.fastmcp_peer import CLIENT_SCRIPT, SERVER_SCRIPT, peer_python
+from testkit.interop import HttpServer, PeerServer
+from testkit.mcp_e2e import TOKENS
+from testkit.procs import running
 
 #: What ``fastmcp_client.py`` must get from a server with the example tool contract.
 EXPECTED_CALLS: dict[str, dict[str, Any]] = {
@@ -51,10 +55,10 @@ def fastmcp_url(fastmcp_python: Path, tmp_path_factory: pytest.TempPathFactory) 
         yield server.url
 
 
-def drive(python: Path, url: str) -> dict[str, Any]:
-    """Run ``fastmcp_client.py URL``; its JSON report."""
+def drive(python: Path, url: str, *args: str) -> dict[str, Any]:
+    """Run ``fastmcp_client.py URL ARGS...``; its JSON report."""
     out = subprocess.run(
-        [str(python), str(CLIENT_SCRIPT), url],
+        [str(python), str(CLIENT_SCRIPT), url, *args],
         capture_output=True,
         text=True,
         timeout=600,
@@ -111,13 +115,34 @@ def test_fastmcp_server_serves_task_lifecycle(fastmcp_url: str) -> None:
         assert c.send("tasks/result", {"taskId": created["taskId"]})["error"]["code"] == -32601
 
 
-def test_fastmcp_client_drives_fastmcp_server(fastmcp_python: Path, fastmcp_url: str) -> None:
-    """The client driver works: FastMCP's client against FastMCP's server."""
-    assert_contract(drive(fastmcp_python, fastmcp_url))
+@pytest.fixture(scope="module")
+def ours_with_tokens(
+    example_pool: ServerPool, front_door: str, tmp_path_factory: pytest.TempPathFactory
+) -> HttpServer:
+    """Our example server binding tasks to bearer-token subjects (``--tokens``)."""
+    tokens = tmp_path_factory.mktemp("fastmcp-subjects") / "tokens.json"
+    tokens.write_text(json.dumps(TOKENS))
+    return example_pool.get(front_door, "--tokens", str(tokens))
 
 
-def test_fastmcp_client_drives_our_server(fastmcp_python: Path, tmp_path: Path) -> None:
-    """FastMCP's client against our example server: the same contract, over tasks."""
-    with running(HttpServer(log_dir=tmp_path)) as server:
-        report = drive(fastmcp_python, server.url)
+def test_fastmcp_clients_of_two_subjects_share_nothing_on_our_server(
+    fastmcp_python: Path, ours_with_tokens: HttpServer
+) -> None:
+    """X-SEC-2, R-SEC-1: FastMCP's clients with the bearer tokens of two subjects against our
+    server. B's ``tasks/get`` and ``tasks/cancel`` of A's task are answered exactly like
+    those of an id nobody has; a new connection of A's reaches the task (it is bound to
+    the subject, not the connection) and cancels it, and A's first connection sees that."""
+    report = drive(fastmcp_python, ours_with_tokens.url, "--subjects", "tok-alice", "tok-bob")
+    assert report["created"] == "working", report
+    unknown = report["b_unknown"]
+    assert unknown.get("refused", {}).get("code") == -32602, report
+    assert report["b_get"] == report["b_cancel"] == unknown, report
+    assert report["a_get"] == {"status": "working"}, report
+    assert report["a_cancel"] == report["a_after"] == {"status": "cancelled"}, report
+
+
+def test_fastmcp_client_drives_our_server(fastmcp_python: Path, example_http: HttpServer) -> None:
+    """FastMCP's client against our example server (through each front door): the same
+    contract, over tasks."""
+    report = drive(fastmcp_python, example_http.url)
     assert_contract(report)

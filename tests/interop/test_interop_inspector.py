@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interop import HERE, HttpServer, node_env, node_path
+
+from testkit.interop import INTEROP_DIR, HttpServer, node_env, node_path
 
 pytestmark = pytest.mark.usefixtures("node_modules")
 
-LAUNCHER = HERE / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher"
+LAUNCHER = INTEROP_DIR / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher"
 
 
 def inspector(url: str, home: Path, *args: str) -> tuple[int, Any]:
@@ -45,8 +46,8 @@ def inspector(url: str, home: Path, *args: str) -> tuple[int, Any]:
     return out.returncode, json.loads(payload[-1])
 
 
-def test_inspector_cli_calls_task_tools(tmp_path: Path) -> None:
-    server = HttpServer(log_dir=tmp_path)
+def test_inspector_cli_calls_task_tools(tmp_path: Path, front_door: str) -> None:
+    server = HttpServer(log_dir=tmp_path, front_door=front_door)
     try:
         server.start()
         rc, listed = inspector(server.url, tmp_path, "--method", "tools/list")

@@ -18,11 +18,12 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, node_env
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcp_tasks.runtime.mcp_client import raw_request
+from testkit.doors import door_of, http_targets
+from testkit.interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, node_env
 
 pytestmark = pytest.mark.anyio
 
@@ -30,10 +31,12 @@ RELATED = "io.modelcontextprotocol/related-task"
 TERMINAL = {"completed", "failed", "cancelled"}
 
 
-@pytest.fixture(params=["http", "stdio"])
+@pytest.fixture(params=http_targets("stdio"))
 def target(request: pytest.FixtureRequest) -> Any:
-    if request.param == "http":
-        server: HttpServer = request.getfixturevalue("example_http")
+    """Our example server over HTTP (through each front door) or a stdio subprocess."""
+    door = door_of(request.param)
+    if door is not None:
+        server: HttpServer = request.getfixturevalue("example_pool").get(door)
         return server.url
     return StdioServerParameters(
         command=sys.executable, args=["-m", SERVER_MODULE, "--stdio"], env=node_env()
@@ -58,7 +61,7 @@ async def poll(c: Client, task_id: str) -> list[types.GetTaskResult]:
     """R-GET-1, R-GET-2: tasks/get every pollInterval until terminal or input_required."""
     seen = [await get(c, task_id)]
     while seen[-1].status not in TERMINAL and seen[-1].status != "input_required":
-        await anyio.sleep((seen[-1].poll_interval or 500) / 1000)
+        await anyio.sleep((seen[-1].poll_interval or 500) / 1000)  # as the server asks
         seen.append(await get(c, task_id))
     return seen
 

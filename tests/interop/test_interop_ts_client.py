@@ -11,18 +11,22 @@ import sys
 from typing import Any
 
 import pytest
-from interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, run_node
+
+from testkit.doors import door_of, http_targets
+from testkit.interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, run_node
 
 pytestmark = pytest.mark.usefixtures("node_modules")
 
 RELATED = "io.modelcontextprotocol/related-task"
 
 
-@pytest.fixture(params=["http", "stdio"])
+@pytest.fixture(params=http_targets("stdio"))
 def ts_client(request: pytest.FixtureRequest) -> Any:
-    """``ts_client(scenario)`` -> the Node client's JSON, against HTTP or a stdio subprocess."""
-    if request.param == "http":
-        server: HttpServer = request.getfixturevalue("example_http")
+    """``ts_client(scenario)`` -> the Node client's JSON, against HTTP (through each front
+    door) or a stdio subprocess."""
+    door = door_of(request.param)
+    if door is not None:
+        server: HttpServer = request.getfixturevalue("example_pool").get(door)
         target = [server.url]
     else:
         target = ["stdio", sys.executable, "-m", SERVER_MODULE, "--stdio"]

@@ -16,12 +16,15 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
-from interop import (
+from mcp.shared.exceptions import MCPError
+
+from mcp_tasks import models
+from mcp_tasks.runtime.mcp_client import TaskNotSupported, TasksClientSession, raw_request
+from testkit.interop import (
     CONFIRM_OUTCOMES,
-    HERE,
+    INTEROP_DIR,
     TsServer,
     assert_tasks_contract,
     http_session,
@@ -31,11 +34,8 @@ from interop import (
     stdio_command_session,
     text_of,
 )
-from mcp.shared.exceptions import MCPError
-from procs import running
-
-from mcp_tasks import models
-from mcp_tasks.runtime.mcp_client import TaskNotSupported, TasksClientSession, raw_request
+from testkit.procs import running
+from testkit.wait import until_async
 
 pytestmark = [pytest.mark.usefixtures("node_modules"), pytest.mark.anyio]
 
@@ -50,7 +50,7 @@ def ts_http(tmp_path_factory: pytest.TempPathFactory, node_modules: None) -> Ite
 
 
 def ts_stdio(**kwargs: Any) -> AbstractAsyncContextManager[TasksClientSession]:
-    script = [str(HERE / "ts_server.mjs"), "--stdio"]
+    script = [str(INTEROP_DIR / "ts_server.mjs"), "--stdio"]
     return stdio_command_session(str(node_path()), script, node_env(), **kwargs)
 
 
@@ -110,9 +110,7 @@ async def test_slow_compute_with_progress(connect: Any) -> None:
         # R-LIST-3
         assert task.taskId in {t.taskId for t in await s.tasks.list_all()}
         # R-PROGRESS-1: progress for the original token after CreateTaskResult
-        with anyio.fail_after(WAIT):
-            while not progress:
-                await anyio.sleep(0.05)
+        await until_async(lambda: progress, WAIT, what="progress for p-1")
         assert all(p.progress_token == "p-1" for p in progress)
         # R-TOOL-3: an optional tool also runs without a task
         assert (
@@ -173,7 +171,7 @@ def mcptask(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_against_ts_server(ts_http: TsServer) -> None:
-    stdio = f"{node_path()} {HERE / 'ts_server.mjs'} --stdio"
+    stdio = f"{node_path()} {INTEROP_DIR / 'ts_server.mjs'} --stdio"
     for target in (ts_http.url, stdio):
         ok = mcptask("call", target, "slow_compute", "seconds=0.3", "label=cli", "--task")
         assert ok.returncode == 0, ok.stderr

@@ -1,9 +1,10 @@
-"""Fixtures for tests/mcp live in ``mcp_e2e`` (importable by the test modules too)."""
+"""Fixtures for tests/mcp live in ``testkit.mcp_e2e`` (importable by the test modules too)."""
 
-from mcp_e2e import (  # noqa: F401
+from testkit.mcp_e2e import (  # noqa: F401
     anyio_backend,
     connect,
     http_server,
     http_server_factory,
+    http_server_pool,
     tokens_file,
 )

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ext_wire import ExtClient
 from mcp.shared.exceptions import MCPError
-from mcp_e2e import HttpServer, http_session
 
 from mcp_tasks.runtime.core import FACE as CORE_FACE
 from mcp_tasks.runtime.extension import FACE as EXT_FACE
 from mcp_tasks.runtime.sqlite import SqliteTaskStore
+from testkit.ext_wire import ExtClient
+from testkit.mcp_e2e import HttpServer, http_session
 
 pytestmark = pytest.mark.anyio
 

@@ -22,15 +22,15 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
-from interop import run_node
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from procs import free_port, python_env, stop_process, wait_listening
 
 from mcp_tasks.extension import protocol as ext
 from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime.mcp_client import TaskRequestor, raw_request
 from mcp_tasks.runtime.mcp_ext_client import TasksClientExtension
+from testkit.interop import run_node
+from testkit.procs import free_port, python_env, stop_process, wait_listening
 
 pytestmark = pytest.mark.anyio
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_e2e import interrupt_cli_task
 
 from mcp_tasks.cli import coerce_arguments
+from testkit.mcp_e2e import interrupt_cli_task
 
 SERVER = f"{sys.executable} -m mcp_tasks.examples.server --stdio"
 TOKEN = "tok-alice"  # a subject of mcp_e2e.TOKENS
@@ -28,14 +28,14 @@ def mcptask(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
 
 
 @pytest.fixture(scope="module")
-def token_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def token_server(tmp_path_factory: pytest.TempPathFactory, front_door: str) -> Any:
     """An example server over Streamable HTTP that binds tasks to bearer-token subjects."""
-    from mcp_e2e import TOKENS, HttpServer
+    from testkit.mcp_e2e import TOKENS, HttpServer
 
     tmp = tmp_path_factory.mktemp("cli")
     tokens = tmp / "tokens.json"
     tokens.write_text(json.dumps(TOKENS))
-    server = HttpServer("--tokens", str(tokens), log_dir=tmp)
+    server = HttpServer("--tokens", str(tokens), log_dir=tmp, front_door=front_door)
     try:
         yield server.start()
     finally:

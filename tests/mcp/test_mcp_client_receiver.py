@@ -1,12 +1,11 @@
 """Task-augmented sampling and elicitation from server to client, end to end over stdio
-(R-CAP-1, R-CREATE-2, R-INPUT-3). The server (``client_task_server.py``, a subprocess)
-is the requestor; ``TasksClientSession`` is the receiver."""
+(R-CAP-1, R-CREATE-2, R-INPUT-3). The server (``python -m testkit.client_task_server``, a
+subprocess) is the requestor; ``TasksClientSession`` is the receiver."""
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -14,10 +13,11 @@ import pytest
 from mcp import StdioServerParameters, stdio_client
 
 from mcp_tasks.runtime.mcp_client import TasksClientSession
+from testkit.procs import python_env
 
 pytestmark = pytest.mark.anyio
 
-SERVER = str(Path(__file__).with_name("client_task_server.py"))
+SERVER = ["-m", "testkit.client_task_server"]
 RELATED = "io.modelcontextprotocol/related-task"
 
 
@@ -36,7 +36,7 @@ async def _run(kind: str, *, receive_tasks: bool = True, decline: bool = False) 
             return types.ElicitResult(action="decline")
         return types.ElicitResult(action="accept", content={"name": "Ada"})
 
-    params = StdioServerParameters(command=sys.executable, args=[SERVER])
+    params = StdioServerParameters(command=sys.executable, args=SERVER, env=python_env())
     async with stdio_client(params) as (read, write):
         async with TasksClientSession(
             read,

@@ -13,10 +13,11 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp_e2e import CONFIRM_OUTCOMES, assert_tasks_contract, run_confirm_delete, text_of
 
 from mcp_tasks import models
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, raw_request
+from testkit.mcp_e2e import CONFIRM_OUTCOMES, assert_tasks_contract, run_confirm_delete, text_of
+from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -82,9 +83,7 @@ async def test_completed_with_progress_and_status_notifications(connect: Any) ->
         assert result.meta is not None
         assert result.meta["io.modelcontextprotocol/related-task"] == {"taskId": task.taskId}
         # R-PROGRESS-1: progress for the original token arrives after CreateTaskResult
-        with anyio.fail_after(WAIT):
-            while len(progress) <= created_at_count[0]:
-                await anyio.sleep(0.05)
+        await until_async(lambda: len(progress) > created_at_count[0], WAIT, what="progress")
         assert all(p.progress_token == "tok-1" for p in progress)
         # R-NOTIFY-1: the status notification carries the whole Task, no related-task _meta
         with anyio.fail_after(WAIT):

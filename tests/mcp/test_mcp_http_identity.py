@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp_e2e import http_session
 
 from mcp_tasks import models
+from testkit.mcp_e2e import http_session
 
 pytestmark = pytest.mark.anyio
 

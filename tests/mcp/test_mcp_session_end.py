@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from mcp_e2e import http_session, stdio_session
 
 from mcp_tasks import protocol
 from mcp_tasks.runtime.sqlite import SqliteTaskStore
+from testkit.mcp_e2e import http_session, stdio_session
+from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -26,19 +26,19 @@ LONG = {"seconds": 600, "label": "orphan"}
 
 
 async def _status_when_settled(db: Path, task_id: str) -> str:
-    """The task's stored status once it is terminal (or after a generous minute)."""
+    """The task's stored status once it is terminal."""
+
+    async def status() -> Any:
+        rec = await store.get(task_id)
+        assert rec is not None, "the task is in the store"
+        return rec.status
+
     store = SqliteTaskStore(db)
     try:
-        status = ""
-        with anyio.move_on_after(60):
-            while True:
-                rec = await store.get(task_id)
-                assert rec is not None, "the task is in the store"
-                status = str(rec.status)
-                if rec.status in protocol.TERMINAL:
-                    break
-                await anyio.sleep(0.1)
-        return status
+        settled = await until_async(
+            status, satisfied=lambda s: s in protocol.TERMINAL, interval=0.1, what="terminal"
+        )
+        return str(settled)
     finally:
         await store.close()
 

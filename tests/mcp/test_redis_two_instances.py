@@ -17,17 +17,18 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from ext_wire import ExtClient
 from mcp.shared.exceptions import MCPError
-from mcp_e2e import HttpServer, http_session
-from redis_fixtures import (  # noqa: F401
+
+from mcp_tasks import models
+from testkit.ext_wire import ExtClient
+from testkit.mcp_e2e import HttpServer, http_session
+from testkit.redis_fixtures import (  # noqa: F401
     RedisServer,
     fresh_redis_server,
     redis_server,
     unique_namespace,
 )
-
-from mcp_tasks import models
+from testkit.wait import until, until_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -63,12 +64,11 @@ def two_servers(
 
 
 async def _until(task_status: Any, want: set[str], timeout: float = 90) -> models.Task:
-    with anyio.fail_after(timeout):
-        while True:
-            t: models.Task = await task_status()
-            if t.status.value in want:
-                return t
-            await anyio.sleep(0.1)
+    """``await task_status()`` once the task's status is in ``want``."""
+    task: models.Task = await until_async(
+        task_status, timeout, satisfied=lambda t: t.status.value in want, interval=0.1
+    )
+    return task
 
 
 async def test_create_on_a_result_on_b_cancel_on_a(two_servers: TwoServers) -> None:
@@ -106,6 +106,8 @@ async def test_create_on_a_result_on_b_cancel_on_a(two_servers: TwoServers) -> N
         with anyio.fail_after(120):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(hold_result)
+                # No observable tells that B's wait began (it is inside B's process), and a
+                # cancel that comes first gets the same answer: a pause makes "held" likely.
                 await anyio.sleep(0.5)
                 cancelled = await sa.tasks.cancel(long)
                 assert cancelled.status == models.TaskStatus.cancelled
@@ -221,14 +223,19 @@ async def test_redis_restart_clear_errors_then_normal(
                 await call()
             assert err.value.code == -32603
             assert "Task store unavailable" in err.value.error.message
-        await anyio.sleep(2.5)  # the running task ends while Redis is down
+        # the running task ends while Redis is down: its outcome cannot be stored, and the
+        # server says so in its log (and stays up)
+        until(
+            lambda: f"task {running}: could not store its outcome" in server.log(),
+            what="the running task ends while Redis is down",
+        )
         fresh_redis_server.start()
         # served normally again, with no restart of the server (Redis kept no data)
+        created = await until_async(
+            lambda: s.tasks.call_tool_as_task("slow_compute", {"seconds": 0}),
+            ignoring=(MCPError,),  # the store is not reconnected yet
+            interval=0.2,
+            what="a task is created again",
+        )
         with anyio.fail_after(60):
-            while True:
-                try:
-                    tid = (await s.tasks.call_tool_as_task("slow_compute", {"seconds": 0})).task
-                    break
-                except MCPError:
-                    await anyio.sleep(0.2)
-            assert _text(await s.tasks.result(tid.taskId)) == "done after 0s (no label)"
+            assert _text(await s.tasks.result(created.task.taskId)) == "done after 0s (no label)"

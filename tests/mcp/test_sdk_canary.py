@@ -369,3 +369,100 @@ def test_transport_standalone_stream() -> None:
         assert _init_assigns(streamable_http.StreamableHTTPServerTransport, attr), changed(
             f"StreamableHTTPServerTransport.{attr} is gone"
         )
+
+
+# ---------------------------------------------------------------------- the front doors
+
+
+def test_inbound_envelope_helpers() -> None:
+    """mcp.shared.inbound envelope helpers: classify, ladder rejection, routing headers."""
+    import mcp.shared.inbound as inbound
+
+    for name in (
+        "classify_inbound_request",
+        "InboundLadderRejection",
+        "find_duplicated_routing_header",
+        "decode_header_value",
+        "encode_header_value",
+        "ERROR_CODE_HTTP_STATUS",
+        "MCP_PROTOCOL_VERSION_HEADER",
+        "MCP_NAME_HEADER",
+    ):
+        assert hasattr(inbound, name), changed(f"mcp.shared.inbound.{name} is gone")
+    assert _sdk.decode_header_value(_sdk.encode_header_value("t\u00e9")) == "t\u00e9"
+    assert _params(inbound.find_duplicated_routing_header) == ["headers"], changed(
+        "find_duplicated_routing_header(headers) changed"
+    )
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": ext.REVISION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    doc = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": "t", "_meta": meta}}
+    headers = {"mcp-protocol-version": ext.REVISION, "mcp-method": "tasks/get", "mcp-name": "t"}
+    raw = [(k.encode(), v.encode()) for k, v in headers.items()]
+    route = _sdk.modern_route(doc, {"headers": raw}, headers)
+    assert route is not None and route.protocol_version == ext.REVISION, changed(
+        "classify_inbound_request(doc, headers=...) of a modern tasks/get"
+    )
+    twice = {"headers": [*raw, (b"mcp-method", b"tasks/get")]}
+    assert _sdk.modern_route(doc, twice, headers) is None, changed("repeated routing headers")
+
+
+def test_streamable_http_session_header_and_accept() -> None:
+    """streamable_http session header and Accept: Mcp-Session-Id, check_accept_headers."""
+    from starlette.requests import Request
+
+    assert _sdk.MCP_SESSION_ID_HEADER.lower() == "mcp-session-id", changed("the session header")
+    scope = {"type": "http", "headers": [(b"accept", b"application/json, text/event-stream")]}
+    assert _sdk.accepts(Request(scope)) == (True, True), changed("check_accept_headers(request)")
+
+
+def test_transport_security_middleware() -> None:
+    """TransportSecurityMiddleware(settings): validate_request(request, is_post=True)."""
+    from mcp.server.transport_security import TransportSecurityMiddleware
+
+    assert "is_post" in _params(TransportSecurityMiddleware.validate_request), changed(
+        "TransportSecurityMiddleware.validate_request(request, is_post) changed"
+    )
+
+    class Manager:
+        security_settings = None
+
+    assert isinstance(_sdk.transport_security(Manager()), TransportSecurityMiddleware)
+
+
+def test_auth_context_get_access_token() -> None:
+    """auth_context.get_access_token: the verified bearer token of the request."""
+    from mcp.server.auth.middleware import auth_context
+
+    assert callable(getattr(auth_context, "get_access_token", None)), changed(
+        "auth_context.get_access_token is gone"
+    )
+    assert _sdk.current_subject() is None  # no request being served
+
+
+def test_input_round_result_type() -> None:
+    """InputRequiredResult.result_type default: the resultType of an MRTR input round."""
+    assert _sdk.input_round_result_type() == "input_required", changed(
+        "InputRequiredResult.result_type's default"
+    )
+
+
+def test_server_add_notification_handler() -> None:
+    """Server.add_notification_handler: client notifications reach the face's handler."""
+    assert _params(Server.add_notification_handler) == ["method", "params_type", "handler"], (
+        changed("Server.add_notification_handler(method, params_type, handler) changed")
+    )
+    from mcp_tasks.runtime.mcp_server import McpTasks
+
+    server = Server("canary")
+    McpTasks(server)
+    assert server.get_notification_handler(protocol.NOTIFICATIONS_TASKS_STATUS) is not None
+
+
+def test_handshake_versions() -> None:
+    """mcp_types.version handshake versions: HANDSHAKE_PROTOCOL_VERSIONS, the default."""
+    assert protocol.REVISION in _sdk.HANDSHAKE_PROTOCOL_VERSIONS, changed(
+        "HANDSHAKE_PROTOCOL_VERSIONS lacks 2025-11-25"
+    )
+    assert isinstance(_sdk.DEFAULT_NEGOTIATED_VERSION, str)

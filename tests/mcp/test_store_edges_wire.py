@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from outage_runs import AUTH, TOKENS, CoreClient, Redis, Server
-from redis_fixtures import redis_server_binary
+
+from testkit.example_server import HttpServer
+from testkit.outage_runs import AUTH, TOKENS, CoreClient, example_server
+from testkit.procs import running
+from testkit.redis_fixtures import RedisServer
+from testkit.wait import until
 
 LONE = "\ud800"
 META = "io.modelcontextprotocol/"
@@ -28,27 +32,21 @@ TERMINAL = {"completed", "failed", "cancelled"}
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+def server(request: pytest.FixtureRequest, tmp_path: Path, front_door: str) -> Iterator[HttpServer]:
+    """The example server on a store of this test's own, behind ``front_door``."""
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps(TOKENS))
-    redis: Redis | None = None
-    if request.param == "sqlite":
-        store = f"sqlite:{tmp_path / 'tasks.db'}"
-    else:
-        redis_server_binary()  # skips (or fails under CI) without redis-server
-        redis = Redis(tmp_path / "redis", persist=False).start()
-        store = f"redis://127.0.0.1:{redis.port}/0?namespace=edges"
-    srv = Server(store, tokens, tmp_path).start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
-        if redis is not None:
-            redis.stop()
+    with ExitStack() as stack:
+        if request.param == "sqlite":
+            store = f"sqlite:{tmp_path / 'tasks.db'}"
+        else:
+            redis = stack.enter_context(running(RedisServer(tmp_path / "redis")))
+            store = f"{redis.url}?namespace=edges"
+        yield stack.enter_context(running(example_server(store, tokens, tmp_path, front_door)))
 
 
-def log_of(server: Server) -> str:
-    return "".join(p.read_text(errors="replace") for p in server.log_dir.glob("server-*.log"))
+def log_of(server: HttpServer) -> str:
+    return server.log()
 
 
 def ext(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -79,16 +77,17 @@ def ext(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def wait_ext(url: str, task_id: str, timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        got: dict[str, Any] = ext(url, "tasks/get", {"taskId": task_id})["result"]
-        if got["status"] in TERMINAL or time.monotonic() > deadline:
-            return got
-        time.sleep(0.05)
+def wait_ext(url: str, task_id: str) -> dict[str, Any]:
+    """The extension's ``tasks/get`` of ``task_id`` once terminal."""
+    got: dict[str, Any] = until(
+        lambda: ext(url, "tasks/get", {"taskId": task_id})["result"],
+        satisfied=lambda g: g["status"] in TERMINAL,
+        what=f"task {task_id} ends",
+    )
+    return got
 
 
-def test_task_id_with_a_lone_surrogate_is_invalid_params_R_ERR_1_X_GET_8(server: Server) -> None:
+def test_task_id_with_a_lone_surrogate_is_invalid_params_R_ERR_1_X_GET_8(server: HttpServer) -> None:
     for method in ("tasks/get", "tasks/cancel"):
         err = ext(server.url, method, {"taskId": f"ab{LONE}"})["error"]
         assert err == {"code": -32602, "message": "Failed to retrieve task: Task not found"}
@@ -103,7 +102,7 @@ def test_task_id_with_a_lone_surrogate_is_invalid_params_R_ERR_1_X_GET_8(server:
     assert "Task store unavailable" not in log_of(server)
 
 
-def test_tool_result_with_a_lone_surrogate_comes_back_exactly_X_GET_9(server: Server) -> None:
+def test_tool_result_with_a_lone_surrogate_comes_back_exactly_X_GET_9(server: HttpServer) -> None:
     label = f"x{LONE}y"
     call = {"name": "slow_compute", "arguments": {"seconds": 0, "label": label}}
     tid = ext(server.url, "tools/call", call)["result"]["taskId"]
@@ -113,7 +112,7 @@ def test_tool_result_with_a_lone_surrogate_comes_back_exactly_X_GET_9(server: Se
     assert "could not" not in log_of(server)
 
 
-def test_ttl_shorter_than_the_work_does_not_end_it_R_TTL_2_R_TTL_3(server: Server) -> None:
+def test_ttl_shorter_than_the_work_does_not_end_it_R_TTL_2_R_TTL_3(server: HttpServer) -> None:
     core = CoreClient(server.url)
     try:
         args = {"seconds": 3, "label": "short ttl"}

@@ -11,17 +11,28 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from outage_runs import RUNS, one_run
-from redis_fixtures import redis_server_binary
+
+from testkit.doors import FRONT_DOORS
+from testkit.outage_runs import RUNS, one_run
+from testkit.redis_fixtures import redis_server_binary
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("run", RUNS)
-def test_outage_run_loses_nothing_and_leaves_nothing_stuck(run: str, tmp_path: Path) -> None:
+#: each Redis run's two instances take one front door each; the SQLite run, one per door
+CASES = [
+    *((run, "both") for run in RUNS if run.startswith("redis")),
+    *(("sqlite-lock", door) for door in FRONT_DOORS),
+]
+
+
+@pytest.mark.parametrize(("run", "doors"), CASES)
+def test_outage_run_loses_nothing_and_leaves_nothing_stuck(
+    run: str, doors: str, tmp_path: Path
+) -> None:
     if run.startswith("redis"):
         redis_server_binary()  # skips (or fails under CI) without redis-server
-    counts = one_run(run, tmp_path, seconds=6.0)
+    counts = one_run(run, tmp_path, 6.0, None if doors == "both" else doors)
     print(counts.line())
     assert counts.acknowledged > 0
     assert counts.kept > 0, "no outcome ended during the blink: the run checked nothing"

@@ -1,18 +1,22 @@
 """The task endpoint for the task methods (``McpTasks.streamable_http_app``): it answers the task
 methods of both faces itself, and leaves every request the SDK would refuse to the SDK, so
-refusals are the SDK's own, byte for byte, with or without it. The isolation, limits,
-error-shape and fuzz tests of ``tests/security`` run against both paths."""
+refusals are the SDK's own, byte for byte, with or without it.
+
+The server runs in this process (``serving``), so a test can read the task endpoint's own
+counters (``answered``, ``passed``). Tests named ``..._sdks_own`` or ``..._answers_...``
+send the same requests through both front doors (``serving(SDK)``, ``serving(ENDPOINT)``)
+and compare the answers; the others take the ``front_door`` fixture and run through each,
+checking the counters only on the door that has them. Every other test of ``tests/mcp``,
+``tests/security`` and ``tests/interop`` runs through both doors by its server fixture."""
 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -22,16 +26,16 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
-
-from ext_wire import ExtClient
-from procs import free_port
-from sec_harness import RawHttp
-
 from mcp_tasks.examples.server import build_server
+from mcp_tasks.runtime._sdk import http_session, session_manager
 from mcp_tasks.runtime.mcp_server import McpTasks, tidy_http_errors
 from mcp_tasks.runtime.memory import InMemoryTaskStore
 from mcp_tasks.testing.store_conformance import record
+from testkit.doors import ENDPOINT, SDK, task_endpoint
+from testkit.ext_wire import ExtClient
+from testkit.procs import free_port
+from testkit.sec_harness import RawHttp, parse_body
+from testkit.wait import until
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
 
@@ -49,20 +53,21 @@ class InProc:
 
 @contextmanager
 def serving(
+    front_door: str,
     *,
-    task_endpoint: bool = True,
     tokens: dict[str, str] | None = None,
     build: Any = None,
     prepare: Any = None,
     **app_kwargs: Any,
 ) -> Iterator[InProc]:
     """The example server (or ``build()``'s) in this process (its own thread and event
-    loop), with the task endpoint or not; ``prepare(app)`` may change the app first."""
+    loop), its task requests through ``front_door``; ``prepare(app)`` may change the app
+    first."""
     if build is not None:
         mcp, tasks = build()
     else:
         mcp, tasks = build_server(store=InMemoryTaskStore(), tokens=tokens)
-    app = tasks.streamable_http_app(task_endpoint=task_endpoint, **app_kwargs)
+    app = tasks.streamable_http_app(task_endpoint=task_endpoint(front_door), **app_kwargs)
     if prepare is not None:
         prepare(app)
     app = tidy_http_errors(app)
@@ -75,10 +80,12 @@ def serving(
 
     thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
+
+    def started() -> bool:
+        assert thread.is_alive(), "the server's thread ended before it started"
+        return bool(server.started)
+
+    until(started, interval=0.02, what="the in-process server starts")
     try:
         yield InProc(f"http://127.0.0.1:{port}/mcp", tasks)
     finally:
@@ -108,9 +115,9 @@ def _lifecycle_2025(url: str, token: str | None = None) -> list[Any]:
 
 def test_task_endpoint_answers_the_2025_task_methods() -> None:
     """Same answers with and without it; with it, the task methods never reach the SDK."""
-    with serving(task_endpoint=False) as slow:
+    with serving(SDK) as slow:
         expected = _lifecycle_2025(slow.url)
-    with serving() as fast:
+    with serving(ENDPOINT) as fast:
         got = _lifecycle_2025(fast.url)
         assert fast.answered >= 6  # tools/call, tasks/get (>= 1), list, result, cancel, get x2
         assert fast.tasks.task_endpoint.passed >= 2  # initialize, notifications/initialized
@@ -136,9 +143,9 @@ def _lifecycle_ext(url: str, headers: dict[str, str] | None = None) -> list[Any]
 
 
 def test_task_endpoint_answers_the_extension_task_methods() -> None:
-    with serving(task_endpoint=False) as slow:
+    with serving(SDK) as slow:
         expected = _lifecycle_ext(slow.url)
-    with serving() as fast:
+    with serving(ENDPOINT) as fast:
         got = _lifecycle_ext(fast.url)
         assert fast.answered >= 4  # tools/call (task), tasks/get, tasks/cancel, tasks/get
     assert got == expected
@@ -184,9 +191,9 @@ def _refusals(url: str, token_of_session: str | None) -> dict[str, Any]:
 def test_refusals_are_the_sdks_own(token: str | None) -> None:
     """Every request the SDK refuses is refused the same way with the task endpoint in front."""
     tokens = TOKENS if token else None
-    with serving(task_endpoint=False, tokens=tokens, max_request_body_size=4096) as slow:
+    with serving(SDK, tokens=tokens, max_request_body_size=4096) as slow:
         expected = _refusals(slow.url, token)
-    with serving(tokens=tokens, max_request_body_size=4096) as fast:
+    with serving(ENDPOINT, tokens=tokens, max_request_body_size=4096) as fast:
         got = _refusals(fast.url, token)
         assert fast.answered == 0
     assert got == expected
@@ -202,37 +209,42 @@ def test_extension_refusals_are_the_sdks_own() -> None:
                 c.send("tasks/get", {"taskId": "x", "_meta": {"x": 1}}, tasks=False),
             ]
 
-    with serving(task_endpoint=False) as slow:
+    with serving(SDK) as slow:
         expected = refusals(slow.url)
-    with serving() as fast:
+    with serving(ENDPOINT) as fast:
         got = refusals(fast.url)
     assert got == expected
     assert all("error" in answer for answer in expected[:2])
 
 
-def test_endpoint_polls_keep_the_session_alive() -> None:
-    """A client that only polls (through the task endpoint) holds its session's idle timer
-    as the SDK's transport does: the session outlives its idle timeout while polled."""
-    with serving(session_idle_timeout=1.0) as fast, RawHttp(fast.url) as c:
+def test_polls_keep_the_session_alive(front_door: str) -> None:
+    """A client that only polls holds its session's idle timer, through the task endpoint as
+    through the SDK's transport: the session outlives its idle timeout while polled."""
+    with serving(front_door, session_idle_timeout=1.0) as fast, RawHttp(fast.url) as c:
         task_id = c.create("slow_compute", {"seconds": 0})
         end = time.monotonic() + 2.5
-        while time.monotonic() < end:
+        while time.monotonic() < end:  # polling for longer than the idle timeout ...
             assert c.ok("tasks/get", {"taskId": task_id})["taskId"] == task_id
-            time.sleep(0.3)
-        time.sleep(1.6)  # now idle past the timeout: the SDK ends the session
+            time.sleep(0.3)  # ... at a pace well inside it: the behaviour under test
+        # now idle: the SDK ends the session once its timeout passes (watched in process,
+        # where a look does not count as activity)
+        manager = session_manager(fast.tasks.server)
+        assert c.session_id is not None
+        until(lambda: http_session(manager, c.session_id, None) is None, what="the idle-out")
         gone = c.post_raw(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tasks/get"}))
         assert gone.status == 404
 
 
-def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware() -> None:
-    """Middleware added to the app afterwards (CORS here) runs for the task endpoint's answers too."""
+def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware(front_door: str) -> None:
+    """Middleware added to the app afterwards (CORS here) runs for the task requests on both
+    doors: the task endpoint's answers too."""
     from starlette.middleware.cors import CORSMiddleware
 
     def add_cors(app: Any) -> None:
         app.add_middleware(CORSMiddleware, allow_origins=["http://127.0.0.1:1"])
         assert app.routes and app.user_middleware  # the Starlette app's own attributes
 
-    with serving(prepare=add_cors) as fast, RawHttp(fast.url) as c:
+    with serving(front_door, prepare=add_cors) as fast, RawHttp(fast.url) as c:
         task_id = c.create("slow_compute", {"seconds": 0})
         r = c.http.post(
             fast.url,
@@ -240,8 +252,9 @@ def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware() -> None:
             json={"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {"taskId": task_id}},
         )
         assert r.headers.get("access-control-allow-origin") == "http://127.0.0.1:1"
-        assert r.json()["result"]["taskId"] == task_id
-        assert fast.answered >= 2
+        (answer,) = parse_body(r.headers["content-type"], r.text)  # JSON or an event stream
+        assert answer["result"]["taskId"] == task_id
+        assert fast.answered >= 2 or front_door == SDK
 
 
 def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
@@ -262,7 +275,7 @@ def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
             self.waiting += 1
             self.most = max(self.most, self.waiting)
             try:
-                await anyio.sleep(0.2)
+                await anyio.sleep(0.2)  # a connection slower than the tasks end
             finally:
                 self.waiting -= 1
 
@@ -280,10 +293,10 @@ def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
     assert dropped == 50 - NOTIFY_BACKLOG
 
 
-def test_result_of_a_running_task_is_answered_when_it_ends() -> None:
-    """R-RESULT-2: tasks/result of a running task blocks until it ends; at the task endpoint as
-    one JSON answer (the server's SDK path would answer with an event stream here)."""
-    with serving() as fast, RawHttp(fast.url) as c:
+def test_result_of_a_running_task_is_answered_when_it_ends(front_door: str) -> None:
+    """R-RESULT-2: tasks/result of a running task blocks until it ends, on both doors; at the
+    task endpoint as one JSON answer (the SDK's pipeline may answer with an event stream)."""
+    with serving(front_door) as fast, RawHttp(fast.url) as c:
         task_id = c.create("slow_compute", {"seconds": 0.3})
         before = fast.answered
         r = c.http.post(
@@ -296,13 +309,15 @@ def test_result_of_a_running_task_is_answered_when_it_ends() -> None:
                 "params": {"taskId": task_id},
             },
         )
-        assert r.headers["content-type"] == "application/json"
-        assert r.json()["result"]["content"][0]["text"].startswith("done after 0.3s")
-        assert fast.answered == before + 1
+        (answer,) = parse_body(r.headers["content-type"], r.text)
+        assert answer["result"]["content"][0]["text"].startswith("done after 0.3s")
+        if front_door == ENDPOINT:
+            assert r.headers["content-type"] == "application/json"
+            assert fast.answered == before + 1
 
 
-def test_a_client_that_leaves_while_its_result_waits_costs_nothing_after() -> None:
-    with serving() as fast, RawHttp(fast.url) as c:
+def test_a_client_that_leaves_while_its_result_waits_costs_nothing_after(front_door: str) -> None:
+    with serving(front_door) as fast, RawHttp(fast.url) as c:
         task_id = c.create("slow_compute", {"seconds": 1.0})
         body = {"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": {"taskId": task_id}}
         with pytest.raises(httpx.TimeoutException):
@@ -338,9 +353,9 @@ def test_mcp_param_headers_are_checked_on_both_paths() -> None:
             good = c.send("tools/call", args, headers={"Mcp-Param-Region": "eu"})
             return [bad, missing, good["result"]["resultType"]]
 
-    with serving(task_endpoint=False, build=_regional) as slow:
+    with serving(SDK, build=_regional) as slow:
         expected = calls(slow.url)
-    with serving(build=_regional) as fast:
+    with serving(ENDPOINT, build=_regional) as fast:
         got = calls(fast.url)
         assert fast.answered == 1  # the good one; the refusals are the SDK's
     assert got == expected

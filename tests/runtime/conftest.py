@@ -1,8 +1,8 @@
 """Fixtures of the runtime tests: a redis-server of the session (``redis_server``,
-``redis_url``) and one per test (``fresh_redis_server``), from ``tests/redis_fixtures.py``."""
+``redis_url``) and one per test (``fresh_redis_server``), from ``testkit.redis_fixtures``."""
 
 from __future__ import annotations
 
-from redis_fixtures import fresh_redis_server, redis_server, redis_url
+from testkit.redis_fixtures import fresh_redis_server, redis_server, redis_url
 
 __all__ = ["fresh_redis_server", "redis_server", "redis_url"]

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from redis_fixtures import RedisServer
+from testkit.redis_fixtures import RedisServer
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_redis.py"
 

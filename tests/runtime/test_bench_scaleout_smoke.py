@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from redis_fixtures import redis_server_binary
+
+from testkit.redis_fixtures import redis_server_binary
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "peers" / "scaleout.py"
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import anyio
 import pytest
-from core_calls import Asked, create_task, handle
 
 from mcp_tasks.errors import (
     ConcurrencyLimitExceeded,
@@ -31,6 +30,8 @@ from mcp_tasks.runtime import (
     TaskEngine,
 )
 from mcp_tasks.store import TaskRecord, TaskStore
+from testkit.core_calls import Asked, create_task, handle
+from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -53,10 +54,9 @@ class Clock:
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], TaskStore]:
     if request.param == "memory":
         return InMemoryTaskStore
-    if request.param == "redis":  # a shared store: tests/redis_fixtures.py starts redis-server
-        from redis_fixtures import unique_namespace
-
+    if request.param == "redis":  # a shared store: testkit.redis_fixtures starts redis-server
         from mcp_tasks.runtime.redis import RedisTaskStore
+        from testkit.redis_fixtures import unique_namespace
 
         url, ns = request.getfixturevalue("redis_server").url, unique_namespace()
         return lambda: RedisTaskStore(url, namespace=ns)
@@ -107,12 +107,34 @@ async def call(eng: TaskEngine, method: str, ctx: RequestContext = ALICE, **para
 async def wait_status(
     eng: TaskEngine, tid: str, status: str, ctx: RequestContext = ALICE
 ) -> dict[str, Any]:
-    with anyio.fail_after(5):
-        while True:
-            t: dict[str, Any] = await call(eng, "tasks/get", ctx, taskId=tid)
-            if t["status"] == status:
-                return t
-            await anyio.sleep(0.001)
+    task: dict[str, Any] = await until_async(
+        lambda: call(eng, "tasks/get", ctx, taskId=tid),
+        satisfied=lambda t: t["status"] == status,
+        what=f"task {tid} {status}",
+    )
+    return task
+
+
+async def wound_down(eng: TaskEngine) -> None:
+    """Every run of ``eng`` ended (a shared store may wake a waiter a moment before)."""
+    await until_async(lambda: not eng.running, what="every run wound down")
+
+
+def waiting_on(eng: TaskEngine, tid: str) -> int:
+    """How many ``tasks/result`` calls wait on the signal of ``tid``'s run."""
+    return len(eng.runs.active[tid].changed._event._waiters)  # type: ignore[attr-defined]
+
+
+def started_gate() -> tuple[anyio.Event, anyio.Event, Callable[[TaskContext], Any]]:
+    """A work that says it started (``started``), then waits for the test to release it."""
+    started, release = anyio.Event(), anyio.Event()
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        started.set()
+        await release.wait()
+        return {"content": [{"type": "text", "text": "done"}], "isError": False}
+
+    return started, release, work
 
 
 async def expect_error(coro: Any, code: int, message: str | None = None) -> TaskError:
@@ -235,7 +257,7 @@ async def test_result_blocks_until_terminal_every_waiter_wakes_R_RESULT_2(
     async with anyio.create_task_group() as tg:
         for _ in range(10):
             tg.start_soon(waiter)
-        await anyio.sleep(0.05)
+        await until_async(lambda: waiting_on(engine, tid) == 10, what="10 waiters wait")
         assert got == []  # still blocked
         ev.set()
     assert len(got) == 10 and all(g["content"][0]["text"] == "done" for g in got)
@@ -244,18 +266,17 @@ async def test_result_blocks_until_terminal_every_waiter_wakes_R_RESULT_2(
 async def test_cancelled_waiters_are_cleaned_up_R_RESULT_2(engine: TaskEngine) -> None:
     ev, work = gate()
     tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
-    for _ in range(20):
-        with anyio.move_on_after(0.01):
-            await call(engine, "tasks/result", taskId=tid)
-    run = engine.runs.active[tid]
+    async with anyio.create_task_group() as tg:
+        for _ in range(20):
+            tg.start_soon(lambda: call(engine, "tasks/result", taskId=tid))
+        # every one of them waits on the task's change signal, then goes away
+        await until_async(lambda: waiting_on(engine, tid) == 20, what="20 waiters wait")
+        tg.cancel_scope.cancel()
     # the waiters went away: nothing of theirs is left on the task's change signal
-    assert not run.changed._event._waiters  # type: ignore[attr-defined]
+    assert waiting_on(engine, tid) == 0
     ev.set()
     await call(engine, "tasks/result", taskId=tid)
-    # a shared store may wake the waiter a moment before the run has wound down
-    with anyio.fail_after(5):
-        while engine.running:
-            await anyio.sleep(0.01)
+    await wound_down(engine)
 
 
 # ---------------------------------------------------------------- cancelling
@@ -264,21 +285,23 @@ async def test_cancelled_waiters_are_cleaned_up_R_RESULT_2(engine: TaskEngine) -
 async def test_cancel_stops_work_and_is_cancelled_before_answer_R_CANCEL_2(
     engine: TaskEngine,
 ) -> None:
-    stopped = anyio.Event()
+    started, stopped = anyio.Event(), anyio.Event()
 
     async def work(tc: TaskContext) -> dict[str, Any]:
+        started.set()
         try:
-            await anyio.sleep(60)
+            await anyio.sleep(60)  # a long work: the cancel stops it
         finally:
             stopped.set()
         return {}
 
     tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
-    await anyio.sleep(0.01)
+    with anyio.fail_after(30):
+        await started.wait()
     answer = await call(engine, "tasks/cancel", taskId=tid)
     assert answer["status"] == "cancelled" and answer["taskId"] == tid
     assert (await call(engine, "tasks/get", taskId=tid))["status"] == "cancelled"
-    with anyio.fail_after(2):
+    with anyio.fail_after(30):
         await stopped.wait()
     await expect_error(call(engine, "tasks/result", taskId=tid), -32800)
 
@@ -305,9 +328,7 @@ async def test_stays_cancelled_when_work_completes_anyway_R_CANCEL_3(engine: Tas
     tid = (await create_task(engine, ALICE, "tools/call", stubborn))["task"]["taskId"]
     await call(engine, "tasks/cancel", taskId=tid)
     release.set()
-    with anyio.fail_after(2):
-        while engine.running:
-            await anyio.sleep(0.001)
+    await wound_down(engine)
     t = await call(engine, "tasks/get", taskId=tid)
     assert t["status"] == "cancelled"
     await expect_error(call(engine, "tasks/result", taskId=tid), -32800)
@@ -401,9 +422,7 @@ async def test_ttl_from_creation_ends_work_when_configured_R_TTL_3(
         clock.now += 1.5
         assert await eng.sweep() == 1
         await expect_error(call(eng, "tasks/get", taskId=running), -32602, EXPIRED)
-        with anyio.fail_after(2):
-            while eng.running:
-                await anyio.sleep(0.001)
+        await wound_down(eng)
     await eng.store.close()
 
 
@@ -424,7 +443,7 @@ async def test_waiter_on_expiring_task_wakes_R_TTL_3(engine: TaskEngine, clock: 
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(waiter)
-        await anyio.sleep(0.02)
+        await until_async(lambda: waiting_on(engine, tid) == 1, what="the waiter waits")
         clock.now += engine.config.max_ttl_ms / 1000 + 1
         await engine.sweep()
     assert [e.message for e in errors] == [EXPIRED]
@@ -687,17 +706,23 @@ async def test_input_redelivered_when_waiter_leaves_R_INPUT_3(engine: TaskEngine
     tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     await wait_status(engine, tid, "input_required")
 
-    async def never(p: Asked) -> dict[str, Any]:
-        await anyio.sleep(60)
+    delivered = anyio.Event()
+
+    async def never(p: Asked) -> dict[str, Any]:  # takes the input request, never answers
+        delivered.set()
+        await anyio.sleep_forever()
         return {}
 
-    with anyio.move_on_after(0.05):
-        await handle(engine, "tasks/result", {"taskId": tid}, ALICE, on_input=never)
+    async with anyio.create_task_group() as tg:  # the waiter leaves mid-delivery
+        tg.start_soon(lambda: handle(engine, "tasks/result", {"taskId": tid}, ALICE, on_input=never))
+        with anyio.fail_after(30):
+            await delivered.wait()
+        tg.cancel_scope.cancel()
 
     async def answer(p: Asked) -> dict[str, Any]:
         return {"role": "assistant", "content": {"type": "text", "text": "x"}}
 
-    with anyio.fail_after(2):
+    with anyio.fail_after(30):
         got = await handle(engine, "tasks/result", {"taskId": tid}, ALICE, on_input=answer)
     assert got["role"] == "assistant"
 
@@ -727,9 +752,7 @@ async def test_cancel_while_waiting_for_input_R_INPUT_1_R_CANCEL_2(engine: TaskE
     tid = (await create_task(engine, ALICE, "tools/call", work))["task"]["taskId"]
     await wait_status(engine, tid, "input_required")
     assert (await call(engine, "tasks/cancel", taskId=tid))["status"] == "cancelled"
-    with anyio.fail_after(2):
-        while engine.running:
-            await anyio.sleep(0.001)
+    await wound_down(engine)
     assert (await call(engine, "tasks/get", taskId=tid))["status"] == "cancelled"
 
 
@@ -738,9 +761,10 @@ async def test_engine_not_started_and_shutdown_fails_running(
 ) -> None:
     eng = make_engine()
     await expect_error(create_task(eng, ALICE, "tools/call", instant), -32603)
-    ev, work = gate()
+    started, _release, work = started_gate()
     async with eng:
         tid = (await create_task(eng, ALICE, "tools/call", work))["task"]["taskId"]
-        await anyio.sleep(0.01)
+        with anyio.fail_after(30):
+            await started.wait()  # the engine stops while its work runs
     rec = await eng.store.get(tid)
     assert rec is not None and rec.status.value == "failed" and rec.status_message

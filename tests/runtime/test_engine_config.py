@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,6 @@ from typing import Any
 import anyio
 import pytest
 from click.testing import CliRunner
-from core_calls import create_task, handle
 
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.handlers import RequestContext
@@ -31,6 +29,9 @@ from mcp_tasks.protocol import (
 from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
 from mcp_tasks.store import TaskRecord
 from mcptask_gen.cli import main as generate
+from testkit.core_calls import create_task, handle
+from testkit.importing import imported
+from testkit.wait import until_async
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_ORIGINAL = REPO.parent / "shared" / "mcp-schema" / "2025-11-25-original" / "schema.json"
@@ -130,14 +131,9 @@ def original_pkg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             os.environ.pop("MCPTASK_GEN_CACHE_DIR", None)
         else:
             os.environ["MCPTASK_GEN_CACHE_DIR"] = old
-    sys.path.insert(0, str(root))
-    try:
+    with imported(root, "mcp_tasks_original") as pkg:  # from its directory, not sys.path
         importlib.import_module("mcp_tasks_original.runtime")
-        yield importlib.import_module("mcp_tasks_original")
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m.split(".")[0] == "mcp_tasks_original"]:
-            del sys.modules[name]
+        yield pkg
 
 
 def test_pinned_schema_allows_unlimited_ttl_R_TTL_2() -> None:
@@ -223,9 +219,8 @@ async def test_cancel_requestor_tasks_R_CANCEL_2() -> None:
         assert (await handle(engine, "tasks/get", {"taskId": bobs}, BOB))["status"] != (
             CANCELLED.value
         )
-        with anyio.fail_after(5):  # the cancelled works wind down; only bob's still runs
-            while engine.running > 1:
-                await anyio.sleep(0.01)
+        # the cancelled works wind down; only bob's still runs
+        await until_async(lambda: engine.running == 1, what="only bob's work runs")
         assert statuses.count(("alice", CANCELLED.value)) == 3
         assert await engine.cancel_requestor_tasks("alice", "again") == 0
         assert await engine.cancel_requestor_tasks("nobody", "x") == 0

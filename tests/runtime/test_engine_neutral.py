@@ -11,8 +11,6 @@ from typing import Any
 
 import anyio
 import pytest
-from core_calls import handle
-from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import TaskNotFound
 from mcp_tasks.handlers import RequestContext
@@ -37,6 +35,9 @@ from mcp_tasks.runtime import (
 )
 from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import TaskRecord, TaskStore
+from testkit.core_calls import handle
+from testkit.redis_fixtures import RedisServer, unique_namespace
+from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -95,12 +96,11 @@ def asking(n: int) -> Callable[[TaskContext], Any]:
 
 
 async def until(engine: TaskEngine, tid: str, check: Callable[[TaskView], bool]) -> TaskView:
-    with anyio.fail_after(10):
-        while True:
-            view = await engine.view("alice", tid, face=OTHER)
-            if check(view):
-                return view
-            await anyio.sleep(0.005)
+    """The task's view once ``check`` holds for it."""
+    view: TaskView = await until_async(
+        lambda: engine.view("alice", tid, face=OTHER), satisfied=check, what=f"task {tid}"
+    )
+    return view
 
 
 async def test_create_is_stored_before_it_returns(engine: TaskEngine) -> None:

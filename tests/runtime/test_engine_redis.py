@@ -9,13 +9,14 @@ from typing import Any
 
 import anyio
 import pytest
-from core_calls import Asked, create_task, handle
-from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import JsonRpcError, RequestCancelled, TaskError
 from mcp_tasks.handlers import RequestContext
 from mcp_tasks.runtime import EngineConfig, TaskContext, TaskEngine
 from mcp_tasks.runtime.redis import RedisTaskStore
+from testkit.core_calls import Asked, create_task, handle
+from testkit.redis_fixtures import RedisServer, unique_namespace
+from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +57,8 @@ async def test_result_on_b_wakes_when_a_finishes(redis_url: str) -> None:
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(wait_result)
-                await anyio.sleep(0.2)
+                # B's tasks/result watches the task (its wake-up comes through Redis)
+                await until_async(lambda: b.store.events.watchers.get(tid), what="B waits")
                 release.set()
         assert out["content"] == [{"type": "text", "text": "done"}]
         assert out["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": tid}
@@ -83,8 +85,7 @@ async def test_cancel_on_b_stops_work_on_a(redis_url: str) -> None:
             cancelled = await handle(b, "tasks/cancel", {"taskId": tid}, ALICE)
             assert cancelled["status"] == "cancelled"
             await stopped.wait()  # R-CANCEL-2 across instances
-            while a.running:
-                await anyio.sleep(0.01)
+        await until_async(lambda: not a.running, what="A's run ended")
         got = await handle(a, "tasks/get", {"taskId": tid}, ALICE)
         assert got["status"] == "cancelled"  # the late end of the work changed nothing
         with pytest.raises(RequestCancelled) as ei:
@@ -138,7 +139,10 @@ async def test_abandoned_delivery_is_offered_again(redis_url: str) -> None:
         answer = await tc.request_input("elicitation/create", {"message": "?"})
         return {"content": [{"type": "text", "text": str(answer["n"])}]}
 
-    async def never(p: Asked) -> dict[str, Any]:
+    delivered = anyio.Event()
+
+    async def never(p: Asked) -> dict[str, Any]:  # takes the input request, never answers
+        delivered.set()
         await anyio.sleep_forever()
         return {}
 
@@ -147,8 +151,11 @@ async def test_abandoned_delivery_is_offered_again(redis_url: str) -> None:
 
     async with two_engines(redis_url) as (a, b):
         tid = (await create_task(a, ALICE, "tools/call", work))["task"]["taskId"]
-        with anyio.move_on_after(1.0):  # this tasks/result call goes away mid-delivery
-            await handle(b, "tasks/result", {"taskId": tid}, ALICE, on_input=never)
+        async with anyio.create_task_group() as tg:  # this tasks/result goes away mid-delivery
+            tg.start_soon(lambda: handle(b, "tasks/result", {"taskId": tid}, ALICE, on_input=never))
+            with anyio.fail_after(60):
+                await delivered.wait()
+            tg.cancel_scope.cancel()
         with anyio.fail_after(60):
             out = await handle(a, "tasks/result", {"taskId": tid}, ALICE, on_input=answer)
         assert out["content"] == [{"type": "text", "text": "7"}]
@@ -243,17 +250,19 @@ async def test_cursors_agree_again_after_redis_lost_its_data_R_LIST_2(
             async with TaskEngine(sb, cfg) as b:
                 for _ in "xy":
                     await create_task(b, ALICE, "tools/call", work)
-                with anyio.fail_after(30):
-                    for first, second in ((b, a), (a, b)):
-                        while True:
-                            page = await handle(first, "tasks/list", {}, ALICE)
-                            try:
-                                await handle(
-                                    second, "tasks/list", {"cursor": page["nextCursor"]}, ALICE
-                                )
-                                break
-                            except TaskError:  # not adopted yet: the heartbeat re-reads it
-                                await anyio.sleep(0.1)
+                for first, second in ((b, a), (a, b)):
+
+                    async def cursor_accepted(first: Any = first, second: Any = second) -> bool:
+                        page = await handle(first, "tasks/list", {}, ALICE)
+                        await handle(second, "tasks/list", {"cursor": page["nextCursor"]}, ALICE)
+                        return True
+
+                    await until_async(  # TaskError: not adopted yet, the heartbeat re-reads it
+                        cursor_accepted,
+                        ignoring=(TaskError,),
+                        interval=0.1,
+                        what="the other instance accepts the cursor",
+                    )
     finally:
         for s in stores:
             await s.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -15,7 +14,6 @@ from typing import Any
 
 import anyio
 import pytest
-from core_calls import create_task, handle
 
 from mcp_tasks.errors import TaskAlreadyTerminal, TaskError
 from mcp_tasks.handlers import RequestContext
@@ -27,6 +25,9 @@ from mcp_tasks.runtime import (
     TaskEngine,
 )
 from mcp_tasks.store import TaskStore
+from testkit.core_calls import create_task, handle
+from testkit.procs import python_env
+from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
 CTX = RequestContext(requestor="racer")
@@ -54,6 +55,7 @@ async def test_cancel_complete_race_1000_R_CANCEL_2_R_CANCEL_3_R_STATE_3(
     delays: dict[str, tuple[int, int]] = {}
 
     async def checkpoints(k: int) -> None:
+        """The race's handicap: ``k`` scheduler turns (and, for SQLite, real time)."""
         if kind == "sqlite":  # store calls hop to a thread: jitter in real time
             await anyio.sleep(k * 0.02)
         for _ in range(k):
@@ -72,7 +74,10 @@ async def test_cancel_complete_race_1000_R_CANCEL_2_R_CANCEL_3_R_STATE_3(
         # scheduler turns, so either may win
         delays.update({tid: (rng.randrange(4), rng.randrange(4)) for tid in ids})
 
+        at_the_line: list[str] = []
+
         async def cancel(tid: str) -> None:
+            at_the_line.append(tid)
             await go.wait()
             await checkpoints(delays[tid][1])
             try:
@@ -87,11 +92,9 @@ async def test_cancel_complete_race_1000_R_CANCEL_2_R_CANCEL_3_R_STATE_3(
         async with anyio.create_task_group() as tg:
             for tid in ids:
                 tg.start_soon(cancel, tid)
-            await anyio.sleep(0.01)
+            await until_async(lambda: len(at_the_line) == n, what="every cancel at the line")
             go.set()
-        with anyio.fail_after(30):
-            while eng.running:
-                await anyio.sleep(0.005)
+        await until_async(lambda: not eng.running, what="every run ended")
         assert not unexpected
         counts = {"cancelled": 0, "completed": 0}
         for tid in ids:
@@ -116,6 +119,7 @@ CHILD = textwrap.dedent("""
     import json, sys, anyio
     from mcp_tasks.handlers import RequestContext
     from mcp_tasks.runtime import CoreTasks, EngineConfig, SqliteTaskStore, TaskEngine
+    from testkit.wait import until_async
 
     async def main(path):
         ctx = RequestContext(requestor="alice")
@@ -135,8 +139,10 @@ CHILD = textwrap.dedent("""
                 return await tc.request_input("elicitation/create", {"message": "?"})
             asking = (await core.dispatch_augmented("tools/call", {"task": {}}, ctx, work=ask))["task"]["taskId"]
             await asking_started.wait()
-            while (await core.dispatch("tasks/get", {"taskId": asking}, ctx))["status"] != "input_required":
-                await anyio.sleep(0.001)
+            await until_async(
+                lambda: core.dispatch("tasks/get", {"taskId": asking}, ctx),
+                satisfied=lambda t: t["status"] == "input_required",
+            )
             print(json.dumps({"done": done, "hung": hung, "asking": asking}), flush=True)
             await anyio.sleep_forever()
 
@@ -153,7 +159,7 @@ async def test_sigkill_restart_sqlite(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env=python_env(),  # testkit on its PYTHONPATH
     )
     try:
         assert proc.stdout is not None

@@ -13,7 +13,6 @@ from typing import Any
 import anyio
 import pytest
 from anyio.from_thread import start_blocking_portal
-from core_calls import create_task, handle
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
@@ -28,6 +27,7 @@ from mcp_tasks.runtime import (
     TaskContext,
     TaskEngine,
 )
+from testkit.core_calls import create_task, handle
 
 USERS = [RequestContext(requestor="alice"), RequestContext(requestor="bob")]
 TERMINAL = {"completed", "failed", "cancelled"}

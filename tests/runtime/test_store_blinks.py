@@ -16,7 +16,12 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
-from blinks import (
+
+from mcp_tasks.errors import TaskError
+from mcp_tasks.runtime import EngineConfig, SqliteTaskStore, TaskEngine
+from mcp_tasks.runtime.coordination import LEASE_EXPIRED_MESSAGE
+from mcp_tasks.runtime.redis import RedisTaskStore
+from testkit.blinks import (
     CORE,
     EXTENSION,
     FACES,
@@ -26,15 +31,10 @@ from blinks import (
     count_reads,
     result_of,
     runtime_logs,
-    until,
 )
-from procs import running
-from redis_fixtures import RedisServer, unique_namespace
-
-from mcp_tasks.errors import TaskError
-from mcp_tasks.runtime import EngineConfig, SqliteTaskStore, TaskEngine
-from mcp_tasks.runtime.coordination import LEASE_EXPIRED_MESSAGE
-from mcp_tasks.runtime.redis import RedisTaskStore
+from testkit.procs import running
+from testkit.redis_fixtures import RedisServer, unique_namespace
+from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -52,7 +52,7 @@ async def start_on_both_faces(engine: TaskEngine, gate: Gate, n: int) -> list[tu
     for name in FACES:
         face = Face(engine, name)
         out += [(face, await face.start(gate.work)) for _ in range(n)]
-    await until(lambda: gate.started == len(out), what="every work started")
+    await until_async(lambda: gate.started == len(out), what="every work started")
     return out
 
 
@@ -70,7 +70,7 @@ class HeldResult:
         """Start it; return once it has read its task (it waits from then on)."""
         before = self.reads[self.task_id]
         tg.start_soon(self.run)
-        await until(lambda: self.reads[self.task_id] > before, what="tasks/result read it")
+        await until_async(lambda: self.reads[self.task_id] > before, what="tasks/result read it")
 
     async def run(self) -> None:
         try:
@@ -104,7 +104,7 @@ async def test_outcome_of_work_ending_in_redis_outage_is_stored_once_back(
                     server.stop()
                     gate.release.set()
                     # every outcome's first write failed (the store said so in the log)
-                    await until(lambda: all(logs.mentions(tid) for _, tid in tasks))
+                    await until_async(lambda: all(logs.mentions(tid) for _, tid in tasks))
                     server.start()
                     for face, tid in tasks:
                         await face.assert_completed_exactly(tid)
@@ -115,7 +115,7 @@ async def test_outcome_of_work_ending_in_redis_outage_is_stored_once_back(
                     result_of(held.task_id)["content"]
                 )
                 assert await store.count_active("alice") == 0  # no slot held (R-SEC-4)
-                await until(lambda: engine.running == 0)
+                await until_async(lambda: engine.running == 0)
         finally:
             await store.close()
 
@@ -136,11 +136,11 @@ async def test_redis_without_persistence_loses_tasks_but_nothing_hangs(tmp_path:
                     await held.hold(tg)
                     server.stop()
                     gate.release.set()
-                    await until(lambda: all(logs.mentions(tid) for _, tid in tasks))
+                    await until_async(lambda: all(logs.mentions(tid) for _, tid in tasks))
                     server.start()
                     with anyio.fail_after(60):
                         await held.done.wait()
-                await until(lambda: engine.running == 0)
+                await until_async(lambda: engine.running == 0)
                 assert held.error is not None and held.error.code == -32602
                 for face, tid in tasks:
                     with pytest.raises(TaskError) as err:
@@ -178,7 +178,7 @@ async def test_outage_against_the_lease_fails_no_live_instance(tmp_path: Path, o
                 async with TaskEngine(stores[2], EngineConfig(**CONFIG)) as c:
                     dead_face = Face(c, CORE)
                     dead = await dead_face.start(Gate().work)  # never released
-                    await until(lambda: gate.started == len(tasks))
+                    await until_async(lambda: gate.started == len(tasks))
                     server.stop()
                 # c is gone (its engine stopped while Redis was down: nothing it could say)
                 await anyio.sleep(lease * (0.5 if outage == "shorter" else 2.5))
@@ -216,14 +216,14 @@ async def test_held_results_across_an_outage_say_what_happened_R_ERR_1(tmp_path:
                 gate = Gate()
                 on_a, on_b = Face(a, CORE), Face(b, CORE)
                 tid = await on_a.start(gate.work)
-                await until(lambda: gate.started == 1)
+                await until_async(lambda: gate.started == 1)
                 here, there = HeldResult(on_a, tid), HeldResult(on_b, tid)
                 async with anyio.create_task_group() as tg:
                     await here.hold(tg)
                     await there.hold(tg)
                     server.stop()
                     gate.release.set()
-                    await until(lambda: logs.mentions(tid))
+                    await until_async(lambda: logs.mentions(tid))
                     with anyio.fail_after(60):
                         await there.done.wait()  # its fallback read found Redis down
                     server.start()
@@ -267,10 +267,10 @@ async def test_sqlite_locked_across_task_ends_keeps_every_result(tmp_path: Path)
                         await held.hold(tg)
                         await lock.take()
                         gate.release.set()
-                        await until(lambda: gate.returned == len(tasks))
+                        await until_async(lambda: gate.returned == len(tasks))
                         # readers still see the tasks working (WAL) while writes wait
                         assert (await tasks[1][0].get(tasks[1][1]))["status"] == "working"
-                        await until(lambda: logs.mentions("database is locked"))
+                        await until_async(lambda: logs.mentions("database is locked"))
                         lock.release()
                         for face, tid in tasks:
                             await face.assert_completed_exactly(tid)
@@ -282,6 +282,6 @@ async def test_sqlite_locked_across_task_ends_keeps_every_result(tmp_path: Path)
                 assert held.answer is not None
                 assert held.answer["content"] == result_of(held.task_id)["content"]
                 assert await store.count_active("alice") == 0
-                await until(lambda: engine.running == 0)
+                await until_async(lambda: engine.running == 0)
         finally:
             await store.close()

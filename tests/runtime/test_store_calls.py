@@ -11,7 +11,6 @@ from typing import Any, Unpack
 
 import anyio
 import pytest
-from core_calls import create_task, handle
 
 from mcp_tasks.errors import ConcurrencyLimitExceeded, TaskNotFound
 from mcp_tasks.handlers import RequestContext
@@ -25,6 +24,8 @@ from mcp_tasks.protocol import (
 )
 from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine, runs
 from mcp_tasks.store import Change, TaskRecord, TaskStore
+from testkit.core_calls import create_task, handle
+from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -85,8 +86,7 @@ async def lifecycle(
     store.calls.clear()
     tid = (await create_task(engine, ALICE, TOOLS_CALL, work))["task"]["taskId"]
     if settle:
-        while engine.running:
-            await anyio.sleep(0)
+        await until_async(lambda: not engine.running, what="the task's run ended")
     if get:
         assert (await handle(engine, TASKS_GET, {"taskId": tid}, ALICE))["status"] == COMPLETED
     await handle(engine, TASKS_RESULT, {"taskId": tid}, ALICE)

@@ -11,7 +11,6 @@ from typing import Any
 
 import anyio
 import pytest
-from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED
@@ -19,6 +18,8 @@ from mcp_tasks.runtime.cursor import CursorCodec
 from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import SharedTaskStore
 from mcp_tasks.testing.store_conformance import T0, SharedStoreConformance, record
+from testkit.redis_fixtures import RedisServer, unique_namespace
+from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -71,9 +72,8 @@ async def test_redis_expiry_backstop_and_no_leftovers(redis_url: str) -> None:
         await store.create(record("forever", created_at=now, ttl_ms=None))
         pttl = await store.redis.pttl(f"{store.ns}:{{{store.tag('alice')}}}:t:short")
         assert 0 < pttl <= 300
-        with anyio.fail_after(30):
-            while await store.redis.exists(f"{store.ns}:{{{store.tag('alice')}}}:t:short"):
-                await anyio.sleep(0.05)
+        key = f"{store.ns}:{{{store.tag('alice')}}}:t:short"
+        await until_async(lambda: store.redis.exists(key), satisfied=lambda n: not n, what="expiry")
         # Redis expired it before any sweep: listing and counting skip the leftovers
         assert [r.task_id for r in await store.list_tasks("alice", after=None, limit=10)] == [
             "forever"
@@ -221,9 +221,9 @@ async def test_cursor_secret_followed_without_a_noticed_outage(
             finally:
                 await other.close()
             assert new != first
-            with anyio.fail_after(30):
-                while await a.shared_secret() != new:
-                    await anyio.sleep(0.05)
+            await until_async(
+                a.shared_secret, satisfied=lambda got: got == new, what="A adopts the secret"
+            )
             tg.cancel_scope.cancel()
     finally:
         await a.close()
@@ -244,8 +244,7 @@ async def test_scripts_load_from_package_files_with_matching_sha(
 
 
 def test_redis_fixture_fails_under_ci_when_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    import redis_fixtures
-
+    from testkit import redis_fixtures
     monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.setenv("CI", "1")
     with pytest.raises(pytest.fail.Exception, match="redis-server is not installed"):
@@ -269,13 +268,17 @@ async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
             await dead.start(tg)
             await dead.create(record("d1"))
             tg.cancel_scope.cancel()
-        # until `live` sees `dead` silent for a lease of store clock (each look is a contact:
-        # the clock runs; nothing is reaped by looking)
-        keys = [live.keys.instances, live.keys.clock]
-        args = [live.leases._lease_ms, live.instance_id, live.leases._gap_ms]
-        with anyio.fail_after(30):
-            while dead.instance_id not in await live._run.eval(scripting.LIST_DEAD, keys, args):
-                await anyio.sleep(0.02)
+
+        async def dead_listed() -> list[str]:  # by Redis's clock, as the reaper sees it
+            ids = await live._run.eval(
+                scripting.LIST_DEAD, [live.keys.instances, live.keys.clock],
+                [200, live.instance_id, live.leases._gap_ms],
+            )
+            return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
+
+        await until_async(
+            dead_listed, satisfied=lambda ids: dead.instance_id in ids, what="the lease expires"
+        )
         run = live._run
         real_send = run._send
 

@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from blinks import CORE, EXTENSION, FACES, Face, runtime_logs
-from redis_fixtures import RedisServer, unique_namespace
 
 from mcp_tasks.errors import TaskError
 from mcp_tasks.meta import RELATED_TASK_KEY
@@ -25,6 +23,9 @@ from mcp_tasks.runtime import (
     TaskEngine,
 )
 from mcp_tasks.store import TaskStore
+from testkit.blinks import CORE, EXTENSION, FACES, Face, runtime_logs
+from testkit.redis_fixtures import RedisServer, unique_namespace
+from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -106,10 +107,10 @@ async def test_status_message_with_a_lone_surrogate_is_stored_replaced(store: Ta
     async with engine_on(store) as engine:
         f = Face(engine, CORE)
         tid = await f.start(work)
-        with anyio.fail_after(30):
-            while (await f.get(tid)).get("statusMessage") is None:
-                await anyio.sleep(0.01)
-        assert (await f.get(tid))["statusMessage"] in (f"half{LONE}way", "half\ufffdway")
+        seen = await until_async(
+            lambda: f.get(tid), satisfied=lambda g: g.get("statusMessage"), what="the message"
+        )
+        assert seen["statusMessage"] in (f"half{LONE}way", "half\ufffdway")
         release.set()
         assert (await f.ended(tid))["status"] == "completed"
 

@@ -1,4 +1,4 @@
-"""Fixtures for the hardening tests; helpers live in ``sec_harness``."""
+"""Fixtures for the hardening tests; helpers live in ``testkit.sec_harness``."""
 
 from __future__ import annotations
 
@@ -8,33 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from procs import started_servers
-from sec_harness import FUZZ_COUNTS, SOAK_REPORT, TOKENS, HttpServer
 
-#: Modules whose tests run against both paths of the example server: the task endpoint for
-#: the task methods (the default) and the SDK's own per-request machinery (``--no-task-endpoint``).
-BOTH_PATHS = frozenset({"test_isolation", "test_limits", "test_wire_fuzz", "test_ext_bad_input"})
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    module = metafunc.module.__name__.rpartition(".")[2]
-    if "server_factory" in metafunc.fixturenames and module in BOTH_PATHS:
-        metafunc.parametrize("http_path", ["endpoint", "sdk"])
+from testkit.procs import started_servers
+from testkit.sec_harness import FUZZ_COUNTS, SOAK_REPORT, TOKENS, HttpServer
 
 
 @pytest.fixture
-def http_path() -> str:
-    """Which path serves the task methods: ``endpoint`` (the default) or ``sdk``."""
-    return "endpoint"
-
-
-@pytest.fixture
-def server_factory(tmp_path: Path, http_path: str) -> Iterator[Callable[..., HttpServer]]:
-    """``make(*args, engine_config=None)``: a started example server; stopped by PID afterwards."""
-    extra = ("--no-task-endpoint",) if http_path == "sdk" else ()
+def server_factory(tmp_path: Path, front_door: str) -> Iterator[Callable[..., HttpServer]]:
+    """``make(*args, engine_config=None)``: a started example server, its task requests
+    through ``front_door`` (each test runs through both doors); stopped by PID afterwards."""
 
     def make(*args: str, **kwargs: Any) -> HttpServer:
-        return HttpServer(*args, *extra, log_dir=tmp_path, **kwargs)
+        return HttpServer(*args, log_dir=tmp_path, front_door=front_door, **kwargs)
 
     with started_servers(make) as start:
         yield start

@@ -18,9 +18,6 @@ With Redis the restarted instance is a new one: the killed instance's tasks beco
 from __future__ import annotations
 
 import random
-import shutil
-import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -29,12 +26,17 @@ from typing import Any
 
 import httpx
 import pytest
-from procs import free_port
-from sec_harness import HttpServer, RawHttp
+
+from testkit.redis_fixtures import RedisServer, fresh_redis_server
+from testkit.sec_harness import HttpServer, RawHttp
+from testkit.wait import until
+
+__all__ = ["fresh_redis_server"]  # the Redis of the redis store_arg
 
 TERMINAL = {"completed", "failed", "cancelled"}
 THREADS = 4
-LOAD_SECONDS = 3.0
+#: tasks the load has seen finish (and fetched) when the server is killed mid-request
+KILL_AFTER_FINISHED = 20
 
 
 class Load:
@@ -84,51 +86,31 @@ class Load:
                             with self.lock:
                                 self.finished[t] = (task["status"], answer)
                             mine.remove(t)
-                    time.sleep(0.01)
+                    time.sleep(0.01)  # the load's pace
         except (httpx.HTTPError, AssertionError, OSError) as exc:
             if not self.stop.is_set():
                 self.errors.append(repr(exc))
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def store_arg(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+def store_arg(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
-        yield f"sqlite:{tmp_path / 'crash.db'}"
-        return
-    exe = shutil.which("redis-server")
-    if exe is None:
-        pytest.skip("redis-server is not installed")
-    port = free_port()
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        yield f"redis://127.0.0.1:{port}/0?namespace=crash&lease=2"
-    finally:
-        proc.kill()
-        proc.wait(timeout=15)
+        return f"sqlite:{tmp_path / 'crash.db'}"
+    redis: RedisServer = request.getfixturevalue("fresh_redis_server")
+    return f"{redis.url}?namespace=crash&lease=2"
 
 
 def _settled(c: RawHttp, created: set[str], timeout: float = 60) -> dict[str, dict[str, Any]]:
     """The listing once every created task is terminal (Redis: after the dead lease)."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def listing() -> tuple[dict[str, dict[str, Any]], list[str]]:
         listed = {t["taskId"]: t for t in c.list_all()}
-        pending = [t for t in created if listed.get(t, {}).get("status") not in TERMINAL]
-        if not pending or time.monotonic() > deadline:
-            return listed
-        time.sleep(0.2)
+        return listed, [t for t in created if listed.get(t, {}).get("status") not in TERMINAL]
+
+    listed, _ = until(
+        listing, timeout, satisfied=lambda got: not got[1], interval=0.2, what="all settled"
+    )
+    return listed
 
 
 def test_sigkill_under_load(
@@ -141,7 +123,13 @@ def test_sigkill_under_load(
     threads = [threading.Thread(target=load.worker, args=(i,), daemon=True) for i in range(THREADS)]
     for t in threads:
         t.start()
-    time.sleep(LOAD_SECONDS)
+
+    def loaded() -> bool:  # results fetched, and tasks that cannot end before the kill
+        assert not load.errors, load.errors
+        with load.lock:
+            return len(load.finished) >= KILL_AFTER_FINISHED and bool(load.long)
+
+    until(loaded, what="the load is under way")
     assert not load.errors, load.errors
     server.kill()  # SIGKILL while the workers are mid-request
     load.stop.set()

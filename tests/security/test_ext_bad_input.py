@@ -8,15 +8,15 @@ serving both faces. Another requestor's task id is answered exactly like an unkn
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 import httpx
-from ext_wire import ExtClient
-from sec_harness import HttpServer, RawHttp
 
 from mcp_tasks.runtime.extension import MAX_INPUT_RESPONSES
+from testkit.ext_wire import ExtClient
+from testkit.sec_harness import HttpServer, RawHttp
+from testkit.wait import until
 
 ASKING = frozenset({"input_required"})
 
@@ -131,10 +131,12 @@ def test_expired_and_unknown_tasks_are_invalid_params(
         created = ext.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})
         assert created["ttlMs"] == 300
         tid = created["taskId"]
-        deadline = time.monotonic() + 30
-        while "error" not in (answer := ext.send("tasks/get", {"taskId": tid})):
-            assert time.monotonic() < deadline, answer
-            time.sleep(0.1)
+        answer = until(
+            lambda: ext.send("tasks/get", {"taskId": tid}),
+            satisfied=lambda answer: "error" in answer,
+            interval=0.1,
+            what=f"task {tid} expired",
+        )
         expired = answer["error"]
         assert expired["code"] == -32602 and "expired" in expired["message"].lower(), expired
         for method in ("tasks/get", "tasks/update", "tasks/cancel"):

@@ -22,9 +22,9 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from json_tree import drop_at, json_paths, set_at
 
 from mcptask_gen.cli import main
+from testkit.json_tree import drop_at, json_paths, set_at
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO.parent / "shared" / "mcp-schema" / "2025-11-25" / "schema.json"

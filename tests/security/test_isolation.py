@@ -21,9 +21,10 @@ from typing import Any
 
 import httpx
 import pytest
-from ext_wire import ExtClient
-from sec_harness import HttpServer, RawHttp
-from wire_strategies import _header_value
+
+from testkit.ext_wire import ExtClient
+from testkit.sec_harness import HttpServer, RawHttp
+from testkit.wire_strategies import _header_value
 
 CONFIG = {"page_size": 2, "rate_limit_calls": 100_000}
 TIMING_SAMPLES = 40
@@ -178,7 +179,7 @@ def test_stateless_without_identity_never_lists(
             },
         },
     )
-    from sec_harness import parse_body
+    from testkit.sec_harness import parse_body
 
     caps = parse_body(r.headers["content-type"], r.text)[0]["result"]["capabilities"]
     assert "list" not in caps["tasks"], caps

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sec_harness import HttpServer, RawHttp
+
+from testkit.sec_harness import HttpServer, RawHttp
 
 MAX_ACTIVE = 3
 RATE_CALLS = 30
@@ -75,7 +76,7 @@ def test_concurrency_and_rate_limits_hold_per_requestor(
             if t["status"] == "working":
                 alice.ok("tasks/cancel", {"taskId": t["taskId"]})
 
-    time.sleep(RATE_WINDOW_S + 0.2)  # a fresh rate window for everyone
+    time.sleep(RATE_WINDOW_S + 0.2)  # a fresh rate window for everyone (time is the limit's unit)
 
     # -- rate limit: alice floods tasks/get; bob keeps being served
     with RawHttp(url, token="tok-alice") as alice, RawHttp(url, token="tok-bob") as bob:
@@ -93,7 +94,7 @@ def test_concurrency_and_rate_limits_hold_per_requestor(
         assert len(limited) >= RATE_CALLS, "the rate limit did not hold"
         assert all("rate" in r["error"]["message"].lower() for r in limited)
         assert bob_ok == len(range(0, 3 * RATE_CALLS, 5)), "the other requestor was limited too"
-        time.sleep(RATE_WINDOW_S + 0.2)
+        time.sleep(RATE_WINDOW_S + 0.2)  # the window passes (the behaviour under test)
         assert alice.call("tasks/get", {"taskId": "again"})["error"]["code"] == -32602
 
 

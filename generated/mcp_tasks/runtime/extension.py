@@ -47,7 +47,7 @@ from ..extension import protocol as ext
 from ..extension.handlers import DISPATCH, AugmentedRequest, NoParams, TasksHandlerBase
 from ..handlers import RequestContext
 from ..store import TaskRecord
-from .core import task_json
+from .core import start_work, task_json
 from .runs import TaskView
 
 if TYPE_CHECKING:
@@ -132,17 +132,7 @@ class ExtensionTasks(TasksHandlerBase):
     ) -> models.CreateTaskResult:
         """Store the task and start its work; the flat ``CreateTaskResult`` once ``tasks/get``
         finds it (X-CREATE-3). The ttl is the server's policy (none is asked on this face)."""
-        work = request.work
-        if work is None:
-            raise InvalidParams(detail=f"{request.method}: nothing to run as a task")
-        rec = await self.engine.start(
-            ctx.requestor,
-            FACE,
-            request.method,
-            work,
-            tool_error=TOOL_ERROR,
-            progress_token=ctx.progress_token,
-        )
+        rec = await start_work(self.engine, request, ctx, FACE, tool_error=TOOL_ERROR)
         out = extension_task_json(rec)
         out["resultType"] = ext.RESULT_TYPE_TASK
         return models.CreateTaskResult.model_validate(out)

@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
-from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
 
 from ..capabilities import peer_supports
@@ -33,7 +32,7 @@ from ..protocol import (
     TASKS_RESULT,
     TERMINAL,
 )
-from ._sdk import PING, PROGRESS, connection_of, to_sdk_error
+from ._sdk import PING, PROGRESS, Connection, connection_of, to_sdk_error
 from .runs import LazyEvent, TaskContext
 
 __all__ = [
@@ -125,7 +124,9 @@ class PollOutbound(TaskDispatchContext):
     """Duck-types ``mcp.shared.dispatcher.DispatchContext`` for a tool running in a task of
     the extension face: its elicitation/sampling/roots requests become the task's pending
     input (``inputRequests``, X-UPD-1), with the tool's own params (no related-task
-    ``_meta``); progress and log notifications have no channel for a task there (X-NOTIF-7)."""
+    ``_meta``). Progress and log notifications have no channel for a task there (X-NOTIF-7):
+    progress becomes the task's ``statusMessage`` (``TaskContext.report_progress``), log
+    messages are dropped."""
 
     async def send_raw_request(
         self, method: str, params: Mapping[str, Any] | None, opts: Any = None
@@ -138,12 +139,20 @@ class PollOutbound(TaskDispatchContext):
             raise to_sdk_error(exc) from None
 
     async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
-        return None
+        if method == PROGRESS and params:  # an explicit send_progress_notification
+            value, total = params.get("progress"), params.get("total")
+            if isinstance(value, int | float):
+                message = params.get("message")
+                await self.tctx.report_progress(
+                    value,
+                    total if isinstance(total, int | float) else None,
+                    message if isinstance(message, str) else None,
+                )
 
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        return None
+        await self.tctx.report_progress(progress, total, message)
 
 
 async def request_client_task(

@@ -1,10 +1,13 @@
 """The FastMCP 4 client (``fastmcp-tasks`` registers its tasks client extension on every
 FastMCP ``Client``) driving the example server's tools on a 2026-07-28 server. Runs in the
-peer's own virtualenv (``fastmcp_peer.py``):
+peer's own virtualenv (``testkit.fastmcp_peer``):
 
-    tests/interop/.venv-fastmcp/bin/python tests/interop/fastmcp_client.py URL
+    tests/interop/.venv-fastmcp/bin/python tests/testkit/fastmcp_client.py URL
+    tests/interop/.venv-fastmcp/bin/python tests/testkit/fastmcp_client.py URL --subjects A B
 
-Prints ONE JSON object on its last line:
+Prints ONE JSON object on its last line. With ``--subjects TOKEN_A TOKEN_B`` (bearer
+tokens of two subjects), what each FastMCP client got for a task of A's (see
+:func:`subjects`); otherwise:
 
 - ``protocol_version``: what the client negotiated;
 - ``calls``: tool -> ``{"is_error", "text"}`` for ``client.call_tool`` (tasks are created,
@@ -25,7 +28,7 @@ from typing import Any
 import anyio
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
-from fastmcp_tasks import call_tool_task
+from fastmcp_tasks import ToolTask, call_tool_task
 
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("greet", {"name": "Ada"}),
@@ -73,8 +76,56 @@ async def drive(url: str) -> dict[str, Any]:
     return out
 
 
+def _outcome(exc: BaseException) -> dict[str, Any]:
+    """A refusal as the client saw it: the JSON-RPC error's code and message."""
+    error = getattr(exc, "error", None)
+    return {
+        "code": getattr(exc, "code", getattr(error, "code", None)),
+        "message": getattr(error, "message", str(exc)),
+    }
+
+
+async def _try(step: Any) -> dict[str, Any]:
+    try:
+        with anyio.fail_after(60):
+            return {"status": str((await step()).status)}
+    except Exception as exc:
+        return {"refused": _outcome(exc)}
+
+
+async def subjects(url: str, token_a: str, token_b: str) -> dict[str, Any]:
+    """A's client starts ``slow_compute(60)`` as a task; B's client asks for it and cancels
+    it; a second client of A's (a new connection, the same subject) reads it, cancels it
+    and reads it again. Also B's answer for an id nobody has. Each step: ``{"status"}`` or
+    ``{"refused": {"code", "message"}}``."""
+    out: dict[str, Any] = {}
+    async with Client(url, auth=token_a) as a, Client(url, auth=token_b) as b:
+        with anyio.fail_after(60):
+            task = await call_tool_task(a, "slow_compute", {"seconds": 60})
+        out["created"] = str((await task.status()).status)
+        foreign = ToolTask(b, "slow_compute", task.create_result)
+        out["b_get"] = await _try(foreign.status)
+        out["b_cancel"] = await _try(lambda: _cancelled(foreign))
+        nobody = task.create_result.model_copy(update={"task_id": "no-such-task"})
+        out["b_unknown"] = await _try(ToolTask(b, "slow_compute", nobody).status)
+        async with Client(url, auth=token_a) as again:
+            mine = ToolTask(again, "slow_compute", task.create_result)
+            out["a_get"] = await _try(mine.status)
+            out["a_cancel"] = await _try(lambda: _cancelled(mine))
+        out["a_after"] = await _try(task.status)  # the first connection sees the cancel
+    return out
+
+
+async def _cancelled(task: ToolTask) -> Any:
+    await task.cancel()
+    return await task.status()
+
+
 def main() -> None:
-    result = anyio.run(drive, sys.argv[1])
+    if len(sys.argv) == 5 and sys.argv[2] == "--subjects":
+        result = anyio.run(subjects, sys.argv[1], sys.argv[3], sys.argv[4])
+    else:
+        result = anyio.run(drive, sys.argv[1])
     print(json.dumps(result, default=str))
 
 

@@ -1,7 +1,7 @@
 """Shared helpers for the hardening tests: start the example server as a
 real subprocess and talk raw JSON-RPC to it, over Streamable HTTP and stdio.
 
-``tests/mcp/mcp_e2e.py`` drives the server through the ``mcp`` SDK client, which
+``testkit.mcp_e2e`` drives the server through the ``mcp`` SDK client, which
 validates what it sends; attacks need a raw wire, and the limit/soak tests need
 an example server with low limits (its ``--max-active``, ``--rate-limit``,
 ``--max-ttl``, ``--default-ttl`` and ``--page-size`` flags).
@@ -16,21 +16,37 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
-from procs import free_port, python_env, stop_process, wait_listening
 
-HERE = Path(__file__).resolve().parent
-SERVER_MODULE = "mcp_tasks.examples.server"
+from testkit.example_server import (
+    LIMIT_FLAGS,
+    SERVER_MODULE,
+    STARTUP_TIMEOUT,
+    HttpServer,
+    limit_flags,
+    rss_kb,
+    server_command,
+)
+from testkit.procs import python_env
+from testkit.wait import until
+
+__all__ = [  # re-exported from testkit.example_server: the hardening tests use them
+    "LIMIT_FLAGS",
+    "SERVER_MODULE",
+    "HttpServer",
+    "limit_flags",
+    "rss_kb",
+    "server_command",
+]
+
 PROTOCOL = "2025-11-25"
-STARTUP_TIMEOUT = 60.0
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"}
 ACCEPT = "application/json, text/event-stream"
 
@@ -38,92 +54,6 @@ ACCEPT = "application/json, text/event-stream"
 FUZZ_COUNTS: dict[str, int] = {}
 #: figures reported by the soak test (printed in pytest's terminal summary)
 SOAK_REPORT: list[str] = []
-
-
-#: EngineConfig field -> the example server's limit flag
-LIMIT_FLAGS = {
-    "max_active_per_requestor": "--max-active",
-    "max_ttl_ms": "--max-ttl",
-    "default_ttl_ms": "--default-ttl",
-    "page_size": "--page-size",
-}
-
-
-def limit_flags(engine_config: dict[str, Any] | None) -> list[str]:
-    """The example server's limit flags for these ``EngineConfig`` fields."""
-    cfg = dict(engine_config or {})
-    out: list[str] = []
-    if "rate_limit_calls" in cfg or "rate_limit_window_s" in cfg:
-        calls = cfg.pop("rate_limit_calls", 1000)
-        window = cfg.pop("rate_limit_window_s", 10.0)
-        out += ["--rate-limit", f"{calls}/{window}"]
-    for key, value in cfg.items():
-        out += [LIMIT_FLAGS[key], str(value)]
-    return out
-
-
-def server_command(*args: str, engine_config: dict[str, Any] | None = None) -> list[str]:
-    """The example server, with limit flags for ``engine_config`` (EngineConfig fields)."""
-    return [sys.executable, "-m", SERVER_MODULE, *args, *limit_flags(engine_config)]
-
-
-def rss_kb(pid: int) -> int:
-    """Resident set size of a process, in KiB (Linux /proc)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for {pid}")
-
-
-class HttpServer:
-    """One example server subprocess serving Streamable HTTP on 127.0.0.1."""
-
-    def __init__(
-        self, *args: str, log_dir: Path, engine_config: dict[str, Any] | None = None
-    ) -> None:
-        self.args = list(args)
-        self.engine_config = engine_config
-        self.log_dir = log_dir
-        self.port = 0
-        self.url = ""
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = log_dir / "server.log"
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self) -> HttpServer:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.log_path = self.log_dir / f"server-{self.port}.log"
-        cmd = server_command(
-            "--http", f"127.0.0.1:{self.port}", *self.args, engine_config=self.engine_config
-        )
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, env=python_env()
-            )
-        wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT, "server")
-        return self
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown code runs."""
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        stop_process(proc)
 
 
 # --------------------------------------------------------------------------- raw wire
@@ -272,14 +202,13 @@ class RawHttp(RawPeer):
         return str(res["task"]["taskId"])
 
     def wait(self, task_id: str, timeout: float = 60.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            task = self.ok("tasks/get", {"taskId": task_id})
-            if task["status"] in ("completed", "failed", "cancelled"):
-                return task
-            if time.monotonic() > deadline:
-                raise AssertionError(f"task {task_id} still {task['status']}")
-            time.sleep(0.05)
+        """Poll ``tasks/get`` until the task is terminal; that answer."""
+        return until(
+            lambda: self.ok("tasks/get", {"taskId": task_id}),
+            timeout,
+            satisfied=lambda task: task["status"] in TERMINAL,
+            what=f"task {task_id} terminal",
+        )
 
     def list_all(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

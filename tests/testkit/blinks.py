@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from procs import stop_process
 
 from mcp_tasks.errors import TaskError
 from mcp_tasks.extension import protocol as ext
@@ -25,10 +24,13 @@ from mcp_tasks.handlers import RequestContext
 from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime import CoreTasks, ExtensionTasks, TaskContext, TaskEngine
 from mcp_tasks.store import TaskRecord, TaskStore
+from testkit.procs import stop_process
+from testkit.wait import until_async
 
 CORE, EXTENSION = "core", "extension"
 FACES = (CORE, EXTENSION)
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
+UNAVAILABLE = "Task store unavailable"
 
 
 def context(face: str, requestor: str = "alice") -> RequestContext:
@@ -73,17 +75,26 @@ class Face:
         return await self.handler.dispatch("tasks/result", {"taskId": task_id}, self.ctx)
 
     async def ended(self, task_id: str, timeout: float = 60) -> dict[str, Any]:
-        """``tasks/get`` once terminal, polled (a store that blinks answers errors meanwhile)."""
-        with anyio.fail_after(timeout):
-            while True:
-                try:
-                    got = await self.get(task_id)
-                    if got["status"] in TERMINAL:
-                        return got
-                except TaskError as exc:
-                    if exc.message != "Task store unavailable":
-                        raise
-                await anyio.sleep(0.05)
+        """``tasks/get`` once terminal, polled (a store that blinks answers "Task store
+        unavailable" meanwhile: not yet)."""
+
+        async def probe() -> dict[str, Any] | None:
+            try:
+                return await self.get(task_id)
+            except TaskError as exc:
+                if exc.message != UNAVAILABLE:
+                    raise
+                return None
+
+        got = await until_async(
+            probe,
+            timeout,
+            satisfied=lambda g: g is not None and g["status"] in TERMINAL,
+            interval=0.05,
+            what=f"task {task_id} ends",
+        )
+        assert got is not None
+        return got
 
     async def assert_completed_exactly(self, task_id: str) -> None:
         """Completed with exactly its work's result, on this face's wire (R-RESULT-1,
@@ -131,13 +142,6 @@ class Gate:
         return result_of(tc.task_id)
 
 
-async def until(cond: Callable[[], bool], timeout: float = 60, what: str = "") -> None:
-    """Poll ``cond`` until it holds (fails after ``timeout`` seconds, naming ``what``)."""
-    with anyio.fail_after(timeout):
-        while not cond():
-            await anyio.sleep(0.02)
-
-
 class Logs(logging.Handler):
     """The runtime's warnings and errors (logger ``mcp_tasks`` and below), as text."""
 
@@ -181,7 +185,8 @@ class SqliteLock:
         self.path = path
         self.proc: subprocess.Popen[bytes] | None = None
 
-    async def take(self) -> None:
+    def take_now(self) -> None:
+        """Take the lock; return once it is held (blocks: for threads)."""
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _LOCKER, str(self.path)],
             stdin=subprocess.PIPE,
@@ -189,8 +194,12 @@ class SqliteLock:
         )
         stdout = self.proc.stdout
         assert stdout is not None
-        line = await anyio.to_thread.run_sync(stdout.readline)
+        line = stdout.readline()
         assert line == b"locked\n", line
+
+    async def take(self) -> None:
+        """:meth:`take_now`, for async tests."""
+        await anyio.to_thread.run_sync(self.take_now)
 
     def release(self) -> None:
         proc, self.proc = self.proc, None

@@ -1,9 +1,10 @@
 """Helpers and fixtures for the end-to-end tests of the mcp SDK adapter.
 
 The example server runs as a real subprocess: over Streamable HTTP on a free
-127.0.0.1 port (stopped by PID in teardown, always), or over stdio through the
-SDK's ``stdio_client``. Timeouts are generous (loaded 2-core machines); no test
-asserts on timing.
+127.0.0.1 port (``testkit.example_server``; stopped by PID in teardown, always), its
+task requests through each front door (the fixtures take ``front_door``), or over stdio
+through the SDK's ``stdio_client``. Timeouts are generous (loaded 2-core machines); no
+test asserts on timing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -26,12 +26,15 @@ import mcp_types as types
 import pytest
 from mcp import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from procs import free_port, python_env, running, started_servers, stop_process, wait_listening
 
 from mcp_tasks.runtime.mcp_client import TasksClientSession
+from testkit.doors import door_of, http_targets
+from testkit.example_server import SERVER_MODULE, HttpServer, ServerPool
+from testkit.procs import python_env, started_servers
+from testkit.wait import until
 
-STARTUP_TIMEOUT = 60.0
-SERVER_MODULE = "mcp_tasks.examples.server"
+__all__ = ["SERVER_MODULE", "HttpServer"]  # re-exported: the mcp and interop tests use them
+
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
 
 
@@ -40,47 +43,29 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-class HttpServer:
-    """One example server subprocess on 127.0.0.1."""
-
-    def __init__(self, *extra: str, log_dir: Path) -> None:
-        self.extra = list(extra)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.log_path = log_dir / f"server-{self.port}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> HttpServer:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", SERVER_MODULE, "--http", f"127.0.0.1:{self.port}", *self.extra],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=python_env(),
-        )
-        log.close()
-        wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT, "server")
-        return self
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        stop_process(proc)
-
-
-@pytest.fixture
-def http_server_factory(tmp_path: Path) -> Iterator[Callable[..., HttpServer]]:
-    """``make(*extra_args)``: a started example server; stopped by PID afterwards."""
-    with started_servers(functools.partial(HttpServer, log_dir=tmp_path)) as make:
-        yield make
+@pytest.fixture(scope="module")
+def http_server_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPool]:
+    """The module's shared example servers, one per front door (started on first use)."""
+    pool = ServerPool(tmp_path_factory.mktemp("http"))
+    try:
+        yield pool
+    finally:
+        pool.close()
 
 
 @pytest.fixture(scope="module")
-def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    """A shared plain HTTP example server (stateful sessions, memory store)."""
-    with running(HttpServer(log_dir=tmp_path_factory.mktemp("http"))) as server:
-        yield server
+def http_server(http_server_pool: ServerPool, front_door: str) -> HttpServer:
+    """A shared plain HTTP example server (stateful sessions, memory store), per door."""
+    return http_server_pool.get(front_door)
+
+
+@pytest.fixture
+def http_server_factory(tmp_path: Path, front_door: str) -> Iterator[Callable[..., HttpServer]]:
+    """``make(*extra_args)``: a started example server, its task requests through
+    ``front_door``; stopped by PID afterwards."""
+    new = functools.partial(HttpServer, log_dir=tmp_path, front_door=front_door)
+    with started_servers(new) as make:
+        yield make
 
 
 def write_tokens(path: Path, tokens: dict[str, str]) -> Path:
@@ -130,12 +115,14 @@ def stdio_session(
     return stdio_command_session(sys.executable, ["-m", module, *args], python_env(), **kwargs)
 
 
-@pytest.fixture(params=["http", "stdio"])
+@pytest.fixture(params=http_targets("stdio"))
 def connect(request: pytest.FixtureRequest) -> Any:
     """``connect(**session_kwargs)``: an initialized session to the example server over
-    Streamable HTTP (the shared server) or stdio (a fresh subprocess)."""
-    if request.param == "http":
-        server: HttpServer = request.getfixturevalue("http_server")
+    Streamable HTTP (the module's shared server, through each front door) or stdio (a fresh
+    subprocess)."""
+    door = door_of(request.param)
+    if door is not None:
+        server = request.getfixturevalue("http_server_pool").get(door)
         return lambda **kw: http_session(server.url, **kw)
     return lambda **kw: stdio_session("--stdio", **kw)
 
@@ -216,10 +203,12 @@ def interrupt_cli_task(argv: list[str], err_path: Path) -> str:
             argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True
         )
         try:
-            deadline = time.monotonic() + 60
-            while "working" not in err_path.read_text() and time.monotonic() < deadline:
+
+            def working() -> bool:
                 assert proc.poll() is None, err_path.read_text()
-                time.sleep(0.1)
+                return "working" in err_path.read_text()
+
+            until(working, 60, interval=0.1, what="the task shows working on stderr")
             task_id = err_path.read_text().split("task ", 1)[1].split(":", 1)[0]
             os.kill(proc.pid, signal.SIGINT)
             assert proc.wait(timeout=60) == 130, err_path.read_text()

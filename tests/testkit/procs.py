@@ -1,5 +1,5 @@
-"""Subprocess servers in tests: a free port, wait until one listens on 127.0.0.1, stop one by
-its PID, and run servers for the length of a ``with`` block."""
+"""Subprocess servers in tests: a free port, the environment of a Python child, wait until one
+listens on 127.0.0.1, stop one by its PID, and run servers for the length of a ``with`` block."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
+
+from testkit.wait import WaitTimeout, until
 
 
 def free_port() -> int:
@@ -21,9 +22,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: ``tests/``: on a Python child's ``PYTHONPATH``, so it can run ``python -m testkit.NAME``
+TESTS_DIR = Path(__file__).resolve().parents[1]
+
+
 def python_env() -> dict[str, str]:
-    """This process's environment for a Python child, with unbuffered output (for its log)."""
-    return dict(os.environ, PYTHONUNBUFFERED="1")
+    """This process's environment for a Python child: unbuffered output (for its log), and
+    ``tests/`` first on ``PYTHONPATH`` (pytest's ``pythonpath`` setting reaches only this
+    process), so the child can import ``testkit``."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    paths = [str(TESTS_DIR), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
 
 
 def wait_listening(
@@ -31,17 +41,18 @@ def wait_listening(
 ) -> None:
     """Return once ``proc`` accepts connections on ``port``; stop it and raise with its log if it
     exits first or does not listen within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited early:\n{log_path.read_text(errors='replace')}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    stop_process(proc)
-    raise RuntimeError(f"{what} did not start:\n{log_path.read_text(errors='replace')}")
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+
+    try:
+        until(listening, timeout, interval=0.1, ignoring=(OSError,), what=f"{what} listens")
+    except WaitTimeout:
+        stop_process(proc)
+        raise RuntimeError(f"{what} did not start:\n{log_path.read_text(errors='replace')}") from None
 
 
 def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 15) -> None:

@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from interop import HERE, node_process
+from testkit.interop import INTEROP_DIR, node_process
 
-CLI = HERE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+CLI = INTEROP_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 
 #: Every ``tasks-*`` scenario of 0.2.0-alpha.12 (``tasks-status-notifications`` is one
 #: check the suite itself always reports SKIPPED: "pending subscriptions/listen rewrite").

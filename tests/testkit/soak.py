@@ -1,7 +1,7 @@
 """Soak test of the example server: mixed traffic from many sessions.
 
-    .venv/bin/python tests/security/soak.py                      # 10 minutes (default)
-    .venv/bin/python tests/security/soak.py --soak-seconds 30    # what CI runs (via pytest)
+    PYTHONPATH=tests .venv/bin/python -m testkit.soak                    # 10 minutes (default)
+    PYTHONPATH=tests .venv/bin/python -m testkit.soak --soak-seconds 30  # as CI (via pytest)
 
 N sessions (default 50, each its own requestor) create tasks, poll them honouring
 ``pollInterval``, fetch results, answer ``input_required`` elicitations on the
@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import random
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -30,10 +29,14 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sec_harness import ACCEPT, PROTOCOL, HttpServer, init_request, parse_body, rss_kb
+from testkit.doors import ENDPOINT, FRONT_DOORS
+from testkit.sec_harness import ACCEPT, PROTOCOL, HttpServer, init_request, parse_body, rss_kb
+from testkit.wait import WaitTimeout, until_async
 
 DEFAULT_SECONDS = 600.0
+#: Seconds past the ttl for the sweep (every second) to remove every task: a deadline, not
+#: a pause (the wait ends as soon as nothing is left)
+EXPIRY_GRACE_S = 30.0
 ENV_SECONDS = "MCPTASK_SOAK_SECONDS"
 TERMINAL = {"completed", "failed", "cancelled"}
 
@@ -89,6 +92,12 @@ class Session:
     async def close(self) -> None:
         await self.http.delete(self.url, headers=self.headers())
 
+    async def gone(self) -> bool:
+        """Whether the server ended this session (it answers 404 for its id)."""
+        ping = {"jsonrpc": "2.0", "id": 0, "method": "ping"}
+        r = await self.http.post(self.url, headers=self.headers(), json=ping)
+        return r.status_code == 404
+
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.next_id += 1
         rid = self.next_id
@@ -131,7 +140,7 @@ class Session:
             task: dict[str, Any] = answer["result"]
             if task["status"] in until or task["status"] in TERMINAL:
                 return task
-            await asyncio.sleep(task.get("pollInterval", 500) / 1000)
+            await asyncio.sleep(task.get("pollInterval", 500) / 1000)  # as the server asks
 
     async def result(self, tid: str) -> dict[str, Any]:
         self.stats.results_fetched[tid] = self.stats.results_fetched.get(tid, 0) + 1
@@ -211,7 +220,7 @@ class Session:
             )
         elif r < 0.84:
             tid = await self.create("slow_compute", {"seconds": 30})
-            await asyncio.sleep(self.rng.random() * 0.3)
+            await asyncio.sleep(self.rng.random() * 0.3)  # cancel at a random moment of its run
             cancelled = await self.ok("tasks/cancel", {"taskId": tid})
             res = await self.result(tid)
             ok = cancelled["status"] == "cancelled" and res.get("error", {}).get("code") == -32800
@@ -245,6 +254,35 @@ class Session:
         self.stats.tasks["list"] = self.stats.tasks.get("list", 0) + 1
 
 
+async def _listed(sessions: list[Session]) -> int:
+    return sum([len(await s.list_all()) for s in sessions])
+
+
+async def _expired(sessions: list[Session], ttl_s: float) -> int:
+    """The tasks the sessions still list once they should all have expired: polls until
+    none is left (every ttl passed and the sweep ran), for at most ``ttl_s`` plus a
+    generous grace; 0 when all is well."""
+    try:
+        await until_async(
+            lambda: _listed(sessions),
+            ttl_s + EXPIRY_GRACE_S,
+            satisfied=lambda left: left == 0,
+            interval=0.5,
+            what="every task expired",
+        )
+    except WaitTimeout:
+        return await _listed(sessions)
+    return 0
+
+
+async def _closed(sessions: list[Session]) -> None:
+    """Close the sessions (DELETE); return once the server ended every one of them."""
+    for s in sessions:
+        await s.close()
+    for s in sessions:
+        await until_async(s.gone, what=f"session {s.sid} ended")
+
+
 def _p(values: list[float], q: float) -> float:
     if not values:
         return 0.0
@@ -275,7 +313,7 @@ async def _traffic(
     async def sample_memory() -> None:
         while time.monotonic() < deadline:
             stats.peak_rss_kb = max(stats.peak_rss_kb, rss_kb(pid))
-            await asyncio.sleep(1)
+            await asyncio.sleep(1)  # one sample a second
 
     await asyncio.gather(sample_memory(), *(run(s) for s in all_sessions))
     return all_sessions
@@ -288,15 +326,17 @@ def run_soak(
     ttl_ms: int = 10_000,
     seed: int = 8,
     log_dir: Path | None = None,
+    front_door: str = ENDPOINT,
 ) -> dict[str, Any]:
-    """Run the soak against a fresh example server; returns the report (see ``main``)."""
+    """Run the soak against a fresh example server, its task requests through ``front_door``;
+    returns the report (see ``main``)."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="soak-"))
     config = {
         "default_ttl_ms": ttl_ms,
         "max_ttl_ms": ttl_ms,
         "rate_limit_calls": 100_000,
     }
-    server = HttpServer(log_dir=log_dir, engine_config=config).start()
+    server = HttpServer(log_dir=log_dir, front_door=front_door, engine_config=config).start()
     try:
         stats = Stats(ttl_s=ttl_ms / 1000)
 
@@ -306,27 +346,21 @@ def run_soak(
             warm = await _traffic(
                 server.url, server.pid, warm_s, sessions, seed + 10_000, Stats(ttl_s=ttl_ms / 1000)
             )
-            await asyncio.sleep(ttl_ms / 1000 + 2.5)  # ttl, then the 1 s sweep
-            for s in warm:
-                await s.close()
-            await asyncio.sleep(0.5)
+            await _expired(warm, ttl_ms / 1000)
+            await _closed(warm)
             start_rss = rss_kb(server.pid)
             t0 = time.monotonic()
             live = await _traffic(server.url, server.pid, seconds, sessions, seed, stats)
             elapsed = time.monotonic() - t0
             # let everything expire, then nothing may be left
-            await asyncio.sleep(ttl_ms / 1000 + 2.5)  # ttl, then the 1 s sweep
-            leftover = 0
-            for s in live:
-                leftover += len(await s.list_all())
+            leftover = await _expired(live, ttl_ms / 1000)
             end_rss_open = rss_kb(server.pid)
-            for s in live:
-                await s.close()
-            await asyncio.sleep(0.5)
+            await _closed(live)
             end_rss = rss_kb(server.pid)
             verified = sum(v for k, v in stats.tasks.items() if k != "list")
             lost = stats.created - verified - stats.expired_in_time
             return {
+                "front_door": front_door,
                 "seconds": round(elapsed, 1),
                 "sessions": sessions,
                 "requests": stats.requests,
@@ -358,7 +392,7 @@ def run_soak(
 
 def format_report(r: dict[str, Any]) -> str:
     return (
-        f"soak {r['seconds']}s, {r['sessions']} sessions: {r['requests']} requests "
+        f"soak ({r['front_door']}) {r['seconds']}s, {r['sessions']} sessions: {r['requests']} requests "
         f"({r['throughput_rps']}/s), {r['tasks_created']} tasks ({r['tasks_per_s']}/s), "
         f"p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms; server RSS start {r['rss_start_kb'] // 1024} MiB, "
         f"peak {r['rss_peak_kb'] // 1024} MiB, end {r['rss_end_kb'] // 1024} MiB; "
@@ -380,8 +414,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--ttl-ms", type=int, default=30_000)
+    parser.add_argument(
+        "--front-door", choices=FRONT_DOORS, default=ENDPOINT, help="the task requests' door"
+    )
     args = parser.parse_args(argv)
-    report = run_soak(args.soak_seconds, sessions=args.sessions, ttl_ms=args.ttl_ms)
+    report = run_soak(
+        args.soak_seconds, sessions=args.sessions, ttl_ms=args.ttl_ms, front_door=args.front_door
+    )
     print(json.dumps(report, indent=2))
     print(format_report(report))
     bad = report["lost"] or report["problem_count"] or report["left_after_expiry"]

@@ -5,7 +5,7 @@ conformance suite and the Inspector need; the TypeScript SDK runs on it too), so
 README test command installs everything. The npm packages come from the npm registry
 through ``npm ci`` with the committed ``package-lock.json``; ``node_modules`` is
 reinstalled when it is missing or older than the lockfile (a stamp holds the lockfile's
-hash). The example server helpers are shared with ``tests/mcp`` (``mcp_e2e``).
+hash). The example server helpers are shared with ``tests/mcp`` (``testkit.mcp_e2e``).
 """
 
 from __future__ import annotations
@@ -16,20 +16,12 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from procs import free_port, stop_process, wait_listening
-
-HERE = Path(__file__).resolve().parent
-NODE_MODULES = HERE / "node_modules"
-STAMP = NODE_MODULES / ".mcptask-interop-lock.sha256"
-sys.path.insert(0, str(HERE.parent / "mcp"))
-
-from mcp_e2e import (  # noqa: E402
+from testkit.mcp_e2e import (
     CONFIRM_OUTCOMES,
     SERVER_MODULE,
     HttpServer,
@@ -41,11 +33,18 @@ from mcp_e2e import (  # noqa: E402
     stdio_session,
     text_of,
 )
+from testkit.procs import free_port, stop_process, wait_listening
+
+#: ``tests/interop``: the Node scripts, ``package.json``, its lockfile and ``node_modules``
+INTEROP_DIR = Path(__file__).resolve().parents[1] / "interop"
+NODE_MODULES = INTEROP_DIR / "node_modules"
+STAMP = NODE_MODULES / ".mcptask-interop-lock.sha256"
+
 
 __all__ = [
     "CONFIRM_OUTCOMES",
     "EXAMPLE_TASK_SUPPORT",
-    "HERE",
+    "INTEROP_DIR",
     "SERVER_MODULE",
     "HttpServer",
     "PeerServer",
@@ -98,14 +97,14 @@ def node_env() -> dict[str, str]:
 def _lock_hash() -> str:
     digest = hashlib.sha256()
     for name in ("package.json", "package-lock.json"):
-        digest.update((HERE / name).read_bytes())
+        digest.update((INTEROP_DIR / name).read_bytes())
     return digest.hexdigest()
 
 
 @contextlib.contextmanager
 def _install_lock() -> Iterator[None]:
     """Other sessions on this checkout may run the suite at the same time."""
-    key = hashlib.sha256(str(HERE).encode()).hexdigest()[:16]
+    key = hashlib.sha256(str(INTEROP_DIR).encode()).hexdigest()[:16]
     path = Path(tempfile.gettempdir()) / f"mcptask-interop-{key}.lock"
     with open(path, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -125,7 +124,7 @@ def npm_ci() -> None:
         npm_cli = node.parent.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
         out = subprocess.run(
             [str(node), str(npm_cli), "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
-            cwd=HERE,
+            cwd=INTEROP_DIR,
             env=node_env(),
             capture_output=True,
             text=True,
@@ -149,7 +148,7 @@ def node_process(*args: str, timeout: float, cwd: Path) -> subprocess.CompletedP
     )
 
 
-def run_node(*args: str, timeout: float = 180, cwd: Path = HERE) -> dict[str, Any]:
+def run_node(*args: str, timeout: float = 180, cwd: Path = INTEROP_DIR) -> dict[str, Any]:
     """Run ``node ARGS...``; its stdout's last line is one JSON object, returned."""
     out = node_process(*args, timeout=timeout, cwd=cwd)
     lines = [line for line in out.stdout.splitlines() if line.strip()]
@@ -188,7 +187,7 @@ class PeerServer:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 self.argv(self.port),
-                cwd=HERE,
+                cwd=INTEROP_DIR,
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

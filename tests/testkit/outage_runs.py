@@ -22,7 +22,9 @@ at the deadline), wrong (anything else). Creations refused meanwhile answered ``
 else. ``tests/mcp/test_store_outages.py`` runs them with bounded counts; run this file to
 print the counts::
 
-    .venv/bin/python tests/outage_runs.py [--seconds 8] [RUN ...]
+    .venv/bin/python -m testkit.outage_runs [--seconds 8] [--front-door sdk] [RUN ...]
+
+(from ``tests/``, or with ``tests`` on ``PYTHONPATH``)
 
 Processes are stopped by PID; nothing here asserts on timing.
 """
@@ -33,8 +35,6 @@ import argparse
 import itertools
 import json
 import random
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -45,11 +45,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from ext_wire import ExtClient
-from procs import free_port, python_env, stop_process, wait_listening
 
-HERE = Path(__file__).resolve().parent
-SERVER = "mcp_tasks.examples.server"
+from testkit.blinks import SqliteLock
+from testkit.doors import FRONT_DOORS
+from testkit.example_server import HttpServer
+from testkit.ext_wire import ExtClient
+from testkit.procs import running
+from testkit.redis_fixtures import RedisServer
+
 TOKENS = {"tok-alice": "alice"}
 AUTH = {"Authorization": "Bearer tok-alice"}
 CORE, EXT = "2025-11-25", "2026-07-28"
@@ -129,94 +132,14 @@ def is_unavailable(answer: dict[str, Any]) -> bool:
 # --------------------------------------------------------------------------- processes
 
 
-class Server:
-    """One example server subprocess (HTTP on 127.0.0.1), stopped by PID."""
-
-    def __init__(self, store: str, tokens: Path, log_dir: Path) -> None:
-        self.store, self.tokens, self.log_dir = store, tokens, log_dir
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.url = ""
-
-    def start(self) -> Server:
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}/mcp"
-        log_path = self.log_dir / f"server-{port}.log"
-        cmd = [
-            sys.executable, "-m", SERVER, "--http", f"127.0.0.1:{port}",
-            "--store", self.store, "--tokens", str(self.tokens),
-            "--max-active", "100000", "--rate-limit", "1000000/10",
-        ]  # fmt: skip
-        with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, env=python_env()
-            )
-        wait_listening(self.proc, port, log_path, 60, "server")
-        return self
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        stop_process(proc)
-
-
-class Redis:
-    """``redis-server`` on a free port: append-only with fsync always, or no persistence."""
-
-    def __init__(self, workdir: Path, persist: bool) -> None:
-        self.workdir, self.persist = workdir, persist
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        workdir.mkdir(parents=True, exist_ok=True)
-
-    def start(self) -> Redis:
-        keep = (
-            ("--appendonly", "yes", "--appendfsync", "always")
-            if self.persist
-            else ("--appendonly", "no")
-        )
-        cmd = [
-            "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-            *keep, "--dir", str(self.workdir),
-        ]  # fmt: skip
-        log_path = self.workdir / "redis.log"
-        with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        wait_listening(self.proc, self.port, log_path, 30, "redis-server")
-        return self
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        stop_process(proc, grace=10)
-
-
-class SqliteLock:
-    """``BEGIN EXCLUSIVE`` on an SQLite file, held by another process until ``release``."""
-
-    CODE = (
-        "import sqlite3, sys\n"
-        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-        "c.execute('PRAGMA busy_timeout=30000')\n"
-        "c.execute('BEGIN EXCLUSIVE')\n"
-        "print('locked', flush=True)\n"
-        "sys.stdin.read()\n"
-    )
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def take(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", self.CODE, str(self.path)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert line == b"locked\n", line
-
-    def release(self) -> None:
-        proc, self.proc = self.proc, None
-        stop_process(proc, grace=10)
+def example_server(store: str, tokens: Path, log_dir: Path, front_door: str) -> HttpServer:
+    """The example server on ``store`` behind ``front_door``, bound to one bearer-token
+    subject, its limits out of the way of the load."""
+    return HttpServer(
+        "--store", store, "--tokens", str(tokens),
+        "--max-active", "100000", "--rate-limit", "1000000/10",
+        log_dir=log_dir, front_door=front_door,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- one run
@@ -417,32 +340,47 @@ def classify(
         counts.problems.append(f"{task.task_id}: {res}")
 
 
-def one_run(run: str, workdir: Path, seconds: float = 8.0) -> Counts:
-    """One run (see the module): the counts."""
+def doors_of(run: str, front_door: str | None = None) -> tuple[str, ...]:
+    """The front doors of a run's servers: a Redis run's two instances take one each (every
+    Redis run goes through both doors), the SQLite run's one server ``front_door``."""
+    if run.startswith("redis"):
+        return FRONT_DOORS
+    return (front_door or FRONT_DOORS[0],)
+
+
+def one_run(
+    run: str, workdir: Path, seconds: float = 8.0, front_door: str | None = None
+) -> Counts:
+    """One run (see the module): the counts. ``front_door``: the SQLite run's door."""
     workdir.mkdir(parents=True, exist_ok=True)
     tokens = workdir / "tokens.json"
     tokens.write_text(json.dumps(TOKENS))
     counts = Counts(run)
+    doors = doors_of(run, front_door)
     with ExitStack() as stack:
-        blink: tuple[Callable[[], None], Callable[[], None]]
+        blink: tuple[Callable[[], object], Callable[[], object]]
         if run == "sqlite-lock":
             db = workdir / "tasks.db"
-            servers = [stack.enter_context(started(Server(f"sqlite:{db}", tokens, workdir)))]
+            store = f"sqlite:{db}"
             lock = SqliteLock(db)
             stack.callback(lock.release)
-            blink, hold_s = (lock.take, lock.release), 12.0
+            blink, hold_s = (lock.take_now, lock.release), 12.0
         else:
-            redis = stack.enter_context(started(Redis(workdir / "redis", run != "redis-volatile")))
+            redis = RedisServer(workdir / "redis", persist=run != "redis-volatile")
+            stack.enter_context(running(redis))
             lease = 2 if run == "redis-long" else 10
             store = f"redis://127.0.0.1:{redis.port}/0?namespace=outage&lease={lease}"
-            servers = [stack.enter_context(started(Server(store, tokens, workdir))) for _ in "ab"]
             blink, hold_s = (redis.stop, redis.start), 5.0
+        servers = [
+            stack.enter_context(running(example_server(store, tokens, workdir, door)))
+            for door in doors
+        ]
         urls = [s.url for s in servers]
         load = Load(urls, counts)
         with load.running():
-            time.sleep(min(1.5, seconds / 4))
+            time.sleep(min(1.5, seconds / 4))  # the load's own pacing: tasks run when it blinks
             blink[0]()
-            time.sleep(hold_s)
+            time.sleep(hold_s)  # the blink's length is what the run is about
             blink[1]()
             time.sleep(max(0.0, seconds - hold_s - 1.5))
         check(urls, load.tasks, counts)
@@ -453,24 +391,19 @@ def one_run(run: str, workdir: Path, seconds: float = 8.0) -> Counts:
     return counts
 
 
-@contextmanager
-def started(proc: Any) -> Iterator[Any]:
-    try:
-        yield proc.start()
-    finally:
-        proc.stop()
-
-
 def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="*", choices=[*RUNS, []], help="default: all")
     parser.add_argument("--seconds", type=float, default=8.0, help="load per run")
+    parser.add_argument(
+        "--front-door", choices=FRONT_DOORS, default=FRONT_DOORS[0], help="the SQLite run's"
+    )
     opts = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         for run in opts.runs or RUNS:
-            counts = one_run(run, Path(tmp) / run, opts.seconds)
+            counts = one_run(run, Path(tmp) / run, opts.seconds, opts.front_door)
             print(counts.line(), flush=True)
             for problem in counts.problems[:10]:
                 print(f"  {problem}")

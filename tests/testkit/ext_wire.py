@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 from typing import Any
 
 import httpx
+
+from testkit.wait import until as wait_until
 
 REVISION = "2026-07-28"
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
@@ -97,10 +98,12 @@ class ExtClient:
     def wait(
         self, task_id: str, until: frozenset[str] = TERMINAL, timeout: float = 30
     ) -> dict[str, Any]:
-        """Poll ``tasks/get`` until the status is in ``until``; the last answer."""
-        deadline = time.monotonic() + timeout
-        while True:
-            task: dict[str, Any] = self.result("tasks/get", {"taskId": task_id})
-            if task["status"] in until or time.monotonic() > deadline:
-                return task
-            time.sleep(0.05)
+        """Poll ``tasks/get`` until the status is in ``until``; that answer (a
+        :class:`~testkit.wait.WaitTimeout` naming the last status after ``timeout`` s)."""
+        task: dict[str, Any] = wait_until(
+            lambda: self.result("tasks/get", {"taskId": task_id}),
+            timeout,
+            satisfied=lambda task: task["status"] in until,
+            what=f"task {task_id} {'/'.join(sorted(until))}",
+        )
+        return task

@@ -27,7 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-VENV = HERE / ".venv-fastmcp"
+#: The peer's virtualenv, beside the interop tests (gitignored).
+VENV = HERE.parent / "interop" / ".venv-fastmcp"
+#: Run by path with the venv's Python: they import FastMCP and nothing of this suite.
 SERVER_SCRIPT = HERE / "fastmcp_server.py"
 CLIENT_SCRIPT = HERE / "fastmcp_client.py"
 #: What the peer is: FastMCP 4.1.4 with its tasks extension, on the mcp SDK we use.

@@ -1,8 +1,8 @@
 """A FastMCP 4 tasks server (``fastmcp-tasks``, the 2026-07-28 tasks extension) with the
 example server's tool contract, as far as FastMCP can serve it. Runs in the peer's own
-virtualenv (``fastmcp_peer.py``):
+virtualenv (``testkit.fastmcp_peer``):
 
-    tests/interop/.venv-fastmcp/bin/python tests/interop/fastmcp_server.py PORT [--docket URL] [--json]
+    tests/interop/.venv-fastmcp/bin/python tests/testkit/fastmcp_server.py PORT [--docket URL] [--json]
 
 Streamable HTTP at ``http://127.0.0.1:PORT/mcp``. Tasks live in a Docket backend
 (``memory://`` by default: one process; ``redis://...`` for several).

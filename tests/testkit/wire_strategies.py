@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
-from json_tree import drop_at, json_paths, set_at
 from pydantic import BaseModel
 
 from mcp_tasks import models
 from mcp_tasks.extension import protocol as ext_protocol
+from testkit.json_tree import drop_at, json_paths, set_at
 
 #: the example server's tools and arguments that answer at once when not run as a task
 QUICK_TOOLS: dict[str, st.SearchStrategy[dict[str, Any]]] = {

@@ -2,7 +2,7 @@
 
 Import the fixtures into a test module::
 
-    from redis_fixtures import redis_server, redis_url  # noqa: F401
+    from testkit.redis_fixtures import redis_server, redis_url  # noqa: F401
 
 ``redis_server`` (session scope) starts Debian's ``redis-server`` on 127.0.0.1 with a
 free port, without persistence (``--save '' --appendonly no``), and stops it by PID
@@ -18,13 +18,14 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from procs import free_port, running, stop_process
+
+from testkit.procs import free_port, running, stop_process
+from testkit.wait import WaitTimeout, until
 
 STARTUP_TIMEOUT_S = 20.0
 
@@ -96,16 +97,20 @@ class RedisServer:
                 stdin=subprocess.DEVNULL,
             )
             log.close()
-            deadline = time.monotonic() + STARTUP_TIMEOUT_S
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    break  # exited: the port was taken meanwhile, probably
-                if _ping(self.port):
-                    return
-                time.sleep(0.05)
+            if self._answers(self.proc):
+                return
             self.stop()
             self.port = free_port()
         raise RuntimeError(f"redis-server did not start (see logs in {self.workdir})")
+
+    def _answers(self, proc: subprocess.Popen[bytes]) -> bool:
+        """Wait until ``proc`` answers PING (True) or exits: the port was taken meanwhile,
+        probably (False)."""
+        try:
+            until(lambda: proc.poll() is not None or _ping(self.port), STARTUP_TIMEOUT_S)
+        except WaitTimeout:
+            return False
+        return proc.poll() is None
 
     def stop(self) -> None:
         """Stop by PID (SIGTERM, then SIGKILL after 10 s)."""

@@ -1,0 +1,239 @@
+"""Task notifications on ``subscriptions/listen`` (the extension face, X-NOTIF-1..8).
+
+A ``subscriptions/listen`` whose ``params.notifications`` asks for ``taskIds``:
+
+- without the extension declared in the request's own ``_meta`` envelope: ``-32021`` with
+  ``data.requiredCapabilities`` (X-NOTIF-4);
+- else the acknowledgement first, listing the task ids the server agrees to notify about:
+  those of the requestor's own tasks that ``tasks/get`` finds (another's, or an unknown
+  id, is left out exactly alike: X-SEC-1), at most :data:`MAX_TASKS` (X-NOTIF-3, X-NOTIF-8);
+- then one ``notifications/tasks`` per change of each task: the complete ``DetailedTask``,
+  produced by the same router call as a ``tasks/get`` of that task at that moment (so a
+  handler's own ``tasks_get`` shapes both), without ``resultType``, with
+  ``_meta["io.modelcontextprotocol/subscriptionId"]`` = the listen request's id (X-NOTIF-5,
+  X-NOTIF-8); never progress or log messages (X-NOTIF-7).
+
+Changes are learnt as ``tasks/result`` waits learn them: the engine's coordination (a task
+running here wakes its waiters; a shared store's change events wake them on every instance;
+a bounded re-read otherwise), or the task's ``pollIntervalMs`` for tasks the engine does not
+keep (a handler over its own job system).
+
+When a subscription ends (the spec leaves it open, A-20): a task's notifications end with its
+terminal one (or when it expires). A listen that asked for task ids only ends once every one
+of them has ended: its result (``resultType: "complete"``, with the subscription id) is the
+last message. A listen that also asked for other notifications (``toolsListChanged``, ...)
+is served by the SDK's own listen handler as well and lasts as long as that one does.
+A ``subscriptions/listen`` without ``taskIds`` goes to the SDK's handler unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+
+from .. import protocol
+from ..errors import InvalidParams, MethodNotFound, TaskError
+from ..store import rfc3339
+from ._sdk import listen_ack_method, request_outbound, to_sdk_error
+from .faces import EXTENSION, EXTENSION_DECLARED
+from .mcp_identity import requestor_of
+from .router import TaskRequest
+
+if TYPE_CHECKING:
+    from .mcp_server import McpTasks
+
+__all__ = ["MAX_TASKS", "TaskListen"]
+
+log = logging.getLogger(__name__)
+
+#: the most task ids one listen request is notified about (the rest are left out of the ack)
+MAX_TASKS: Final = 100
+Send = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class TaskListen:
+    """The ``subscriptions/listen`` request handler of one ``McpTasks`` (see the module)."""
+
+    def __init__(self, tasks: McpTasks, original: Any | None) -> None:
+        assert EXTENSION is not None and EXTENSION_DECLARED is not None
+        self.tasks = tasks
+        self.router = tasks.router
+        self.original = original  # the SDK's HandlerEntry for subscriptions/listen, if any
+        self.ext = EXTENSION
+        self.declared = EXTENSION_DECLARED
+
+    async def __call__(self, ctx: Any, _params: Any) -> Any:
+        params = dict(ctx.params or {})
+        notes = params.get("notifications")
+        wanted = notes.get(self.ext.NOTIFICATION_FILTER) if isinstance(notes, Mapping) else None
+        if wanted is None:
+            return await self._sdk(ctx, params)
+        meta = params.get("_meta")
+        if not self.declared.declared(meta if isinstance(meta, Mapping) else None):
+            handler = self.router.extension
+            assert handler is not None
+            raise to_sdk_error(handler.missing_capability())  # X-NOTIF-4
+        if not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted):
+            raise to_sdk_error(
+                InvalidParams(detail=f"params.notifications.{self.ext.NOTIFICATION_FILTER}: "
+                              "expected an array of task ids")  # fmt: skip
+            )
+        requestor, _ = requestor_of(ctx, sessionless=True)
+        sid = ctx.request_id
+        get = _TaskGet(self, requestor, params.get("_meta"), sid)
+        agreed = [t for t in dict.fromkeys(wanted) if await get.first(t)][:MAX_TASKS]
+        assert isinstance(notes, Mapping)
+        others = {k: v for k, v in notes.items() if k != self.ext.NOTIFICATION_FILTER}
+        if others and self.original is not None:
+            return await self._with_sdk(ctx, params, agreed, get)
+        send = _sender(ctx.session)
+        ack = {"notifications": {self.ext.NOTIFICATION_FILTER: agreed},
+               "_meta": {self.ext.SUBSCRIPTION_ID_KEY: sid}}  # fmt: skip
+        await send(listen_ack_method(), ack)  # the first message on the stream (X-NOTIF-8)
+        async with anyio.create_task_group() as tg:
+            for task_id in agreed:
+                tg.start_soon(get.follow, task_id, send)
+        return {
+            "resultType": self.ext.RESULT_TYPE_COMPLETE,
+            "_meta": {self.ext.SUBSCRIPTION_ID_KEY: sid},
+        }
+
+    async def _sdk(self, ctx: Any, params: dict[str, Any]) -> Any:
+        """The SDK's own listen handler, with its own params model (or none: -32601)."""
+        if self.original is None:
+            raise to_sdk_error(MethodNotFound(detail=self.ext.NOTIFICATION_CHANNEL))
+        typed = self.original.params_type.model_validate(params, by_name=False)
+        return await self.original.handler(ctx, typed)
+
+    async def _with_sdk(
+        self, ctx: Any, params: dict[str, Any], agreed: list[str], get: _TaskGet
+    ) -> Any:
+        """Other notifications asked too: the SDK's handler serves them and writes the ack,
+        to which ``agreed`` is added; task notifications follow the ack."""
+        acked = anyio.Event()
+        send = _sender(ctx.session)
+        proxy = _AckSession(ctx.session, send, self.ext.NOTIFICATION_FILTER, agreed, acked)
+        scoped = dataclasses.replace(ctx, session=proxy)
+        async with anyio.create_task_group() as tg:
+
+            async def notify_after_ack() -> None:
+                await acked.wait()
+                async with anyio.create_task_group() as inner:
+                    for task_id in agreed:
+                        inner.start_soon(get.follow, task_id, send)
+
+            tg.start_soon(notify_after_ack)
+            result = await self._sdk(scoped, params)
+            tg.cancel_scope.cancel()
+        return result
+
+
+class _TaskGet:
+    """One listen stream's ``tasks/get`` of its tasks, through the router, and the loop that
+    follows one task to its end."""
+
+    def __init__(self, listen: TaskListen, requestor: str, meta: Any, sid: Any) -> None:
+        self.listen = listen
+        self.requestor = requestor
+        self.meta = meta if isinstance(meta, Mapping) else None
+        self.sid = sid
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        ext = self.listen.ext
+        params: dict[str, Any] = {ext.ROUTING_NAME_PARAM: task_id}
+        if self.meta is not None:
+            params["_meta"] = dict(self.meta)
+        req = TaskRequest(
+            version=ext.REVISION,
+            method=ext.TASKS_GET,
+            params=params,
+            id=None,
+            requestor=self.requestor,
+            identified=False,
+        )
+        answer = await self.listen.router.route(req)
+        assert isinstance(answer, dict)
+        return answer
+
+    async def first(self, task_id: str) -> bool:
+        """Whether ``tasks/get`` finds the requestor's task (X-SEC-1: else left out)."""
+        try:
+            await self.get(task_id)
+        except TaskError:
+            return False
+        return True
+
+    async def follow(self, task_id: str, send: Send) -> None:
+        """A notification per change of the task, to its terminal one (X-NOTIF-5)."""
+        ext, engine = self.listen.ext, self.listen.tasks.engine
+        last: dict[str, Any] | None = None
+        while True:
+            try:
+                task = await self.get(task_id)
+            except TaskError:
+                return  # expired or gone: nothing more to tell
+            if task != last:
+                last = task
+                params = {k: v for k, v in task.items() if k != "resultType"}
+                params["_meta"] = {ext.SUBSCRIPTION_ID_KEY: self.sid}
+                await send(ext.NOTIFICATIONS_TASKS, params)
+            if task.get("status") in {s.value for s in protocol.TERMINAL}:
+                return
+            await self._changed(engine, task_id, task)
+
+    async def _changed(self, engine: Any, task_id: str, task: Mapping[str, Any]) -> None:
+        """Until the task may have changed since ``task`` (what was told last): the engine's
+        wake-ups for a task it keeps, its ``pollIntervalMs`` otherwise (a handler that
+        keeps its own tasks)."""
+        with engine.coordination.waiter(task_id, self.requestor) as waiter:
+            waiter.arm()  # before the read: a change after it wakes the wait
+            try:
+                rec = await engine.lookup(self.requestor, task_id)
+            except TaskError:
+                rec = None
+            if rec is None:
+                interval = task.get("pollIntervalMs")
+                await anyio.sleep((interval if isinstance(interval, int) else 1000) / 1000)
+            elif (rec.status.value, rfc3339(rec.last_updated_at)) == (
+                task.get("status"),
+                task.get("lastUpdatedAt"),
+            ):
+                await waiter.wait(rec)
+
+
+class _AckSession:
+    """A request's ``ServerSession`` whose first notification (the SDK's acknowledgement)
+    goes out with the agreed task ids added, and sets ``acked``."""
+
+    def __init__(
+        self, session: Any, send: Send, key: str, agreed: list[str], acked: anyio.Event
+    ) -> None:
+        self._session, self._send, self._key = session, send, key
+        self._agreed, self._acked = agreed, acked
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    async def send_notification(self, notification: Any, related_request_id: Any = None) -> None:
+        if self._acked.is_set() or related_request_id is None:
+            await self._session.send_notification(notification, related_request_id)
+            return
+        data = notification.model_dump(by_alias=True, mode="json", exclude_none=True)
+        params = dict(data.get("params") or {})
+        params["notifications"] = {**params.get("notifications", {}), self._key: self._agreed}
+        await self._send(data["method"], params)
+        self._acked.set()
+
+
+def _sender(session: Any) -> Send:
+    """Notifications on the listen request's own stream (its SSE response or stdio)."""
+    outbound = request_outbound(session)
+
+    async def send(method: str, params: dict[str, Any]) -> None:
+        await outbound.notify(method, params)
+
+    return send

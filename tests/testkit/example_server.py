@@ -1,0 +1,140 @@
+"""Our example server (``python -m mcp_tasks.examples.server``) as a real subprocess over
+Streamable HTTP on a free 127.0.0.1 port, its task requests through one front door
+(:mod:`testkit.doors`); stopped by PID, always.
+
+Its limit flags come from ``EngineConfig`` field names (``engine_config=``), so the limit
+and soak tests read like the engine's configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from testkit.doors import door_args
+from testkit.procs import free_port, python_env, stop_process, wait_listening
+
+SERVER_MODULE = "mcp_tasks.examples.server"
+#: Seconds for a server to listen (imports on a loaded 2-core machine).
+STARTUP_TIMEOUT = 60.0
+
+#: EngineConfig field -> the example server's limit flag
+LIMIT_FLAGS = {
+    "max_active_per_requestor": "--max-active",
+    "max_ttl_ms": "--max-ttl",
+    "default_ttl_ms": "--default-ttl",
+    "page_size": "--page-size",
+}
+
+
+def limit_flags(engine_config: dict[str, Any] | None) -> list[str]:
+    """The example server's limit flags for these ``EngineConfig`` fields."""
+    cfg = dict(engine_config or {})
+    out: list[str] = []
+    if "rate_limit_calls" in cfg or "rate_limit_window_s" in cfg:
+        calls = cfg.pop("rate_limit_calls", 1000)
+        window = cfg.pop("rate_limit_window_s", 10.0)
+        out += ["--rate-limit", f"{calls}/{window}"]
+    for key, value in cfg.items():
+        out += [LIMIT_FLAGS[key], str(value)]
+    return out
+
+
+def server_command(*args: str, engine_config: dict[str, Any] | None = None) -> list[str]:
+    """The example server, with limit flags for ``engine_config`` (EngineConfig fields)."""
+    return [sys.executable, "-m", SERVER_MODULE, *args, *limit_flags(engine_config)]
+
+
+def rss_kb(pid: int) -> int:
+    """Resident set size of a process, in KiB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+class HttpServer:
+    """One example server subprocess serving Streamable HTTP on 127.0.0.1.
+
+    ``front_door`` has no default: whoever starts one says which door its task requests
+    take (the fixtures pass their ``front_door`` parameter)."""
+
+    def __init__(
+        self,
+        *args: str,
+        log_dir: Path,
+        front_door: str,
+        engine_config: dict[str, Any] | None = None,
+    ) -> None:
+        self.args = [*args, *door_args(front_door)]
+        self.front_door = front_door
+        self.engine_config = engine_config
+        self.log_dir = log_dir
+        self.port = 0
+        self.url = ""
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = log_dir / "server.log"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> HttpServer:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log_path = self.log_dir / f"server-{self.port}.log"
+        cmd = server_command(
+            "--http", f"127.0.0.1:{self.port}", *self.args, engine_config=self.engine_config
+        )
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=python_env()
+            )
+        wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT, "server")
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        stop_process(proc)
+
+
+class ServerPool:
+    """Example servers started on first use, one per front door and arguments, shared by the
+    tests of one scope and stopped at its end (:meth:`close`).
+
+    It lets a fixture parametrized over more than doors (``http-endpoint``, ``http-sdk``,
+    ``stdio``) share one module-wide server per door."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self._servers: dict[tuple[str, tuple[str, ...]], HttpServer] = {}
+
+    def get(self, front_door: str, *args: str) -> HttpServer:
+        key = (front_door, args)
+        if key not in self._servers:
+            server = HttpServer(*args, log_dir=self.log_dir, front_door=front_door)
+            self._servers[key] = server.start()
+        return self._servers[key]
+
+    def close(self) -> None:
+        servers, self._servers = list(self._servers.values()), {}
+        for server in servers:
+            server.stop()
