@@ -129,3 +129,49 @@ def test_ttl_shorter_than_the_work_does_not_end_it_R_TTL_2_R_TTL_3(server: HttpS
             assert seen["error"]["message"] == "Failed to retrieve task: Task has expired"
     finally:
         core.close()
+
+
+def test_every_task_path_says_store_unavailable_in_an_outage_R_ERR_1(
+    tmp_path: Path, front_door: str
+) -> None:
+    """Redis down: every task request of both faces answers exactly ``-32603`` "Task store
+    unavailable" (the cause goes to the log), a ``tasks/result`` of the 2025-11-25 face too
+    (R-ERR-1); a tool call that is no task is served. Once Redis is back the running task
+    completes with its own result (its outcome was kept)."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps(TOKENS))
+    unavailable = {"code": -32603, "message": "Task store unavailable"}
+    with ExitStack() as stack:
+        redis = stack.enter_context(running(RedisServer(tmp_path / "redis", persist=True)))
+        store = f"{redis.url}?namespace=paths"
+        srv = stack.enter_context(running(example_server(store, tokens, tmp_path, front_door)))
+        core = CoreClient(srv.url)
+        stack.callback(core.close)
+        call = {"name": "slow_compute", "arguments": {"seconds": 2, "label": "kept"}}
+        tid = core.send("tools/call", {**call, "task": {}})["result"]["task"]["taskId"]
+        redis.stop()
+        greet = core.send("tools/call", {"name": "greet", "arguments": {"name": "R"}})
+        assert greet["result"]["content"][0]["text"] == "Hello, R!"
+        for method, params in (
+            ("tools/call", {**call, "task": {}}),
+            ("tasks/get", {"taskId": tid}),
+            ("tasks/result", {"taskId": tid}),
+            ("tasks/list", {}),
+            ("tasks/cancel", {"taskId": tid}),
+        ):
+            assert core.send(method, params).get("error") == unavailable, method
+        for method, params in (
+            ("tools/call", call),
+            ("tasks/get", {"taskId": tid}),
+            ("tasks/update", {"taskId": tid, "inputResponses": {"k": {"action": "cancel"}}}),
+            ("tasks/cancel", {"taskId": tid}),
+        ):
+            assert ext(srv.url, method, params).get("error") == unavailable, method
+        until(lambda: f"task {tid}: the store did not take its outcome" in srv.log())
+        redis.start()
+        answer = until(
+            lambda: core.send("tasks/result", {"taskId": tid}),
+            satisfied=lambda a: "result" in a,
+            what="the kept outcome is stored",
+        )
+        assert answer["result"]["content"][0]["text"] == "done after 2s (kept)"

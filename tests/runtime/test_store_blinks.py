@@ -10,6 +10,7 @@ is on an event, a log record or a poll with a deadline."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,12 @@ import anyio.abc
 import pytest
 
 from mcp_tasks.errors import TaskError
+from mcp_tasks.protocol import WORKING
 from mcp_tasks.runtime import EngineConfig, SqliteTaskStore, TaskEngine
 from mcp_tasks.runtime.coordination import LEASE_EXPIRED_MESSAGE
+from mcp_tasks.runtime.outcomes import NOT_STARTED_MESSAGE
 from mcp_tasks.runtime.redis import RedisTaskStore
+from mcp_tasks.store import TaskRecord, TaskStore
 from testkit.blinks import (
     CORE,
     EXTENSION,
@@ -283,5 +287,50 @@ async def test_sqlite_locked_across_task_ends_keeps_every_result(tmp_path: Path)
                 assert held.answer["content"] == result_of(held.task_id)["content"]
                 assert await store.count_active("alice") == 0
                 await until_async(lambda: engine.running == 0)
+        finally:
+            await store.close()
+
+
+# ---------------------------------------------------------------- a creation's reply lost
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+@pytest.mark.parametrize("face_name", FACES)
+async def test_creation_written_though_the_store_failed_ends_failed_not_stuck_R_ERR_1(
+    tmp_path: Path, backend: str, face_name: str
+) -> None:
+    """The store writes a new task but its answer is lost (Redis ran the script, then the
+    connection broke): the requestor is told "Task store unavailable" (R-ERR-1), and the
+    task, which no work will ever end, does not stay ``working``: a sweep fails it saying
+    why and it holds no active slot (R-SEC-4)."""
+    with ExitStack() as stack:
+        store: TaskStore
+        if backend == "sqlite":
+            store = SqliteTaskStore(tmp_path / "tasks.db")
+        else:
+            server = stack.enter_context(running(RedisServer(tmp_path / "redis")))
+            store = redis_store(server.url, unique_namespace())
+        written = store.create_limited
+
+        async def reply_lost(rec: TaskRecord, max_active: int) -> bool:
+            await written(rec, max_active)
+            raise ConnectionError("the connection broke before the reply")
+
+        store.create_limited = reply_lost  # type: ignore[method-assign]
+        cfg = EngineConfig(**CONFIG, outcome_retry_s=0.05, outcome_retry_max_s=0.2)
+        try:
+            async with TaskEngine(store, cfg) as engine:
+                face = Face(engine, face_name)
+                with pytest.raises(TaskError) as err:
+                    await face.start(Gate().work)
+                assert err.value.to_error() == {"code": -32603, "message": "Task store unavailable"}
+                store.create_limited = written  # type: ignore[method-assign]
+                assert engine.running == 0  # no work was started for it
+                [rec] = await store.list_tasks("alice", after=None, limit=10)
+                assert rec.status == WORKING  # as written
+                got = await face.ended(rec.task_id)
+                assert got["status"] == "failed" and got["statusMessage"] == NOT_STARTED_MESSAGE
+                assert await store.count_active("alice") == 0
+                assert not engine.settler.doubtful
         finally:
             await store.close()

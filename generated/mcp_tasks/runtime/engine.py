@@ -313,8 +313,10 @@ class TaskEngine:
                 # The count and the write in one store call (R-SEC-4).
                 room = limit.limit if self._atomic_limit else limit.room(requestor)
                 created = await self.guard.create_limited(rec, room)
-            except TaskError:
+            except TaskError as exc:
                 active.pop(rec.task_id, None)
+                if isinstance(exc, StoreUnavailable):  # it may have been written all the same
+                    self.settler.doubt(rec.task_id, rec.expires_at)
                 raise
             if not created:
                 active.pop(rec.task_id, None)
@@ -448,6 +450,7 @@ class TaskEngine:
         (``outcomes.py``: from the kept outcome), and the ttls of running work near their
         expiry are renewed (``EngineConfig.keep_running_tasks``): neither is expired."""
         await self.settler.retry_due()
+        await self.settler.settle_doubtful()
         await self.renewals.renew_due(self.clock())
         n = 0
         while True:

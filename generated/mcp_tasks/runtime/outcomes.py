@@ -19,6 +19,15 @@ gone (another instance ended or expired it, or the store lost it: nothing to wri
 task can no longer be kept (its ttl ended, see below). Only an outcome that is not JSON at
 all (``UnstorableValue``) is replaced, by ``failed`` saying why.
 
+**Creations in doubt.** A creation the store answered with a failure (``StoreUnavailable``)
+may still have been written: Redis can run a script whose reply the connection then loses.
+Such a task would be ``working`` with no work anywhere, its owner alive (no lease expires)
+and its requestor told it was not created. Its ID is kept (at most ``DOUBTFUL_MAX``) and,
+no sooner than ``outcome_retry_max_s`` after the failure (a write still in flight has landed
+by then), every sweep moves it to ``failed`` with :data:`NOT_STARTED_MESSAGE` if it exists
+and is not terminal (nothing changes when it was never written), until a store answers or
+its ttl ends. So no task stays ``working`` without work here.
+
 **Renewals.** With ``EngineConfig.keep_running_tasks`` (the default) a task does not expire
 while its work runs here: each sweep renews the ttl of every run whose expiry is nearer
 than ``EngineConfig.renew_lead_s`` (a lookup that finds it past its expiry renews it on the
@@ -47,6 +56,11 @@ if TYPE_CHECKING:
     from .runs import Outcome, Run
 
 log = logging.getLogger(__name__.rsplit(".", 2)[0] + ".runtime")
+
+#: statusMessage of a task whose creation the store answered with a failure but wrote
+NOT_STARTED_MESSAGE = "Task failed: it was not started (the task store failed as it was created)"
+#: creations in doubt kept at most (the oldest is dropped, logged, beyond)
+DOUBTFUL_MAX = 10_000
 
 
 def unstorable(exc: UnstorableValue) -> Outcome:
@@ -138,7 +152,50 @@ class Settler:
     def __init__(self, engine: TaskEngine) -> None:
         self.engine = engine
         self.kept: dict[str, Run] = {}
+        #: creations in doubt (see the module): task ID -> (when to look, when to give up)
+        self.doubtful: dict[str, tuple[float, float | None]] = {}
         self._wake: anyio.Event | None = None
+
+    def doubt(self, task_id: str, expires_at: float | None) -> None:
+        """The store answered the creation of ``task_id`` with a failure: it may exist."""
+        doubtful = self.doubtful
+        if len(doubtful) >= DOUBTFUL_MAX:
+            oldest = next(iter(doubtful))
+            del doubtful[oldest]
+            log.warning("task %s: too many creations in doubt; no longer looked at", oldest)
+        look_at = time.monotonic() + self.engine.config.outcome_retry_max_s
+        doubtful[task_id] = (look_at, expires_at)
+
+    async def settle_doubtful(self) -> None:
+        """Every sweep: fail the creations in doubt that were written after all."""
+        now = time.monotonic()
+        due = [tid for tid, (look_at, _) in self.doubtful.items() if look_at <= now]
+        if not due:
+            return
+        err = InternalError(message=NOT_STARTED_MESSAGE).to_error()
+
+        async def settle(task_id: str) -> None:
+            expires_at = self.doubtful[task_id][1]
+            try:
+                rec = await self.engine.transition(
+                    task_id,
+                    FAILED,
+                    expected=NON_TERMINAL,
+                    status_message=NOT_STARTED_MESSAGE,
+                    error=err,
+                )
+            except TaskError:
+                if expires_at is None or expires_at > self.engine.clock():
+                    return  # the store is still unavailable: the next sweep looks again
+                rec = None
+            self.doubtful.pop(task_id, None)
+            if rec is not None:
+                log.warning("task %s: created though the store said not; failed", task_id)
+                await self.engine.status_changed(rec)
+
+        async with anyio.create_task_group() as tg:  # concurrent: one pipeline, one commit
+            for task_id in due:
+                tg.start_soon(settle, task_id)
 
     def __len__(self) -> int:
         return len(self.kept)
