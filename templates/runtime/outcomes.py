@@ -39,6 +39,7 @@ import time
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.abc
 
 from ..errors import InternalError, TaskError
 from ..protocol import FAILED, NON_TERMINAL
@@ -121,6 +122,23 @@ class Renewals:
         if not run.renewed and now < run.created_at + run.ttl_ms / 1000.0:
             return  # ended in time: kept until createdAt + ttl, as asked (no store call)
         await self._set(task_id, run, min(self._hard(run), now + run.ttl_ms / 1000.0))
+
+    def started(self, tg: anyio.abc.TaskGroup, task_id: str, run: Run) -> None:
+        """Work of ``task_id`` started here. On a shared store a ttl shorter than the lead
+        is renewed at once, not at this engine's next sweep: another instance's sweep may
+        come first and would expire the task under its work."""
+        ttl = run.ttl_ms
+        if self.on and self.engine.store.shared and ttl is not None:
+            if ttl / 1000.0 < self.engine.config.renew_lead_s:
+                tg.start_soon(self._renew_now, task_id, run)
+
+    async def _renew_now(self, task_id: str, run: Run) -> None:
+        if not run.busy:  # its work returned already: kept until createdAt + ttl, as asked
+            return
+        try:
+            await self.renew(task_id, run, self.engine.clock())
+        except TaskError:
+            pass  # the store is unavailable: the next sweep tries again
 
     async def renew_due(self, now: float) -> None:
         """Every sweep: renew the runs whose expiry is nearer than the lead."""

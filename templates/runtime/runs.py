@@ -304,6 +304,7 @@ class Runs:
     ) -> None:
         tg.start_soon(self._run, rec.task_id, run, tc, work, is_error_result)
         self.engine.coordination.started(tg, rec.task_id, run)
+        self.engine.renewals.started(tg, rec.task_id, run)
 
     async def _run(
         self,

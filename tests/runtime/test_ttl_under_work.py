@@ -30,6 +30,7 @@ from testkit.wait import until_async
 pytestmark = pytest.mark.anyio
 
 EXPIRED = "Failed to retrieve task: Task has expired"
+NOT_FOUND = "Failed to retrieve task: Task not found"
 TTL_MS = 300
 WORK_S = 1.2
 
@@ -94,8 +95,9 @@ async def test_work_longer_than_its_ttl_completes_R_TTL_2_R_TTL_3(
             await expired(face, tid)
 
 
-async def expired(face: Face, task_id: str) -> None:
-    """Wait until ``tasks/get`` answers "Task has expired" (R-TTL-3)."""
+async def expired(face: Face, task_id: str, *, elsewhere: bool = False) -> None:
+    """Wait until ``tasks/get`` answers "Task has expired" (R-TTL-3); ``elsewhere``: another
+    instance expired it, so this one may only know it as not found (X-GET-8)."""
 
     async def probe() -> str | None:
         try:
@@ -105,7 +107,7 @@ async def expired(face: Face, task_id: str) -> None:
         return None
 
     got = await until_async(probe, what=f"task {task_id} expires", interval=0.05)
-    assert got == EXPIRED
+    assert got == EXPIRED or (elsewhere and got == NOT_FOUND), got
 
 
 class Clock:
@@ -165,3 +167,42 @@ async def test_lookup_past_the_ttl_of_running_work_renews_it_R_TTL_2() -> None:
         assert seen["status"] == "working" and seen["ttl"] > 5000
         release.set()
         assert (await core.result(tid))["content"] == result_of(tid)["content"]
+
+
+async def test_short_ttl_on_a_shared_store_outlives_another_instances_sweep_R_TTL_2(
+    redis_server: RedisServer,
+) -> None:
+    """Two instances on one Redis; the one running the work sweeps once an hour, the other
+    every 50 ms. A task with a 1 s ttl whose work runs longer is not expired by the other
+    instance's sweep (it is renewed as its work starts), while a task of the same ttl whose
+    work ended is (R-TTL-3); the long one then completes with its own result."""
+    from mcp_tasks.runtime.redis import RedisTaskStore
+
+    ns = unique_namespace()
+    sa, sb = (RedisTaskStore(redis_server.url, namespace=ns) for _ in "ab")
+    release = anyio.Event()
+
+    async def held(tc: TaskContext) -> dict[str, Any]:
+        await release.wait()
+        return result_of(tc.task_id)
+
+    async def instant(tc: TaskContext) -> dict[str, Any]:
+        return result_of(tc.task_id)
+
+    try:
+        async with (
+            TaskEngine(sa, EngineConfig(sweep_interval_s=3600)) as a,
+            TaskEngine(sb, EngineConfig(sweep_interval_s=0.05)),
+        ):
+            core = Face(a, CORE)
+            long = await core.start(held, ttl=1000)
+            control = await core.start(instant, ttl=1000)
+            await core.ended(control)
+            await expired(core, control, elsewhere=True)  # the other instance's sweep went past the ttl
+            seen = await core.get(long)
+            assert seen["status"] == "working" and seen["ttl"] > 1000  # renewed (R-TTL-2)
+            release.set()
+            await core.assert_completed_exactly(long)
+    finally:
+        await sa.close()
+        await sb.close()
