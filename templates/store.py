@@ -193,10 +193,10 @@ class TaskStore(abc.ABC):
     - ``recover`` (durable stores) marks records left non-terminal by a dead
       process failed with ``message`` as statusMessage and a stored
       ``errors.InternalError(message=message).to_error()``, and returns them.
-    - ``set_ttl(task_id, ttl_ms)`` gives a task a new ttl (milliseconds from its
-      creation): its ``expires_at`` moves, and ``pop_expired`` goes by the new one; nothing
-      else changes but ``version``. It returns the new record, or None for an unknown
-      task. The engine renews the ttl of a task whose work still runs (``EngineConfig.
+    - ``set_ttl(task_id, ttl_ms)`` gives a non-terminal task a new ttl (milliseconds from
+      its creation): its ``expires_at`` moves, and ``pop_expired`` goes by the new one;
+      nothing else changes but ``version``. It returns the new record, or None for an
+      unknown or terminal task (its ttl stays: a renewal racing a cancel changes nothing). The engine renews the ttl of a task whose work still runs (``EngineConfig.
       keep_running_tasks``); a store without it (the default raises
       ``NotImplementedError``) lets such tasks expire under their work.
     - Text UTF-8 cannot carry (a lone surrogate, which JSON can) is never a failure: a

@@ -478,6 +478,9 @@ class TaskEngine:
 
     async def _cancel_record(self, rec: TaskRecord, message: str) -> TaskRecord | None:
         """Move a task to cancelled and stop its work (R-CANCEL-2); None if it ended first."""
+        run = self.runs.get(rec.task_id)
+        if run is not None:  # its ttl, renewed under its work, counts from this end now
+            await self.renewals.before_outcome(rec.task_id, run, self.clock())
         new = await self.transition(
             rec.task_id,
             protocol.CANCELLED,

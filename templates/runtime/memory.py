@@ -148,7 +148,7 @@ class InMemoryTaskStore(TaskStore):
 
     async def set_ttl(self, task_id: str, ttl_ms: int) -> TaskRecord | None:
         old = self._tasks.get(task_id)
-        if old is None:
+        if old is None or old.status in TERMINAL:
             return None
         new = replace(old, ttl_ms=ttl_ms, version=old.version + 1)
         self._tasks[task_id] = new

@@ -113,7 +113,7 @@ class Run:
     __slots__ = (
         "_changed", "asked", "attempts", "busy", "created_at", "expires_at", "final", "kept",
         "pending", "renewed", "requestor", "retry_at", "scope", "storing", "tool_error",
-        "ttl_ms",
+        "ttl_lock", "ttl_ms",
     )  # fmt: skip
 
     def __init__(
@@ -131,6 +131,8 @@ class Run:
         #: the task's expiry as this engine last stored it (renewals move it)
         self.expires_at = None if ttl_ms is None else created_at + ttl_ms / 1000.0
         self.renewed = False
+        #: made by the first renewal: one ttl change at a time (``outcomes.Renewals``)
+        self.ttl_lock: anyio.Lock | None = None
         #: the outcome the store did not take yet, its writes so far, the next one's time
         self.kept: Outcome | None = None
         self.attempts = 0

@@ -361,11 +361,12 @@ class SqliteTaskStore(TaskStore):
             return None
         sql = (
             "UPDATE tasks SET ttl_ms = ?, expires_at = created_at + ? / 1000.0, "
-            f"version = version + 1 WHERE task_id = ? RETURNING {_COLUMNS}"
+            f"version = version + 1 WHERE task_id = ? AND status IN ({','.join('?' * len(_ACTIVE))}) "
+            f"RETURNING {_COLUMNS}"
         )
 
         def op(c: sqlite3.Connection) -> TaskRecord | None:
-            row = c.execute(sql, (ttl_ms, ttl_ms, task_id)).fetchone()
+            row = c.execute(sql, (ttl_ms, ttl_ms, task_id, *_ACTIVE)).fetchone()
             return None if row is None else _row(row)
 
         return await self._call(op)

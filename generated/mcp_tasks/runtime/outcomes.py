@@ -115,20 +115,35 @@ class Renewals:
             return None
         if run.scope.cancel_called:  # ended elsewhere (a cancel, an expiry): not renewed
             return None
-        lead = self.engine.config.renew_lead_s
-        target = min(self._hard(run), now + max(run.ttl_ms / 1000.0, 2 * lead))
-        if target <= run.expires_at:
-            return None
-        return await self._set(task_id, run, target)
+        async with self._lock(run):
+            if run.scope.cancel_called or run.expires_at is None:
+                return None
+            lead = self.engine.config.renew_lead_s
+            target = min(self._hard(run), now + max(run.ttl_ms / 1000.0, 2 * lead))
+            if target <= run.expires_at:
+                return None
+            return await self._set(task_id, run, target)
+
+    @staticmethod
+    def _lock(run: Run) -> anyio.Lock:
+        """One ttl change of ``run`` at a time, so the one made at its end comes last."""
+        if run.ttl_lock is None:
+            run.ttl_lock = anyio.Lock()
+        return run.ttl_lock
 
     async def before_outcome(self, task_id: str, run: Run, now: float) -> None:
         """The work of ``run`` ended: a task whose work outlived its original expiry is kept
         ``ttl`` from now (within its maximum). Raises ``TaskError``."""
         if not self.on or run.ttl_ms is None or run.expires_at is None:
             return
-        if not run.renewed and now < run.created_at + run.ttl_ms / 1000.0:
-            return  # ended in time: kept until createdAt + ttl, as asked (no store call)
-        await self._set(task_id, run, min(self._hard(run), now + run.ttl_ms / 1000.0))
+        if run.ttl_lock is None and not run.renewed:  # no renewal was ever started
+            if now < run.created_at + run.ttl_ms / 1000.0:
+                return  # ended in time: kept until createdAt + ttl, as asked (no store call)
+        async with self._lock(run):
+            if not run.renewed and now < run.created_at + run.ttl_ms / 1000.0:
+                return
+            end = max(now, run.created_at) + run.ttl_ms / 1000.0
+            await self._set(task_id, run, min(self._hard(run), end))
 
     def started(self, tg: anyio.abc.TaskGroup, task_id: str, run: Run) -> None:
         """Work of ``task_id`` started here. On a shared store a ttl shorter than the lead

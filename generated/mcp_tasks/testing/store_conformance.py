@@ -321,6 +321,11 @@ class StoreConformance:
         assert shorter is not None and shorter.expires_at == T0 + 3
         assert [r.task_id for r in await store.pop_expired(T0 + 5, 100)] == ["t1"]
         assert await store.set_ttl("nope", 1_000) is None
+        await store.create(record("t3", ttl_ms=1_000, status=WORKING))
+        assert await store.transition("t3", CANCELLED, now=T0 + 1) is not None
+        assert await store.set_ttl("t3", 10_000) is None  # terminal: its ttl stays
+        t3 = await store.get("t3")
+        assert t3 is not None and t3.ttl_ms == 1_000
         assert await store.count_active("alice") == 0
 
     async def test_unstorable_text_is_never_a_failure_R_ERR_1(self, store: TaskStore) -> None:
