@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import json
+import re
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -19,18 +20,56 @@ from typing import Any, TypedDict, Unpack
 
 import anyio
 
+from .errors import InvalidParams
 from .lifecycle import SOURCES
 from .protocol import REVISION, TaskStatus
 
 _SECONDS: dict[int, str] = {}
+#: A lone surrogate: JSON can carry one (``"\\ud800"``), UTF-8 cannot (a valid pair is one
+#: code point in a ``str``, so every surrogate in a ``str`` is a lone one).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def encode_json(value: dict[str, Any] | None) -> str | None:
-    """The one JSON encoding of stored results and errors (every store uses it): compact,
-    UTF-8 kept as is, and NaN/Infinity refused (they are not JSON)."""
+class UnstorableValue(InvalidParams):
+    """A value no store can encode (not JSON: NaN, a float infinity, an object JSON has no
+    form for). Raised before anything is written. Given by a requestor (an input answer)
+    it is invalid params (-32602); as a task's outcome the engine ends the task ``failed``
+    saying why (``reason``), instead of trying the store again."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(detail=reason)
+        self.reason = reason
+
+
+def encode_json(value: Any) -> str | None:
+    """The one JSON encoding of stored results, errors and input hand-overs (every store
+    that encodes uses it): compact, UTF-8 kept as is, except that text with a lone surrogate
+    is stored escaped (``\\ud800``, which decodes to the same text); NaN/Infinity and
+    objects that are not JSON raise ``UnstorableValue``."""
     if value is None:
         return None
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise UnstorableValue(f"it is not JSON ({exc})") from None
+    if not text.isascii() and _SURROGATE.search(text) is not None:
+        text = json.dumps(value, separators=(",", ":"), allow_nan=False)  # escaped
+    return text
+
+
+def storable_text(text: str | None) -> str | None:
+    """``text`` as a store can keep it in UTF-8: each lone surrogate replaced by U+FFFD
+    (status messages are for people; results and errors are escaped instead, exactly)."""
+    if text is None or text.isascii():
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def storable_id(task_id: str) -> bool:
+    """Whether ``task_id`` can be a stored task's ID (UTF-8 can carry it). IDs are made by
+    the engine (URL-safe ASCII), so one that cannot is unknown: stores answer it without
+    asking their backend, and the engine answers it "not found" without asking the store."""
+    return task_id.isascii() or _SURROGATE.search(task_id) is None
 
 
 class Change(TypedDict, total=False):
@@ -206,11 +245,25 @@ class TaskStore(abc.ABC):
       ``(created_at, task_id)``, strictly before ``before``, as a ``TaskPage``. Never on a
       request's path: the engine does not call it. The default raises
       ``NotImplementedError`` (a store that cannot list across requestors).
+    - ``set_ttl(task_id, ttl_ms)`` gives a non-terminal task a new ttl (milliseconds from
+      its creation): its ``expires_at`` moves, and ``pop_expired`` goes by the new one;
+      nothing else changes but ``version``. It returns the new record, or None for an
+      unknown or terminal task (its ttl stays: a renewal racing a cancel changes nothing). The engine renews the ttl of a task whose work still runs (``EngineConfig.
+      keep_running_tasks``); a store without it (the default raises
+      ``NotImplementedError``) lets such tasks expire under their work.
+    - Text UTF-8 cannot carry (a lone surrogate, which JSON can) is never a failure: a
+      status message keeps U+FFFD in its place (``storable_text``), results, errors and
+      input hand-overs are stored escaped and read back as they were (``encode_json``),
+      and a task ID with one is unknown (``storable_id``: None, False, nothing written).
+      A value that is not JSON at all raises ``UnstorableValue`` before anything is
+      written.
 
     Failures: a store that cannot reach its backend raises ``errors.StoreUnavailable``
     (a plain, client-safe message; details go to the log) or lets the backend's own
     exception through: the engine answers either as "Task store unavailable". A store
-    never builds a JSON-RPC error payload itself.
+    never builds a JSON-RPC error payload itself. Such a failure is transient to the
+    engine: an outcome the store did not take is kept and written again
+    (``EngineConfig.outcome_retry_s``), a task's status is never changed to say so.
     """
 
     #: True for a ``SharedTaskStore`` (kept as a class attribute for old subclasses).
@@ -266,6 +319,11 @@ class TaskStore(abc.ABC):
         """Every requestor's tasks that ``query`` keeps, newest first, strictly before
         ``before`` (see the contract). A store may leave ``result`` and ``error`` out."""
         raise NotImplementedError(f"{type(self).__name__} cannot list tasks across requestors")
+
+    async def set_ttl(self, task_id: str, ttl_ms: int) -> TaskRecord | None:
+        """A new ttl (ms from creation) for a task; the new record, None if unknown (see
+        the contract). The default cannot: a store without it keeps ttls as created."""
+        raise NotImplementedError(f"{type(self).__name__} cannot change a task's ttl")
 
     async def close(self) -> None:
         """Release resources. The default does nothing."""

@@ -24,7 +24,7 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 
-from ..errors import TaskError, error_from_payload
+from ..errors import StoreUnavailable, TaskError, error_from_payload
 from ..protocol import INPUT_REQUIRED, TERMINAL
 from ..store import SharedTaskStore, TaskRecord, TaskStore, TaskWatch
 from .config import EngineConfig
@@ -364,7 +364,10 @@ class SharedCoordination(Coordination):
         guard, task_id = self.guard, pending.task_id
         with guard.watch(task_id) as watch:
             while True:
-                got = await guard.take_answer(task_id, run.requestor, pending.id)
+                try:
+                    got = await guard.take_answer(task_id, run.requestor, pending.id)
+                except StoreUnavailable:
+                    got = None  # the store blinks: an answer waits in it; look again
                 if got is not None:
                     break
                 await watch.wait(self.config.watch_fallback_s)

@@ -64,13 +64,14 @@ from ..errors import (
     TaskExpired,
     TaskNotFound,
 )
-from ..store import TaskRecord, TaskStore
+from ..store import TaskRecord, TaskStore, storable_id
 from .audit import audit
 from .config import EngineConfig
 from .coordination import Answers, choose
 from .cursor import CursorError
 from .limits import DEFAULT, ActiveLimit, Default, RateLimiter, ttl_policy
 from .memory import InMemoryTaskStore
+from .outcomes import Renewals, Settler
 from .progress import ProgressNotes
 from .runs import (
     INTERRUPTED_MESSAGE,
@@ -148,6 +149,10 @@ class TaskEngine:
         self.on_expired: list[RecordListener] = []
         self.clock = clock
         self.runs = Runs(self)
+        #: outcomes the store did not take yet, written again (``outcomes.py``)
+        self.settler = Settler(self)
+        #: the ttls of running work, renewed (``EngineConfig.keep_running_tasks``)
+        self.renewals = Renewals(self)
         self.store = store if store is not None else InMemoryTaskStore()
         self.rate = RateLimiter(cfg.rate_limit_calls, cfg.rate_limit_window_s)
         self.active_limit = ActiveLimit(cfg.max_active_per_requestor)
@@ -175,6 +180,7 @@ class TaskEngine:
             await tg.__aexit__(None, None, None)
             raise
         tg.start_soon(self._sweeper)
+        tg.start_soon(self.settler.serve)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -182,6 +188,10 @@ class TaskEngine:
         if tg is not None:
             tg.cancel_scope.cancel()
             await tg.__aexit__(None, None, None)
+        for task_id in self.settler.left():
+            # Not lost for good: a durable store's recovery (or, on a shared store, the
+            # lease this instance leaves behind) marks the task failed.
+            log.error("task %s: the engine stopped before the store took its outcome", task_id)
 
     @property
     def store(self) -> TaskStore:
@@ -204,7 +214,8 @@ class TaskEngine:
 
     @property
     def running(self) -> int:
-        """How many tasks have work running in this engine."""
+        """How many tasks have work running in this engine, or an outcome the store has not
+        taken yet (``outcomes.py``)."""
         return len(self.runs)
 
     # ------------------------------------------------------------------ shared by the rooms
@@ -247,6 +258,9 @@ class TaskEngine:
         ``TaskNotFound``/``TaskExpired`` (R-ERR-1, R-SEC-1, R-TTL-3)."""
         rec = self.runs.recent(task_id)  # its work ended here a moment ago: no read
         if rec is None:
+            if not storable_id(task_id):  # no store could hold it: not one of ours
+                audit("lookup_rejected", requestor, None)
+                raise TaskNotFound()
             rec = await self.guard.get(task_id)
         return await self.checked(requestor, task_id, rec, face)
 
@@ -262,7 +276,16 @@ class TaskEngine:
             audit("lookup_rejected", requestor, task_id)
             raise TaskNotFound()
         expires = rec.expires_at
-        if expires is not None and expires <= self.clock():
+        now = self.clock()
+        if expires is not None and expires <= now:
+            run = self.runs.get(task_id)
+            if run is not None and rec.status not in protocol.TERMINAL and self.renewals.on:
+                # Its work runs here: renewed, not expired (EngineConfig.keep_running_tasks).
+                renewed = await self.renewals.renew(task_id, run, now)
+                if renewed is not None:
+                    return renewed
+                if run.expires_at is not None and run.expires_at > now:
+                    return rec  # renewed since this read
             self.runs.forget(task_id)
             if await self.guard.delete(task_id):
                 await self._expired(rec)
@@ -307,15 +330,17 @@ class TaskEngine:
                 face=face,
                 tool=tool,
             )
-            run = Run(requestor, tool_error)
+            run = Run(requestor, tool_error, created_at=now, ttl_ms=ttl)
             active = self.runs.active
             active[rec.task_id] = run
             try:
                 # The count and the write in one store call (R-SEC-4).
                 room = limit.limit if self._atomic_limit else limit.room(requestor)
                 created = await self.guard.create_limited(rec, room)
-            except TaskError:
+            except TaskError as exc:
                 active.pop(rec.task_id, None)
+                if isinstance(exc, StoreUnavailable):  # it may have been written all the same
+                    self.settler.doubt(rec.task_id, rec.expires_at)
                 raise
             if not created:
                 active.pop(rec.task_id, None)
@@ -445,7 +470,14 @@ class TaskEngine:
     # ------------------------------------------------------------------ expiry
 
     async def sweep(self) -> int:
-        """Remove expired tasks now (R-TTL-3, R-SEC-4); returns how many. Costs O(expired)."""
+        """Remove expired tasks now (R-TTL-3, R-SEC-4); returns how many. Costs O(expired).
+
+        First the tasks whose work ended here without a stored outcome get it written again
+        (``outcomes.py``: from the kept outcome), and the ttls of running work near their
+        expiry are renewed (``EngineConfig.keep_running_tasks``): neither is expired."""
+        await self.settler.retry_due()
+        await self.settler.settle_doubtful()
+        await self.renewals.renew_due(self.clock())
         n = 0
         while True:
             batch = await self.guard.pop_expired(self.clock(), 1000)
@@ -479,6 +511,9 @@ class TaskEngine:
 
     async def _cancel_record(self, rec: TaskRecord, message: str) -> TaskRecord | None:
         """Move a task to cancelled and stop its work (R-CANCEL-2); None if it ended first."""
+        run = self.runs.get(rec.task_id)
+        if run is not None:  # its ttl, renewed under its work, counts from this end now
+            await self.renewals.before_outcome(rec.task_id, run, self.clock())
         new = await self.transition(rec.task_id, protocol.CANCELLED, **cancel_change(message))
         if new is None:
             return None

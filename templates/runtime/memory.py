@@ -152,13 +152,25 @@ class InMemoryTaskStore(TaskStore):
         while heap and heap[0][0] <= now and len(out) < limit:
             expires, task_id = heapq.heappop(heap)
             rec = self._tasks.get(task_id)
-            # A stale entry (the task was deleted) is dropped here, at its own deadline.
+            # A stale entry (the task was deleted, or its ttl changed) is dropped here, at its
+            # own deadline.
             if rec is None or rec.expires_at != expires:
                 continue
             del self._tasks[task_id]
             self._unindex(rec)
             out.append(rec)
         return out
+
+    async def set_ttl(self, task_id: str, ttl_ms: int) -> TaskRecord | None:
+        old = self._tasks.get(task_id)
+        if old is None or old.status in TERMINAL:
+            return None
+        new = replace(old, ttl_ms=ttl_ms, version=old.version + 1)
+        self._tasks[task_id] = new
+        expires = new.expires_at
+        if expires is not None:  # the old heap entry is dropped at its own deadline
+            heapq.heappush(self._expiry, (expires, task_id))
+        return new
 
     async def count_active(self, requestor: str) -> int:
         idx = self._index.get(requestor)

@@ -11,7 +11,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 import anyio.abc
@@ -21,7 +21,6 @@ from ..protocol import (
     COMPLETED,
     FAILED,
     INPUT_REQUIRED,
-    NON_TERMINAL,
     TERMINAL,
     WORKING,
     TaskStatus,
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from .coordination import Waiter
     from .engine import TaskEngine
 
+T = TypeVar("T")
 Work = Callable[["TaskContext"], Awaitable[dict[str, Any]]]
 InputHandler = Callable[["PendingInput"], Awaitable[dict[str, Any]]]
 IsErrorResult = Callable[[dict[str, Any]], bool]
@@ -106,14 +106,38 @@ class LazyEvent:
 
 
 class Run:
-    """A task running in this engine: its cancel scope, pending inputs, change signal."""
+    """A task running in this engine: its cancel scope, pending inputs, change signal; its
+    ttl (renewed while it runs) and, once its work returned, the outcome the store did not
+    take yet (``outcomes.py``)."""
 
     __slots__ = (
-        "_changed", "asked", "busy", "final", "pending", "requestor", "scope", "tool_error"
+        "_changed", "asked", "attempts", "busy", "created_at", "expires_at", "final", "kept",
+        "pending", "renewed", "requestor", "retry_at", "scope", "storing", "tool_error",
+        "ttl_lock", "ttl_ms",
     )  # fmt: skip
 
-    def __init__(self, requestor: str, tool_error: TaskStatus = FAILED) -> None:
+    def __init__(
+        self,
+        requestor: str,
+        tool_error: TaskStatus = FAILED,
+        *,
+        created_at: float = 0.0,
+        ttl_ms: int | None = None,
+    ) -> None:
         self.requestor = requestor
+        #: the task's creation and the ttl it was given (``ttl_ms`` None: unlimited)
+        self.created_at = created_at
+        self.ttl_ms = ttl_ms
+        #: the task's expiry as this engine last stored it (renewals move it)
+        self.expires_at = None if ttl_ms is None else created_at + ttl_ms / 1000.0
+        self.renewed = False
+        #: made by the first renewal: one ttl change at a time (``outcomes.Renewals``)
+        self.ttl_lock: anyio.Lock | None = None
+        #: the outcome the store did not take yet, its writes so far, the next one's time
+        self.kept: Outcome | None = None
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.storing = False
         #: The record this run's own outcome stored (terminal: nothing changes it after),
         #: so a waiter it wakes needs no read of the store.
         self.final: TaskRecord | None = None
@@ -243,7 +267,7 @@ class Runs:
     def forget(self, task_id: str) -> None:
         self._recent.pop(task_id, None)
 
-    def _remember(self, rec: TaskRecord) -> None:
+    def remember(self, rec: TaskRecord) -> None:
         recent = self._recent
         if len(recent) >= RECENT_MAX:
             self._prune()
@@ -282,6 +306,7 @@ class Runs:
     ) -> None:
         tg.start_soon(self._run, rec.task_id, run, tc, work, is_error_result)
         self.engine.coordination.started(tg, rec.task_id, run)
+        self.engine.renewals.started(tg, rec.task_id, run)
 
     async def _run(
         self,
@@ -302,57 +327,46 @@ class Runs:
                     # The engine shut down under the work.
                     err = InternalError(message=INTERRUPTED_MESSAGE)
                     outcome = (FAILED, INTERRUPTED_MESSAGE, None, err.to_error())
-                if outcome is not None:
-                    await self._finish(task_id, run, outcome)
-                self._end(task_id, run)
+                settler = self.engine.settler
+                if outcome is not None and not await settler.store(task_id, run, outcome):
+                    settler.keep(task_id, run, outcome)  # the run stays until it is stored
+                else:
+                    self.end(task_id, run)
 
-    async def _finish(self, task_id: str, run: Run, outcome: Outcome) -> None:
-        status, message, result, error = outcome
-        engine = self.engine
-        try:
-            try:
-                # A late outcome after a cancel or expiry is a no-op (R-CANCEL-3).
-                rec = await engine.transition(
-                    task_id,
-                    status,
-                    expected=NON_TERMINAL,
-                    status_message=message,
-                    result=result,
-                    error=error,
-                )
-            except StoreUnavailable:
-                engine.log.exception("task %s: could not store its outcome", task_id)
-                err = InternalError(detail="the task's outcome could not be stored")
-                rec = await engine.transition(
-                    task_id,
-                    FAILED,
-                    expected=NON_TERMINAL,
-                    status_message=err.message,
-                    error=err.to_error(),
-                )
-        except Exception:
-            engine.log.exception("task %s: could not store its outcome", task_id)
-            rec = None
-        if rec is not None:
-            run.final = rec
-            self._remember(rec)
-            await engine.status_changed(rec)
-
-    def _end(self, task_id: str, run: Run) -> None:
+    def end(self, task_id: str, run: Run) -> None:
+        """The run is over (its outcome stored, or nothing left to store): it leaves the
+        active runs and wakes its waiters."""
         if self.active.get(task_id) is run:
             del self.active[task_id]
         run.signal()
 
     async def set_message(self, task_id: str, message: str) -> None:
         # A status message update without a move, tried in the task's likely status
-        # first: no read before the write. A terminal task keeps its message.
+        # first: no read before the write. A terminal task keeps its message. Best effort:
+        # a store that blinks meanwhile loses the message, never the work.
         engine = self.engine
-        for status in (WORKING, INPUT_REQUIRED):
-            if await engine.transition(task_id, status, expected=(status,), status_message=message):
-                break
+        try:
+            for status in (WORKING, INPUT_REQUIRED):
+                if await engine.transition(
+                    task_id, status, expected=(status,), status_message=message
+                ):
+                    break
+        except TaskError as exc:
+            engine.log.info("task %s: status message not stored: %s", task_id, exc.message)
         run = self.active.get(task_id)
         if run is not None:
             run.signal()
+
+    async def _stubborn(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()``, a store call the work cannot go on without, made again with backoff
+        while the store is unavailable (the task's cancel ends the wait)."""
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except StoreUnavailable:
+                attempt += 1
+                await anyio.sleep(self.engine.config.retry_delay_s(attempt))
 
     async def request_input(
         self, task_id: str, method: str, params: Mapping[str, Any]
@@ -372,13 +386,13 @@ class Runs:
         engine = self.engine
         coord = engine.coordination
         answered = False
+        message = f"Waiting for the requestor to answer {method}"
         try:
-            await coord.offer_input(run, pending)
-            rec = await engine.transition(
-                task_id,
-                INPUT_REQUIRED,
-                expected=(WORKING,),
-                status_message=f"Waiting for the requestor to answer {method}",
+            await self._stubborn(lambda: coord.offer_input(run, pending))
+            rec = await self._stubborn(
+                lambda: engine.transition(
+                    task_id, INPUT_REQUIRED, expected=(WORKING,), status_message=message
+                )
             )
             if rec is not None:  # R-INPUT-1
                 await engine.status_changed(rec)
@@ -391,7 +405,11 @@ class Runs:
                 if not answered:
                     await coord.withdraw_input(run, pending)
                 if not run.pending and not run.scope.cancel_called:
-                    rec = await engine.transition(task_id, WORKING, expected=(INPUT_REQUIRED,))
+                    try:
+                        rec = await engine.transition(task_id, WORKING, expected=(INPUT_REQUIRED,))
+                    except TaskError as exc:  # the outcome's write moves it on anyway
+                        engine.log.info("task %s: still input_required: %s", task_id, exc.message)
+                        rec = None
                     if rec is not None:  # R-INPUT-4
                         await engine.status_changed(rec)
         if pending.error is not None:
@@ -475,8 +493,9 @@ async def _outcome(
     engine: TaskEngine, requestor: str, task_id: str, face: str | None
 ) -> TaskRecord | None:
     """When the requestor's work of ``task_id`` returned here and its outcome is being
-    stored (it asks for no input any more), the record that write returns, without a read
-    first; None otherwise (or when the write did not end the task): read the store."""
+    stored (it asks for no input any more; or the store did not take it yet and it is kept,
+    ``outcomes.py``), the record that write returns, without a read first; None otherwise
+    (or when the write did not end the task): read the store."""
     run = engine.runs.get(task_id)
     if run is None or run.busy or run.requestor != requestor:
         return None
@@ -496,13 +515,25 @@ async def _next(
     face: str | None,
 ) -> TaskRecord:
     """The task after the next wake-up: the record the work that ended it here stored,
-    else read again (armed before the read: a change after it wakes the next wait)."""
+    else read again (armed before the read: a change after it wakes the next wait).
+
+    When the work runs here, a store that blinks is waited out: an outcome the store did
+    not take yet is waited for on the run (no read), and a read that fails while the work
+    still runs leaves the task as it was (nothing can change it elsewhere meanwhile)."""
     await waiter.wait(rec)
     final = waiter.final()
     waiter.arm()
     if final is not None:
         return await engine.checked(requestor, task_id, final, face)
-    return await engine.lookup(requestor, task_id, face)
+    ended = await _outcome(engine, requestor, task_id, face)
+    if ended is not None:
+        return ended
+    try:
+        return await engine.lookup(requestor, task_id, face)
+    except StoreUnavailable:
+        if engine.runs.get(task_id) is None:
+            raise
+        return rec
 
 
 async def _deliver(

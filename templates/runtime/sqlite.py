@@ -42,6 +42,8 @@ from ..store import (
     TaskStore,
     encode_json,
     source_values,
+    storable_id,
+    storable_text,
 )
 
 T = TypeVar("T")
@@ -263,7 +265,7 @@ class SqliteTaskStore(TaskStore):
             record.ttl_ms,
             record.expires_at,
             record.poll_interval_ms,
-            record.status_message,
+            storable_text(record.status_message),
             encode_json(record.result),
             encode_json(record.error),
             record.version,
@@ -284,6 +286,9 @@ class SqliteTaskStore(TaskStore):
         return await self._call(op)
 
     async def get(self, task_id: str) -> TaskRecord | None:
+        if not storable_id(task_id):
+            return None  # not one of ours: UTF-8 cannot carry it
+
         def op(c: sqlite3.Connection) -> TaskRecord | None:
             row = c.execute(
                 f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
@@ -295,7 +300,9 @@ class SqliteTaskStore(TaskStore):
     async def transition(
         self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        if not (allowed := source_values(status, change.get("expected"))):
+        if not (allowed := source_values(status, change.get("expected"))) or not storable_id(
+            task_id
+        ):
             return None
         # Serialised before the lock: a result that is not JSON fails here, changing nothing.
         result_json, error_json = (
@@ -311,7 +318,7 @@ class SqliteTaskStore(TaskStore):
         args = (
             status.value,
             now,
-            change.get("status_message"),
+            storable_text(change.get("status_message")),
             result_json,
             error_json,
             task_id,
@@ -345,6 +352,9 @@ class SqliteTaskStore(TaskStore):
         return await self._read(op)
 
     async def delete(self, task_id: str) -> bool:
+        if not storable_id(task_id):
+            return False
+
         def op(c: sqlite3.Connection) -> bool:
             return c.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,)).rowcount > 0
 
@@ -362,6 +372,22 @@ class SqliteTaskStore(TaskStore):
             return [_row(r) for r in rows]
 
         return await self._call(op, steps=2)
+
+    async def set_ttl(self, task_id: str, ttl_ms: int) -> TaskRecord | None:
+        """One ``UPDATE ... RETURNING``: the ttl and the expiry the sweep reads, together."""
+        if not storable_id(task_id):
+            return None
+        sql = (
+            "UPDATE tasks SET ttl_ms = ?, expires_at = created_at + ? / 1000.0, "
+            f"version = version + 1 WHERE task_id = ? AND status IN ({','.join('?' * len(_ACTIVE))}) "
+            f"RETURNING {_COLUMNS}"
+        )
+
+        def op(c: sqlite3.Connection) -> TaskRecord | None:
+            row = c.execute(sql, (ttl_ms, ttl_ms, task_id, *_ACTIVE)).fetchone()
+            return None if row is None else _row(row)
+
+        return await self._call(op)
 
     async def count_active(self, requestor: str) -> int:
         marks = ",".join("?" * len(_ACTIVE))

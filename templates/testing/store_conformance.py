@@ -40,10 +40,12 @@ from ..protocol import (
     WORKING,
     TaskStatus,
 )
-from ..store import SharedTaskStore, TaskRecord, TaskStore
+from ..store import SharedTaskStore, TaskRecord, TaskStore, UnstorableValue
 from .admin_conformance import AdminConformance
 
 T0 = 1_764_000_000.0
+#: a lone surrogate: JSON carries it, UTF-8 cannot
+LONE = "\ud800"
 
 __all__ = ["T0", "SharedStoreConformance", "StoreConformance", "record"]
 
@@ -297,6 +299,58 @@ class StoreConformance(AdminConformance):
         ]  # fmt: skip
         with pytest.raises(KeyError):
             await store.create_limited(record("t2", status=WORKING), 100)
+
+    async def test_set_ttl_moves_the_expiry_R_TTL_2(self, store: TaskStore) -> None:
+        """``set_ttl`` (the engine renews the ttl of running work): ``pop_expired`` goes by
+        the new ttl; an unknown task is None."""
+        await store.create(record("t1", ttl_ms=1_000, status=WORKING))
+        await store.create(record("t2", ttl_ms=1_000))
+        got = await store.set_ttl("t1", 10_000)
+        assert got is not None and got.ttl_ms == 10_000 and got.expires_at == T0 + 10
+        assert got.status == WORKING and got.last_updated_at == T0
+        again = await store.get("t1")
+        assert again is not None and again.ttl_ms == 10_000
+        assert [r.task_id for r in await store.pop_expired(T0 + 5, 100)] == ["t2"]
+        assert await store.get("t1") is not None
+        shorter = await store.set_ttl("t1", 3_000)  # a ttl may also come closer
+        assert shorter is not None and shorter.expires_at == T0 + 3
+        assert [r.task_id for r in await store.pop_expired(T0 + 5, 100)] == ["t1"]
+        assert await store.set_ttl("nope", 1_000) is None
+        await store.create(record("t3", ttl_ms=1_000, status=WORKING))
+        assert await store.transition("t3", CANCELLED, now=T0 + 1) is not None
+        assert await store.set_ttl("t3", 10_000) is None  # terminal: its ttl stays
+        t3 = await store.get("t3")
+        assert t3 is not None and t3.ttl_ms == 1_000
+        assert await store.count_active("alice") == 0
+
+    async def test_unstorable_text_is_never_a_failure_R_ERR_1(self, store: TaskStore) -> None:
+        """A lone surrogate: in a task ID, unknown; in a result or error, stored escaped
+        and read back as it was (R-RESULT-1); in a status message, kept with U+FFFD in its
+        place (or as it was). A result that is not JSON raises ``UnstorableValue`` and
+        changes nothing."""
+        for odd in (LONE, f"x{LONE}y"):
+            assert await store.get(odd) is None
+            assert await store.transition(odd, COMPLETED, now=T0 + 1) is None
+            assert await store.delete(odd) is False
+        await store.create(record("t1"))
+        result = {"content": [{"type": "text", "text": f"odd {LONE} text"}]}
+        error = {"code": 7, "message": f"bad {LONE}"}
+        got = await store.transition(
+            "t1", FAILED, now=T0 + 1, status_message=f"half{LONE}way", result=result, error=error
+        )
+        assert got is not None
+        for rec in (got, await store.get("t1")):
+            assert rec is not None and rec.result == result and rec.error == error
+            assert rec.status_message in (f"half{LONE}way", "half\ufffdway")
+        await store.create(record("t2"))
+        try:
+            await store.transition("t2", COMPLETED, now=T0 + 1, result={"x": float("nan")})
+        except UnstorableValue:
+            pass  # a store that encodes refuses it; one that keeps objects may keep it
+        else:
+            return
+        t2 = await store.get("t2")
+        assert t2 is not None and t2.status == INITIAL  # nothing changed
 
 
 class SharedStoreConformance(StoreConformance):

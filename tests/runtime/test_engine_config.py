@@ -67,6 +67,11 @@ async def instant(tc: TaskContext) -> dict[str, Any]:
         ("allow_unlimited_ttl", 1, TypeError),
         ("cursor_secret", 12345, TypeError),
         ("cursor_secret", b"", ValueError),
+        ("outcome_retry_s", 0, ValueError),
+        ("outcome_retry_max_s", "5", TypeError),
+        ("outcome_retry_max_s", 0.01, ValueError),  # below outcome_retry_s
+        ("keep_running_tasks", "yes", TypeError),
+        ("renew_ahead_s", float("inf"), ValueError),
     ],
 )
 def test_bad_config_is_refused_at_construction_R_SEC_4(
@@ -74,6 +79,16 @@ def test_bad_config_is_refused_at_construction_R_SEC_4(
 ) -> None:
     with pytest.raises(error, match=f"EngineConfig.{field}"):
         EngineConfig(**{field: value})
+
+
+def test_outcome_backoff_and_renewal_lead() -> None:
+    """Kept outcomes are written again after 0.1 s, then twice as long each time, at most
+    5 s apart; a running task's ttl is renewed ahead of its expiry by ``renew_ahead_s``, at
+    least two sweeps (a renewal must come before any sweep would expire it)."""
+    cfg = EngineConfig()
+    assert [cfg.retry_delay_s(n) for n in (1, 2, 3, 7, 1000)] == [0.1, 0.2, 0.4, 5.0, 5.0]
+    assert cfg.renew_lead_s == 10.0
+    assert EngineConfig(sweep_interval_s=30).renew_lead_s == 60.0
 
 
 @pytest.mark.anyio

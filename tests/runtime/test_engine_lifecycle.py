@@ -288,18 +288,40 @@ async def test_expired_task_is_gone_R_TTL_3_R_ERR_2(engine: TaskEngine, clock: C
     clock.now += 1.5
     # before any sweep: a lookup notices the expiry itself
     await expect_error(call(engine, "tasks/result", taskId=lazy), -32602, EXPIRED)
-    assert await engine.sweep() == 2  # short + running
-    for tid in (short, lazy, running):
+    assert await engine.sweep() == 1  # short; running is renewed, its work still runs
+    for tid in (short, lazy):
         await expect_error(call(engine, "tasks/get", taskId=tid), -32602, EXPIRED)
         await expect_error(call(engine, "tasks/cancel", taskId=tid), -32602, EXPIRED)
         # other requestors get the plain "not found" (R-SEC-1)
         await expect_error(call(engine, "tasks/get", BOB, taskId=tid), -32602, NOT_FOUND)
+    seen = await call(engine, "tasks/get", taskId=running)
+    assert seen["status"] == "working" and seen["ttl"] > 1500  # the actual ttl (R-TTL-2)
     listed = await call(engine, "tasks/list")
-    assert [t["taskId"] for t in listed["tasks"]] == [keep]
-    await wound_down(engine)
+    assert {t["taskId"] for t in listed["tasks"]} == {running, keep}
+    ev.set()
+    assert (await call(engine, "tasks/result", taskId=running))["content"][0]["text"] == "done"
+
+
+async def test_ttl_from_creation_ends_work_when_configured_R_TTL_3(
+    make_engine: Callable[..., TaskEngine], clock: Clock
+) -> None:
+    """``keep_running_tasks=False``: the ttl counts from creation whatever the status, and
+    the work of a task that expires is stopped (R-TTL-3: "whatever its status")."""
+    async with make_engine(keep_running_tasks=False) as eng:
+        ev, work = gate()
+        running = (await create_task(eng, ALICE, "tools/call", work, task={"ttl": 1000}))["task"][
+            "taskId"
+        ]
+        clock.now += 1.5
+        assert await eng.sweep() == 1
+        await expect_error(call(eng, "tasks/get", taskId=running), -32602, EXPIRED)
+        await wound_down(eng)
+    await eng.store.close()
 
 
 async def test_waiter_on_expiring_task_wakes_R_TTL_3(engine: TaskEngine, clock: Clock) -> None:
+    """Work still running at the maximum ttl from creation is stopped and the task
+    expires (renewals end there, R-SEC-4); a tasks/result waiting on it is answered."""
     ev, work = gate()
     tid = (await create_task(engine, ALICE, "tools/call", work, task={"ttl": 1000}))["task"][
         "taskId"
@@ -315,7 +337,7 @@ async def test_waiter_on_expiring_task_wakes_R_TTL_3(engine: TaskEngine, clock: 
     async with anyio.create_task_group() as tg:
         tg.start_soon(waiter)
         await until_async(lambda: waiting_on(engine, tid) == 1, what="the waiter waits")
-        clock.now += 2
+        clock.now += engine.config.max_ttl_ms / 1000 + 1
         await engine.sweep()
     assert [e.message for e in errors] == [EXPIRED]
 

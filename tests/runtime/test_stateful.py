@@ -125,8 +125,17 @@ class EngineMachine(RuleBasedStateMachine):
             "status": "working",
             "key": (rec.created_at, tid),
             "expires": rec.created_at + actual / 1000.0,
+            # the work's ttl is renewed while it runs, up to the maximum ttl (R-SEC-4)
+            "latest": rec.created_at + self.engine.config.max_ttl_ms / 1000.0,
         }
         return tid
+
+    def _ended(self, tid: str) -> None:
+        """The task just became terminal: it expires when the store now says (its ttl from
+        creation, or from its end when its work outlived it: R-TTL-2, R-TTL-3)."""
+        rec = self.portal.call(self.engine.store.get, tid)
+        assert rec is not None and rec.expires_at is not None
+        self.model[tid]["expires"] = rec.expires_at
 
     def _finish(self, tid: str, kind: str, value: dict[str, Any], status: str) -> None:
         m = self.model[tid]
@@ -143,6 +152,7 @@ class EngineMachine(RuleBasedStateMachine):
             assert err.code == value["code"] and err.message == value["message"]
         else:
             self.call("tasks/result", ctx, taskId=tid)
+        self._ended(tid)
 
     async def _release(self, tid: str) -> None:
         self.gates[tid].set()
@@ -171,6 +181,7 @@ class EngineMachine(RuleBasedStateMachine):
         else:
             assert self.call("tasks/cancel", ctx, taskId=tid)["status"] == "cancelled"
             m["status"] = "cancelled"
+            self._ended(tid)
 
     @rule(tid=tasks, user=st.integers(0, 1))
     def result(self, tid: str, user: int) -> None:
@@ -198,8 +209,11 @@ class EngineMachine(RuleBasedStateMachine):
         self.clock.now += seconds
         self.portal.call(self.engine.sweep)
         for m in self.model.values():
-            if m["status"] != "expired" and m["expires"] <= self.clock.now:
-                m["status"] = "expired"  # R-TTL-3
+            # A task whose work runs is kept (renewed) up to its maximum ttl (R-TTL-3 is a
+            # MAY); a terminal one expires at its ttl (R-TTL-3).
+            deadline = m["latest"] if m["status"] == "working" else m["expires"]
+            if m["status"] != "expired" and deadline <= self.clock.now:
+                m["status"] = "expired"
 
     # ------------------------------------------------------------------ invariants
 

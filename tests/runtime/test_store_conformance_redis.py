@@ -271,7 +271,8 @@ async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
 
         async def dead_listed() -> list[str]:  # by Redis's clock, as the reaper sees it
             ids = await live._run.eval(
-                scripting.LIST_DEAD, [live.keys.instances], [200, live.instance_id]
+                scripting.LIST_DEAD, [live.keys.instances, live.keys.clock],
+                [200, live.instance_id, live.leases._gap_ms],
             )
             return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
 

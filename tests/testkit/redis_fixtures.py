@@ -7,7 +7,8 @@ Import the fixtures into a test module::
 ``redis_server`` (session scope) starts Debian's ``redis-server`` on 127.0.0.1 with a
 free port, without persistence (``--save '' --appendonly no``), and stops it by PID
 at teardown. ``fresh_redis_server`` is a private server per test (restart tests stop
-and start it). When ``redis-server`` is not installed the tests are skipped, except
+and start it); ``RedisServer(dir, persist=True)`` keeps its data across a restart
+(append-only file, fsync on every write). When ``redis-server`` is not installed the tests are skipped, except
 when the ``CI`` environment variable is set: then they fail, saying so.
 """
 
@@ -55,8 +56,10 @@ def _ping(port: int) -> bool:
 class RedisServer:
     """One ``redis-server`` process; ``stop``/``start`` keep the same port."""
 
-    def __init__(self, workdir: Path, port: int | None = None) -> None:
+    def __init__(self, workdir: Path, port: int | None = None, *, persist: bool = False) -> None:
         self.binary = redis_server_binary()
+        #: append-only with fsync on every write: a restart keeps every acknowledged write
+        self.persist = persist
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
@@ -80,7 +83,11 @@ class RedisServer:
                     "--port", str(self.port),
                     "--bind", "127.0.0.1",
                     "--save", "",
-                    "--appendonly", "no",
+                    *(
+                        ("--appendonly", "yes", "--appendfsync", "always")
+                        if self.persist
+                        else ("--appendonly", "no")
+                    ),
                     "--dir", str(self.workdir),
                     "--daemonize", "no",
                     "--loglevel", "warning",

@@ -36,6 +36,9 @@ _SECONDS = (
     "sweep_interval_s",
     "watch_fallback_s",
     "input_claim_s",
+    "outcome_retry_s",
+    "outcome_retry_max_s",
+    "renew_ahead_s",
     "progress_message_interval_s",
 )
 
@@ -76,6 +79,21 @@ class EngineConfig:
     #: shared stores: how long a tasks/result call holds an input request it delivers
     #: before another instance may deliver it (renewed while the call waits)
     input_claim_s: float = 30.0
+    #: an outcome the store did not take (unreachable, locked) is kept and written again:
+    #: first after this many seconds, then twice as long each time, up to
+    #: ``outcome_retry_max_s``, until the store takes it or the task's ttl ends; the task
+    #: stays ``working`` meanwhile and a ``tasks/result`` waiting here gets it once stored
+    outcome_retry_s: float = 0.1
+    #: the longest wait between two writes of a kept outcome
+    outcome_retry_max_s: float = 5.0
+    #: a task does not expire while its work runs in this engine: its ttl is renewed before
+    #: it runs out (up to ``max_ttl_ms`` from creation, where the work is stopped), and a
+    #: task whose work outlived its ttl is kept ``ttl`` after its end (the actual ttl is
+    #: reported, R-TTL-2); False: the ttl counts from creation whatever the status (R-TTL-3)
+    keep_running_tasks: bool = True
+    #: how long before it would expire a running task's ttl is renewed (at least twice
+    #: ``sweep_interval_s`` is used): more than the clock difference between instances
+    renew_ahead_s: float = 10.0
 
     def __post_init__(self) -> None:
         for name in _COUNTS:
@@ -86,8 +104,14 @@ class EngineConfig:
                 _check_int(name, value, 0)
         for name in _SECONDS:
             _check_seconds(name, getattr(self, name))
-        if not isinstance(self.allow_unlimited_ttl, bool):
-            raise TypeError("EngineConfig.allow_unlimited_ttl must be a bool")
+        for name in ("allow_unlimited_ttl", "keep_running_tasks"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"EngineConfig.{name} must be a bool")
+        if self.outcome_retry_max_s < self.outcome_retry_s:
+            raise ValueError(
+                "EngineConfig.outcome_retry_max_s must be >= outcome_retry_s, not "
+                f"{self.outcome_retry_max_s} < {self.outcome_retry_s}"
+            )
         self.cursor_secret = _check_secret(self.cursor_secret)
         if self.allow_unlimited_ttl and not TTL_NULLABLE:
             raise ValueError(
@@ -99,6 +123,16 @@ class EngineConfig:
             self.default_ttl_ms = self.max_ttl_ms
         if self.default_ttl_ms is not None:
             self.default_ttl_ms = min(self.default_ttl_ms, self.max_ttl_ms)
+
+    @property
+    def renew_lead_s(self) -> float:
+        """How long before its expiry a running task's ttl is renewed: ``renew_ahead_s``,
+        at least two sweeps (a renewal must come before any instance's sweep would expire it)."""
+        return max(self.renew_ahead_s, 2 * self.sweep_interval_s)
+
+    def retry_delay_s(self, attempt: int) -> float:
+        """The wait before write ``attempt + 1`` of a kept outcome (``attempt`` >= 1)."""
+        return min(self.outcome_retry_max_s, self.outcome_retry_s * 2.0 ** min(attempt - 1, 60))
 
     @property
     def secret_bytes(self) -> bytes | None:

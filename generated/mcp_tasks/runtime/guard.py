@@ -39,7 +39,8 @@ def store_error(exc: Exception) -> TaskError:
 
 
 async def guarded(call: Awaitable[T]) -> T:
-    """Await one store call; any failure raised as ``store_error`` says."""
+    """Await one store call; any failure raised as ``store_error`` says (a ``TaskError``
+    as it is: ``UnstorableValue`` too, so the engine can tell a bad value from an outage)."""
     try:
         return await call
     except Exception as exc:
@@ -86,6 +87,15 @@ class StoreGuard:
 
     async def recover(self, now: float, message: str) -> list[TaskRecord]:
         return await guarded(self.store.recover(now, message))
+
+    async def set_ttl(self, task_id: str, ttl_ms: int) -> TaskRecord | None:
+        """``TaskStore.set_ttl``; ``NotImplementedError`` (a store that cannot) as it is."""
+        try:
+            return await self.store.set_ttl(task_id, ttl_ms)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise store_error(exc) from exc
 
 
 class SharedStoreGuard(StoreGuard):

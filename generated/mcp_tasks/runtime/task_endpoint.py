@@ -32,6 +32,7 @@ the request's own stream, R-INPUT-3: :class:`NeedsStream`) or runs longer.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -104,7 +105,10 @@ class Reply:
             doc["error"] = self.error
         else:
             doc["result"] = self.result
-        body = pydantic_core.to_json(doc)
+        try:
+            body = pydantic_core.to_json(doc)
+        except ValueError:  # text UTF-8 cannot carry (a lone surrogate): sent escaped
+            body = json.dumps(doc, separators=(",", ":")).encode()
         headers = [(b"content-type", _JSON), (b"content-length", str(len(body)).encode())]
         if self.session_id is not None:
             headers.append((_SESSION_HEADER.encode(), self.session_id.encode()))

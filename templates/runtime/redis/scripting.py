@@ -26,7 +26,7 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import DataError, NoScriptError, RedisError
 
 from ...errors import StoreUnavailable
 from ..observe import store_retry
@@ -53,6 +53,7 @@ def load(name: str) -> Script:
 
 CREATE = load("create")
 TRANSITION = load("transition")
+SET_TTL = load("set_ttl")
 GET = load("get")
 LIST = load("list")
 REMOVE = load("remove")
@@ -82,7 +83,7 @@ class _Batch:
         #: Set instead of replies: this caller sends the next pipeline.
         self.lead = False
         self.replies: list[Any] = []
-        self.exc: StoreUnavailable | None = None
+        self.exc: Exception | None = None
 
     def outcome(self) -> list[Any]:
         if self.exc is not None:
@@ -171,6 +172,15 @@ class ScriptRunner:
         calls = [c for b in batch for c in b.calls]
         try:
             out = await self._pipeline(calls)
+        except (DataError, UnicodeError) as exc:
+            # A value Redis' protocol cannot carry, raised while packing: nothing was sent.
+            # It is one caller's: the others go again without it (never an outage).
+            if len(batch) == 1:
+                batch[0].exc = exc
+            else:
+                for b in batch:
+                    await self._flush([b])
+            return
         except (RedisError, OSError) as exc:
             for b in batch:
                 b.exc = self.unavailable(exc)

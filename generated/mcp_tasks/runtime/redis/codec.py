@@ -23,11 +23,15 @@ from typing import Any
 
 from ...models import TaskStatus
 from ...protocol import REVISION, TERMINAL
-from ...store import TaskRecord
+from ...store import TaskRecord, encode_json, storable_text
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """JSON as every store encodes it (``store.encode_json``: a lone surrogate escaped, a
+    value that is not JSON ``UnstorableValue`` before anything is sent)."""
+    out = encode_json(value)
+    assert out is not None
+    return out
 
 
 def text(value: Any) -> str:
@@ -51,7 +55,7 @@ def fields(record: TaskRecord, lex: str, owner: str | None) -> list[Any]:
     if record.expires_at is not None:
         out += ["x", repr(record.expires_at)]
     if record.status_message is not None:
-        out += ["msg", record.status_message]
+        out += ["msg", storable_text(record.status_message)]
     if record.tool is not None:
         out += ["tl", record.tool]
     if record.result is not None:

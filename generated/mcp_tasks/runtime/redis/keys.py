@@ -24,7 +24,9 @@ requestor carries the same Redis Cluster hash tag and each script touches one sl
                         (a space between): every requestor's tasks, for operators
                         (``list_all``); ``NS:all-ready`` once tasks stored before it was
                         kept are in it
-- ``NS:instances``      sorted set: instance ID -> last heartbeat (Redis server time, ms)
+- ``NS:instances``      sorted set: instance ID -> its last heartbeat, in store clock (ms)
+- ``{NS:instances}:clock`` hash: the store clock leases are judged by (``t``, ``up``, ``o``:
+                        ``_prelude.lua``); its hash tag puts it in the slot of ``NS:instances``
 - ``NS:owned:INSTANCE`` set of ``TAG:ID``: the non-terminal tasks an instance runs (leases)
 - ``NS:events``         pub/sub channel of task changes (cross-instance wake-ups)
 - ``NS:cursor-secret``  signs listing cursors alike on every instance
@@ -63,6 +65,8 @@ class Keys:
         self.channel = f"{namespace}:events"
         self.expiry = f"{namespace}:expiry"
         self.instances = f"{namespace}:instances"
+        #: the same Cluster slot as ``instances`` (its hash tag is that key's whole name)
+        self.clock = f"{{{namespace}:instances}}:clock"
         self.secret = f"{namespace}:cursor-secret"
         self.all = f"{namespace}:all"
         self.all_ready = f"{namespace}:all-ready"

@@ -34,7 +34,16 @@ from redis.asyncio.retry import Retry
 from ...errors import StoreUnavailable
 from ...models import TaskStatus
 from ...protocol import TERMINAL
-from ...store import Change, SharedTaskStore, TaskPage, TaskQuery, TaskRecord, source_values
+from ...store import (
+    Change,
+    SharedTaskStore,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    source_values,
+    storable_id,
+    storable_text,
+)
 from .admin import list_all as _list_all
 from .codec import TERMINAL_VALUES, as_dict, decode, dumps, fields, text
 from .events import Events, TaskWatchHandle
@@ -42,7 +51,7 @@ from .inputs import Inputs
 from .keys import LEX_PREFIX, Keys, all_member, lexkey
 from .leases import Leases
 from .observed import CountingBackoff
-from .scripting import CREATE, GET, LIST, REMOVE, TRANSITION, Call, ScriptRunner
+from .scripting import CREATE, GET, LIST, REMOVE, SET_TTL, TRANSITION, Call, ScriptRunner
 from .secret import SharedSecret
 
 #: Tag cache entries (task ID -> requestor tag) kept per instance.
@@ -223,6 +232,8 @@ class RedisTaskStore(SharedTaskStore):
         return True
 
     async def get(self, task_id: str) -> TaskRecord | None:
+        if not storable_id(task_id):
+            return None  # not one of ours: UTF-8 (and so Redis' protocol here) cannot carry it
         tag = await self._tag_of(task_id)
         if tag is None:
             return None
@@ -241,13 +252,15 @@ class RedisTaskStore(SharedTaskStore):
     async def transition(
         self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        if not (allowed := source_values(status, change.get("expected"))):
+        if not (allowed := source_values(status, change.get("expected"))) or not storable_id(
+            task_id
+        ):
             return None
         # Serialised first: a result that is not JSON fails here, changing nothing.
         result, error, message = (
             change.get("result"),
             change.get("error"),
-            change.get("status_message"),
+            storable_text(change.get("status_message")),
         )
         res = "" if result is None else dumps(result)
         err = "" if error is None else dumps(error)
@@ -271,6 +284,32 @@ class RedisTaskStore(SharedTaskStore):
         if status in TERMINAL and owner is not None and owner != self.instance_id:
             await self._run.command("SREM", self.keys.owned(owner), member)
         return decode(h, task_id)
+
+    async def set_ttl(self, task_id: str, ttl_ms: int) -> TaskRecord | None:
+        """Two round trips: the task's fields and key expiries (``set_ttl.lua``), then its
+        entry in the expiry index and its ID pointer (other slots)."""
+        tag = await self._tag_of(task_id) if storable_id(task_id) else None
+        if tag is None:
+            return None
+        t, _, inp, cl, ans = self.keys.task_keys(tag, task_id)
+        grace_ms = int(self.expiry_grace_s * 1000)
+        reply = await self._run.eval(SET_TTL, [t, inp, cl, ans], [ttl_ms, grace_ms, TERMINAL_VALUES])
+        if not reply:
+            return None
+        flat, px = reply
+        rec = decode(as_dict(flat), task_id)
+        if rec is None:
+            return None
+        expires = rec.expires_at
+        assert expires is not None
+        lex = lexkey(rec.created_at, task_id)
+        await self._run.pipeline(
+            [
+                (None, ["ZADD", self.keys.expiry, repr(expires), f"{tag}:{lex}"]),
+                (None, ["PEXPIRE", self.keys.ptr(task_id), px]),
+            ]
+        )
+        return rec
 
     async def list_tasks(
         self, requestor: str, *, after: tuple[float, str] | None, limit: int
@@ -300,6 +339,8 @@ class RedisTaskStore(SharedTaskStore):
         return [keys, [task_id, lex, "" if now is None else repr(float(now)), channel]]
 
     async def delete(self, task_id: str) -> bool:
+        if not storable_id(task_id):
+            return False
         tag = await self._tag_of(task_id)
         if tag is None:
             return False
@@ -438,7 +479,7 @@ class RedisTaskStore(SharedTaskStore):
                 await self._secret.refresh()
             except StoreUnavailable:
                 pass  # logged once per outage
-            await anyio.sleep(self.lease_s / 3)
+            await anyio.sleep(self.leases.interval_s)
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Run the change listener and this instance's heartbeat in ``tg``. Reaping the
@@ -465,7 +506,8 @@ class RedisTaskStore(SharedTaskStore):
 
     async def close(self) -> None:
         """Stop background work, drop this instance's lease (its unfinished tasks were
-        already failed by the engine), close the connection pool if the store made it.
+        already failed by the engine; one that was not keeps the lease, to expire), close
+        the connection pool if the store made it.
         """
         tg, self._tg = self._tg, None
         if tg is not None:
@@ -475,7 +517,7 @@ class RedisTaskStore(SharedTaskStore):
             self._started = False
             with anyio.CancelScope(shield=True), anyio.move_on_after(2):
                 try:
-                    await self._run.pipeline(self.leases.forget_call())
+                    await self.leases.forget()
                 except Exception:
                     pass
         if self._owns_client:

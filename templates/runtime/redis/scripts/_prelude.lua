@@ -15,3 +15,29 @@ local function hash_json(h)
   for i = 1, #h, 2 do t[h[i]] = h[i + 1] end
   return cjson.encode(t)
 end
+
+
+
+-- The store clock (milliseconds) of a namespace: Redis server time as the instances could
+-- see it. Each contact of an instance (heartbeat, reaper) advances it by the time since the
+-- previous contact; a gap longer than cap-ms was an outage (nobody reached Redis, or Redis
+-- was stopped): the clock stands still over it, and the end of the outage is recorded, so
+-- that no lease is judged before a whole lease of clock has passed since (every live
+-- instance has had a full lease of working store to heartbeat in). A fresh store starts
+-- the clock at the server time, as if an outage had just ended.
+-- key: a hash (t: server time of the last contact, up: the clock, o: the last outage's end)
+-- -> {clock, outage end}
+local function store_clock(key, cap)
+  local now = now_ms()
+  local cur = redis.call('HMGET', key, 't', 'up', 'o')
+  local up, o = now, now
+  if cur[1] and cur[2] then
+    local d = now - tonumber(cur[1])
+    up = tonumber(cur[2])
+    o = 0
+    if cur[3] then o = tonumber(cur[3]) end
+    if d > cap then o = up elseif d > 0 then up = up + d end
+  end
+  redis.call('HSET', key, 't', now, 'up', up, 'o', o)
+  return {up, o}
+end
