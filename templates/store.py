@@ -139,7 +139,8 @@ class TaskStore(abc.ABC):
       no-op, never an exception: R-CANCEL-3). ``expected`` may contain ``status``
       itself: that updates the status message without a move.
     - ``list_tasks`` returns one requestor's records ordered by ``(created_at,
-      task_id)``, strictly after ``after`` when given (keyset paging).
+      task_id)``, strictly after ``after`` when given (keyset paging); with ``face``, only
+      the records of that face, up to ``limit`` of them (the filter is the query's).
     - ``delete`` removes a record and its result.
     - ``pop_expired`` removes and returns up to ``limit`` records whose
       ``expires_at`` <= ``now``; its cost grows with what it removes, not with
@@ -177,11 +178,18 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     async def list_tasks(
-        self, requestor: str, *, after: tuple[float, str] | None, limit: int
+        self,
+        requestor: str,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        face: str | None = None,
     ) -> list[TaskRecord]:
         """Up to ``limit`` of ``requestor``'s tasks after ``after`` in (created_at, task_id)
-        order. A store may leave ``result`` and ``error`` out of these records (None): a
-        listing shows tasks, not what they returned."""
+        order; with ``face``, only that face's tasks (skipped in the query, so a page of one
+        face is full whatever the other faces hold). A store may leave ``result`` and
+        ``error`` out of these records (None): a listing shows tasks, not what they
+        returned."""
 
     @abc.abstractmethod
     async def delete(self, task_id: str) -> bool: ...

@@ -108,6 +108,10 @@ log = logging.getLogger(f"{_PKG}.runtime")
 #: the statusMessage of a task its requestor cancelled
 CANCELLED_MESSAGE = "The task was cancelled by the requestor"
 
+#: How many reads of ``page_size + 1`` records one ``tasks/list`` page makes at most, when
+#: expired tasks no sweep removed yet take up the reads.
+LIST_READS = 8
+
 #: A listener of status changes: called with the task's new record (R-NOTIFY-1).
 StatusListener = Callable[[TaskRecord], Awaitable[None]]
 
@@ -402,19 +406,26 @@ class TaskEngine:
                 raise InvalidCursor(
                     detail=f"params.cursor was not issued by this server for this requestor ({exc})"
                 ) from None
-        size = self.config.page_size
-        recs = await self.guard.list_tasks(requestor, after=after, limit=size + 1)
-        page = recs[:size]
-        now = self.clock()
-        live = [
-            r
-            for r in page
-            if (r.expires_at is None or r.expires_at > now) and (face is None or r.face == face)
-        ]
-        if len(recs) > size:
-            last = page[-1]
-            return live, codec.encode(requestor, last.created_at, last.task_id)
-        return live, None
+        # The store skips other faces' tasks; expired ones no sweep removed yet are skipped
+        # here, reading on until the page is full and one more live task shows that
+        # another page follows (at most LIST_READS reads: then the page ends where the
+        # reading stopped).
+        size, now = self.config.page_size, self.clock()
+        live: list[TaskRecord] = []
+        for _ in range(LIST_READS):
+            recs = await self.guard.list_tasks(requestor, after=after, limit=size + 1, face=face)
+            for r in recs:
+                expires = r.expires_at
+                if (expires is None or expires > now) and (face is None or r.face == face):
+                    live.append(r)
+                    if len(live) > size:
+                        last = live[size - 1]
+                        return live[:size], codec.encode(requestor, last.created_at, last.task_id)
+            if len(recs) <= size:
+                return live, None
+            after = (recs[-1].created_at, recs[-1].task_id)
+        assert after is not None
+        return live, codec.encode(requestor, *after)
 
     # ------------------------------------------------------------------ expiry
 

@@ -116,6 +116,33 @@ class StoreConformance:
         listed = await store.list_tasks("alice", after=None, limit=10)
         assert [r.face for r in listed] == [REVISION, "another-face"]
 
+    async def test_list_filters_by_face_R_LIST_1(self, store: TaskStore) -> None:
+        """``list_tasks(face=F)`` pages F's tasks only, in ``(created_at, task_id)`` order:
+        full pages across runs of the other face's tasks, keyset cursors past them too;
+        ``face=None`` (the default) lists every face."""
+        other = "another-face"
+        faces = [REVISION, other, other, other, REVISION, other, REVISION, REVISION, other]
+        for i, face in enumerate(faces):
+            await store.create(record(f"t{i}", created_at=T0 + i, face=face))
+        await store.create(record("bob-1", "bob", created_at=T0 + 1))
+        mine = [f"t{i}" for i, face in enumerate(faces) if face == REVISION]
+        theirs = [f"t{i}" for i, face in enumerate(faces) if face == other]
+        page1 = await store.list_tasks("alice", after=None, limit=2, face=REVISION)
+        assert [r.task_id for r in page1] == mine[:2]
+        last = page1[-1]
+        after = (last.created_at, last.task_id)
+        page2 = await store.list_tasks("alice", after=after, limit=2, face=REVISION)
+        assert [r.task_id for r in page2] == mine[2:]
+        assert await store.list_tasks("alice", after=(T0 + 7, "t7"), limit=2, face=REVISION) == []
+        listed = await store.list_tasks("alice", after=None, limit=10, face=other)
+        assert [r.task_id for r in listed] == theirs
+        assert all(r.face == other for r in listed)
+        every = await store.list_tasks("alice", after=None, limit=20)
+        assert [r.task_id for r in every] == [f"t{i}" for i in range(len(faces))]
+        assert await store.list_tasks("alice", after=None, limit=10, face="no-such-face") == []
+        bobs = await store.list_tasks("bob", after=None, limit=10, face=REVISION)
+        assert [r.task_id for r in bobs] == ["bob-1"]
+
     async def test_duplicate_id_raises_key_error_R_ID_1(self, store: TaskStore) -> None:
         await store.create(record("t1"))
         with pytest.raises(KeyError):

@@ -34,7 +34,7 @@ from redis.backoff import ExponentialBackoff
 
 from ...errors import StoreUnavailable
 from ...models import TaskStatus
-from ...protocol import TERMINAL
+from ...protocol import REVISION, TERMINAL
 from ...store import Change, SharedTaskStore, TaskRecord, source_values
 from .codec import TERMINAL_VALUES, as_dict, decode, dumps, fields, text
 from .events import Events, TaskWatchHandle
@@ -271,7 +271,12 @@ class RedisTaskStore(SharedTaskStore):
         return decode(h, task_id)
 
     async def list_tasks(
-        self, requestor: str, *, after: tuple[float, str] | None, limit: int
+        self,
+        requestor: str,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        face: str | None = None,
     ) -> list[TaskRecord]:
         if limit <= 0:
             return []
@@ -280,7 +285,7 @@ class RedisTaskStore(SharedTaskStore):
         reply = await self._run.eval(
             LIST,
             [self.keys.idx(tag), self.keys.active(tag)],
-            [self.keys.task(tag, ""), after_lex, limit],
+            [self.keys.task(tag, ""), after_lex, limit, face or "", REVISION],
         )
         out: list[TaskRecord] = []
         for h in json.loads(reply):  # one JSON array of hashes: one reply to parse
