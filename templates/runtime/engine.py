@@ -324,22 +324,13 @@ class TaskEngine:
         rec = await self.lookup(requestor, task_id, face)
         if rec.status in protocol.TERMINAL or not answers:
             return set()
-        coord = self.coordination
-        taken, left = await coord.answer_inputs(task_id, requestor, answers)
+        # Taken, and the task back to working when none is left, in one step (R-INPUT-4).
+        taken, new = await self.coordination.answer_inputs(
+            task_id, requestor, answers, self.clock()
+        )
         audit("input_answered", requestor, task_id, keys=len(taken))
-        if taken and not left:
-            new = await self.transition(
-                task_id, protocol.WORKING, expected=(protocol.INPUT_REQUIRED,)
-            )
-            if new is not None:  # R-INPUT-4
-                if await coord.inputs(task_id, requestor):
-                    # The work asked again meanwhile: it still waits for input.
-                    new = await self.transition(
-                        task_id, protocol.INPUT_REQUIRED, expected=(protocol.WORKING,),
-                        status_message=rec.status_message,
-                    )  # fmt: skip
-                if new is not None:
-                    await self.status_changed(new)
+        if new is not None:
+            await self.status_changed(new)
         return taken
 
     async def cancel(

@@ -109,7 +109,8 @@ class Run:
     """A task running in this engine: its cancel scope, pending inputs, change signal."""
 
     __slots__ = (
-        "_changed", "asked", "busy", "final", "pending", "requestor", "scope", "tool_error"
+        "_changed", "_step", "asked", "busy", "final", "pending", "requestor", "scope",
+        "tool_error",
     )  # fmt: skip
 
     def __init__(self, requestor: str, tool_error: TaskStatus = FAILED) -> None:
@@ -125,9 +126,19 @@ class Run:
         self.pending: dict[str, PendingInput] = {}
         self.asked = 0  # input requests made so far (their ``seq``)
         self._changed: anyio.Event | None = None  # ``changed``, made on first use
+        self._step: anyio.Lock | None = None  # ``step``, made on first use
 
     #: The event the next ``signal()`` sets.
     changed = LazyEvent()
+
+    @property
+    def step(self) -> anyio.Lock:
+        """Serialises the work's input requests with the answers' resumes of its task (the
+        local coordination's input steps); made when the work first asks for input."""
+        lock = self._step
+        if lock is None:
+            lock = self._step = anyio.Lock(fast_acquire=True)
+        return lock
 
     def signal(self) -> None:
         """Wake every waiter (each waits on the event it saw; a fresh one replaces it)."""
@@ -373,13 +384,9 @@ class Runs:
         coord = engine.coordination
         answered = False
         try:
-            await coord.offer_input(run, pending)
-            rec = await engine.transition(
-                task_id,
-                INPUT_REQUIRED,
-                expected=(WORKING,),
-                status_message=f"Waiting for the requestor to answer {method}",
-            )
+            # Offered and marked input_required in one step (coordination.py).
+            message = f"Waiting for the requestor to answer {method}"
+            rec = await coord.offer_input(run, pending, message, engine.clock())
             if rec is not None:  # R-INPUT-1
                 await engine.status_changed(rec)
             run.signal()
@@ -391,7 +398,8 @@ class Runs:
                 if not answered:
                     await coord.withdraw_input(run, pending)
                 if not run.pending and not run.scope.cancel_called:
-                    rec = await engine.transition(task_id, WORKING, expected=(INPUT_REQUIRED,))
+                    # Back to working unless a request is outstanding, in one step.
+                    rec = await coord.resume(run, task_id, engine.clock())
                     if rec is not None:  # R-INPUT-4
                         await engine.status_changed(rec)
         if pending.error is not None:

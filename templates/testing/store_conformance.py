@@ -434,6 +434,60 @@ class SharedStoreConformance(StoreConformance):
         await a.transition("t1", CANCELLED, now=T0 + 2)
         assert await b.pending_inputs("t1", "alice") == []
 
+    async def test_input_steps_move_the_status_with_the_inputs_R_INPUT_1_R_INPUT_4(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        """``offer_input`` queues a request and marks a working task input_required;
+        ``answer_inputs`` takes the answers still outstanding and resumes the task when it
+        took the last one (else the task keeps waiting); unknown and answered ids change
+        nothing, another requestor's answers neither."""
+        a, b = pair
+        await a.create(record("t1", status=WORKING))
+        first: dict[str, Any] = {"id": "k1", "method": "m", "params": {"n": 1}, "seq": 1}
+        second: dict[str, Any] = {"id": "k2", "method": "m", "params": {"n": 2}, "seq": 2}
+        moved = await a.offer_input("t1", "alice", first, now=T0 + 1, status_message="asking")
+        assert moved is not None and moved.status == INPUT_REQUIRED
+        assert (moved.status_message, moved.version, moved.last_updated_at) == ("asking", 1, T0 + 1)
+        # waiting for input already: queued without a move
+        assert await a.offer_input("t1", "alice", second, now=T0 + 2, status_message="x") is None
+        assert await b.pending_inputs("t1", "alice") == [first, second]
+        got = await b.get("t1")
+        assert got is not None and (got.status, got.version) == (INPUT_REQUIRED, 1)
+        assert await b.answer_inputs("t1", "mallory", {"k1": {"result": {}}}, now=T0 + 3) == (
+            set(),
+            None,
+        )
+        answers: dict[str, dict[str, Any]] = {"k1": {"result": {"n": 1}}, "unknown": {"result": {}}}
+        assert await b.answer_inputs("t1", "alice", answers, now=T0 + 3) == ({"k1"}, None)
+        assert await a.pending_inputs("t1", "alice") == [second]
+        late: dict[str, dict[str, Any]] = {
+            "k1": {"result": {"again": True}},
+            "k2": {"error": {"code": 1, "message": "no"}},
+        }
+        taken, moved = await b.answer_inputs("t1", "alice", late, now=T0 + 4)
+        assert taken == {"k2"} and moved is not None and moved.status == WORKING
+        assert (moved.status_message, moved.version, moved.last_updated_at) == (None, 2, T0 + 4)
+        assert await a.pending_inputs("t1", "alice") == []
+        assert await a.take_answer("t1", "alice", "k1") == {"result": {"n": 1}}
+        assert await a.take_answer("t1", "alice", "k2") == {"error": {"code": 1, "message": "no"}}
+        got = await a.get("t1")
+        assert got is not None and (got.status, got.version) == (WORKING, 2)
+
+    async def test_resume_only_when_no_input_is_outstanding_R_INPUT_4(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        a, b = pair
+        await a.create(record("t1", status=WORKING))
+        item: dict[str, Any] = {"id": "k1", "method": "m", "params": {}, "seq": 1}
+        assert await a.offer_input("t1", "alice", item, now=T0 + 1, status_message="?")
+        assert await b.resume("t1", "alice", now=T0 + 2) is None  # k1 is outstanding
+        await a.withdraw_input("t1", "alice", "k1")
+        moved = await b.resume("t1", "alice", now=T0 + 3)
+        assert moved is not None and (moved.status, moved.version) == (WORKING, 2)
+        assert moved.status_message is None
+        assert await a.resume("t1", "alice", now=T0 + 4) is None  # working already
+        assert await a.offer_input("nope", "alice", item, now=T0, status_message="?") is None
+
     async def test_inputs_are_per_requestor_R_SEC_1(
         self, asking: tuple[SharedTaskStore, SharedTaskStore]
     ) -> None:

@@ -150,3 +150,16 @@ class SharedStoreGuard(StoreGuard):
 
     async def withdraw_input(self, task_id: str, requestor: str, input_id: str) -> None:
         await guarded(self.shared.withdraw_input(task_id, requestor, input_id))
+
+    async def offer_input(
+        self, task_id: str, requestor: str, item: dict[str, Any], **kw: Any
+    ) -> TaskRecord | None:
+        return await guarded(self.shared.offer_input(task_id, requestor, item, **kw))
+
+    async def answer_inputs(
+        self, task_id: str, requestor: str, answers: dict[str, dict[str, Any]], *, now: float
+    ) -> tuple[set[str], TaskRecord | None]:
+        return await guarded(self.shared.answer_inputs(task_id, requestor, answers, now=now))
+
+    async def resume(self, task_id: str, requestor: str, *, now: float) -> TaskRecord | None:
+        return await guarded(self.shared.resume(task_id, requestor, now=now))
