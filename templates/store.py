@@ -14,7 +14,7 @@ import abc
 import json
 import re
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
 
@@ -22,7 +22,7 @@ import anyio
 
 from .errors import InvalidParams
 from .lifecycle import SOURCES
-from .protocol import REVISION, TaskStatus
+from .protocol import INPUT_REQUIRED, REVISION, WORKING, TaskStatus
 
 _SECONDS: dict[int, str] = {}
 #: A lone surrogate: JSON can carry one (``"\\ud800"``), UTF-8 cannot (a valid pair is one
@@ -223,7 +223,8 @@ class TaskStore(abc.ABC):
       no-op, never an exception: R-CANCEL-3). ``expected`` may contain ``status``
       itself: that updates the status message without a move.
     - ``list_tasks`` returns one requestor's records ordered by ``(created_at,
-      task_id)``, strictly after ``after`` when given (keyset paging).
+      task_id)``, strictly after ``after`` when given (keyset paging); with ``face``, only
+      the records of that face, up to ``limit`` of them (the filter is the query's).
     - ``delete`` removes a record and its result.
     - ``pop_expired`` removes and returns up to ``limit`` records whose
       ``expires_at`` <= ``now``; its cost grows with what it removes, not with
@@ -286,11 +287,18 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     async def list_tasks(
-        self, requestor: str, *, after: tuple[float, str] | None, limit: int
+        self,
+        requestor: str,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        face: str | None = None,
     ) -> list[TaskRecord]:
         """Up to ``limit`` of ``requestor``'s tasks after ``after`` in (created_at, task_id)
-        order. A store may leave ``result`` and ``error`` out of these records (None): a
-        listing shows tasks, not what they returned."""
+        order; with ``face``, only that face's tasks (skipped in the query, so a page of one
+        face is full whatever the other faces hold). A store may leave ``result`` and
+        ``error`` out of these records (None): a listing shows tasks, not what they
+        returned."""
 
     @abc.abstractmethod
     async def delete(self, task_id: str) -> bool: ...
@@ -352,6 +360,13 @@ class SharedTaskStore(TaskStore):
     ``item`` is ``{"id", "method", "params", "seq"}`` (``seq``: creation order within the
     task); an answer is ``{"result": {...}}`` or
     ``{"error": {...}}``.
+
+    Three steps pair an input hand-over with the status it implies, so that a task is never
+    ``working`` while an input request is outstanding: ``offer_input`` (queue a request,
+    ``working`` -> ``input_required``), ``answer_inputs`` (answer, and ``input_required`` ->
+    ``working`` when none is left outstanding) and ``resume`` (the work stopped waiting:
+    ``input_required`` -> ``working`` when none is outstanding). Their defaults make several
+    calls; a store makes each one atomic step (``RedisTaskStore``: one script each).
     """
 
     shared: bool = True
@@ -405,3 +420,40 @@ class SharedTaskStore(TaskStore):
     @abc.abstractmethod
     async def withdraw_input(self, task_id: str, requestor: str, input_id: str) -> None:
         """Forget an input request (its work stopped waiting)."""
+
+    async def offer_input(
+        self,
+        task_id: str,
+        requestor: str,
+        item: dict[str, Any],
+        *,
+        now: float,
+        status_message: str | None,
+    ) -> TaskRecord | None:
+        """``put_input``, and a ``working`` task moved to ``input_required`` with
+        ``status_message`` (as ``transition`` moves it): the new record when it moved, else
+        None (it waited for input already, or it is gone)."""
+        if not await self.put_input(task_id, requestor, item):
+            return None
+        return await self.transition(
+            task_id, INPUT_REQUIRED, now=now, expected=(WORKING,), status_message=status_message
+        )
+
+    async def answer_inputs(
+        self, task_id: str, requestor: str, answers: Mapping[str, dict[str, Any]], *, now: float
+    ) -> tuple[set[str], TaskRecord | None]:
+        """``answer_input`` for every input id of ``answers`` still outstanding (the others
+        change nothing) and, when that left none outstanding, the task moved from
+        ``input_required`` to ``working`` (its status message cleared): the ids taken, and
+        the new record when it moved."""
+        taken = {k for k, a in answers.items() if await self.answer_input(task_id, requestor, k, a)}
+        if not taken:
+            return taken, None
+        return taken, await self.resume(task_id, requestor, now=now)
+
+    async def resume(self, task_id: str, requestor: str, *, now: float) -> TaskRecord | None:
+        """The task moved from ``input_required`` to ``working`` (its status message cleared)
+        unless an input request is outstanding: the new record when it moved, else None."""
+        if await self.pending_inputs(task_id, requestor):
+            return None
+        return await self.transition(task_id, WORKING, now=now, expected=(INPUT_REQUIRED,))

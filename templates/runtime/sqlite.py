@@ -332,22 +332,24 @@ class SqliteTaskStore(TaskStore):
         return await self._call(op)
 
     async def list_tasks(
-        self, requestor: str, *, after: tuple[float, str] | None, limit: int
+        self,
+        requestor: str,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        face: str | None = None,
     ) -> list[TaskRecord]:
+        where, args = "requestor = ?", list[Any]([requestor])
+        if after is not None:
+            where += " AND (created_at, task_id) > (?, ?)"
+            args += [after[0], after[1]]
+        if face is not None:
+            where += " AND face = ?"
+            args.append(face)
+        sql = f"SELECT {_COLUMNS} FROM tasks WHERE {where} ORDER BY created_at, task_id LIMIT ?"
+
         def op(c: sqlite3.Connection) -> list[TaskRecord]:
-            if after is None:
-                rows = c.execute(
-                    f"SELECT {_COLUMNS} FROM tasks WHERE requestor = ? "
-                    "ORDER BY created_at, task_id LIMIT ?",
-                    (requestor, limit),
-                ).fetchall()
-            else:
-                rows = c.execute(
-                    f"SELECT {_COLUMNS} FROM tasks WHERE requestor = ? AND "
-                    "(created_at, task_id) > (?, ?) ORDER BY created_at, task_id LIMIT ?",
-                    (requestor, after[0], after[1], limit),
-                ).fetchall()
-            return [_row(r) for r in rows]
+            return [_row(r) for r in c.execute(sql, (*args, limit)).fetchall()]
 
         return await self._read(op)
 

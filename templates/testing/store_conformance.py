@@ -113,6 +113,33 @@ class StoreConformance(AdminConformance):
         listed = await store.list_tasks("alice", after=None, limit=10)
         assert [r.face for r in listed] == [REVISION, "another-face"]
 
+    async def test_list_filters_by_face_R_LIST_1(self, store: TaskStore) -> None:
+        """``list_tasks(face=F)`` pages F's tasks only, in ``(created_at, task_id)`` order:
+        full pages across runs of the other face's tasks, keyset cursors past them too;
+        ``face=None`` (the default) lists every face."""
+        other = "another-face"
+        faces = [REVISION, other, other, other, REVISION, other, REVISION, REVISION, other]
+        for i, face in enumerate(faces):
+            await store.create(record(f"t{i}", created_at=T0 + i, face=face))
+        await store.create(record("bob-1", "bob", created_at=T0 + 1))
+        mine = [f"t{i}" for i, face in enumerate(faces) if face == REVISION]
+        theirs = [f"t{i}" for i, face in enumerate(faces) if face == other]
+        page1 = await store.list_tasks("alice", after=None, limit=2, face=REVISION)
+        assert [r.task_id for r in page1] == mine[:2]
+        last = page1[-1]
+        after = (last.created_at, last.task_id)
+        page2 = await store.list_tasks("alice", after=after, limit=2, face=REVISION)
+        assert [r.task_id for r in page2] == mine[2:]
+        assert await store.list_tasks("alice", after=(T0 + 7, "t7"), limit=2, face=REVISION) == []
+        listed = await store.list_tasks("alice", after=None, limit=10, face=other)
+        assert [r.task_id for r in listed] == theirs
+        assert all(r.face == other for r in listed)
+        every = await store.list_tasks("alice", after=None, limit=20)
+        assert [r.task_id for r in every] == [f"t{i}" for i in range(len(faces))]
+        assert await store.list_tasks("alice", after=None, limit=10, face="no-such-face") == []
+        bobs = await store.list_tasks("bob", after=None, limit=10, face=REVISION)
+        assert [r.task_id for r in bobs] == ["bob-1"]
+
     async def test_duplicate_id_raises_key_error_R_ID_1(self, store: TaskStore) -> None:
         await store.create(record("t1"))
         with pytest.raises(KeyError):
@@ -462,6 +489,60 @@ class SharedStoreConformance(StoreConformance):
         assert await a.take_answer("t1", "alice", "k1") == {"result": {"ok": 1}}
         await a.transition("t1", CANCELLED, now=T0 + 2)
         assert await b.pending_inputs("t1", "alice") == []
+
+    async def test_input_steps_move_the_status_with_the_inputs_R_INPUT_1_R_INPUT_4(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        """``offer_input`` queues a request and marks a working task input_required;
+        ``answer_inputs`` takes the answers still outstanding and resumes the task when it
+        took the last one (else the task keeps waiting); unknown and answered ids change
+        nothing, another requestor's answers neither."""
+        a, b = pair
+        await a.create(record("t1", status=WORKING))
+        first: dict[str, Any] = {"id": "k1", "method": "m", "params": {"n": 1}, "seq": 1}
+        second: dict[str, Any] = {"id": "k2", "method": "m", "params": {"n": 2}, "seq": 2}
+        moved = await a.offer_input("t1", "alice", first, now=T0 + 1, status_message="asking")
+        assert moved is not None and moved.status == INPUT_REQUIRED
+        assert (moved.status_message, moved.version, moved.last_updated_at) == ("asking", 1, T0 + 1)
+        # waiting for input already: queued without a move
+        assert await a.offer_input("t1", "alice", second, now=T0 + 2, status_message="x") is None
+        assert await b.pending_inputs("t1", "alice") == [first, second]
+        got = await b.get("t1")
+        assert got is not None and (got.status, got.version) == (INPUT_REQUIRED, 1)
+        assert await b.answer_inputs("t1", "mallory", {"k1": {"result": {}}}, now=T0 + 3) == (
+            set(),
+            None,
+        )
+        answers: dict[str, dict[str, Any]] = {"k1": {"result": {"n": 1}}, "unknown": {"result": {}}}
+        assert await b.answer_inputs("t1", "alice", answers, now=T0 + 3) == ({"k1"}, None)
+        assert await a.pending_inputs("t1", "alice") == [second]
+        late: dict[str, dict[str, Any]] = {
+            "k1": {"result": {"again": True}},
+            "k2": {"error": {"code": 1, "message": "no"}},
+        }
+        taken, moved = await b.answer_inputs("t1", "alice", late, now=T0 + 4)
+        assert taken == {"k2"} and moved is not None and moved.status == WORKING
+        assert (moved.status_message, moved.version, moved.last_updated_at) == (None, 2, T0 + 4)
+        assert await a.pending_inputs("t1", "alice") == []
+        assert await a.take_answer("t1", "alice", "k1") == {"result": {"n": 1}}
+        assert await a.take_answer("t1", "alice", "k2") == {"error": {"code": 1, "message": "no"}}
+        got = await a.get("t1")
+        assert got is not None and (got.status, got.version) == (WORKING, 2)
+
+    async def test_resume_only_when_no_input_is_outstanding_R_INPUT_4(
+        self, pair: tuple[SharedTaskStore, SharedTaskStore]
+    ) -> None:
+        a, b = pair
+        await a.create(record("t1", status=WORKING))
+        item: dict[str, Any] = {"id": "k1", "method": "m", "params": {}, "seq": 1}
+        assert await a.offer_input("t1", "alice", item, now=T0 + 1, status_message="?")
+        assert await b.resume("t1", "alice", now=T0 + 2) is None  # k1 is outstanding
+        await a.withdraw_input("t1", "alice", "k1")
+        moved = await b.resume("t1", "alice", now=T0 + 3)
+        assert moved is not None and (moved.status, moved.version) == (WORKING, 2)
+        assert moved.status_message is None
+        assert await a.resume("t1", "alice", now=T0 + 4) is None  # working already
+        assert await a.offer_input("nope", "alice", item, now=T0, status_message="?") is None
 
     async def test_inputs_are_per_requestor_R_SEC_1(
         self, asking: tuple[SharedTaskStore, SharedTaskStore]

@@ -110,3 +110,33 @@ async def test_extension_tasks_without_auth_are_anonymous(
                 await s.tasks.get(tid)
             assert err.value.code == -32602
             assert tid not in {t.taskId for t in await s.tasks.list_all()}
+
+
+async def test_core_list_pages_are_full_beside_extension_tasks_R_LIST_1(
+    http_server_factory: Callable[..., HttpServer], tokens_file: Path
+) -> None:
+    """One requestor with tasks of both faces: each 2025-11-25 ``tasks/list`` page is full
+    until the last, and lists each of its tasks once, however the extension's tasks lie
+    between them."""
+    size, quick = 3, {"name": "slow_compute", "arguments": {"seconds": 0}}
+    server = http_server_factory(
+        "--tokens", str(tokens_file), "--page-size", str(size), "--max-active", "100"
+    )
+    with ExtClient(server.url) as ext:
+        async with http_session(server.url, token="tok-alice") as s:
+            core: list[str] = []
+            for i in range(7):
+                for _ in range(4 if i % 2 == 0 else 1):
+                    ext.result("tools/call", quick, headers=ALICE)
+                created = await s.tasks.call_tool_as_task("slow_compute", {"seconds": 0})
+                core.append(created.task.taskId)
+            pages: list[list[str]] = []
+            cursor: str | None = None
+            while True:
+                page = await s.tasks.list(cursor)
+                pages.append([t.taskId for t in page.tasks])
+                cursor = page.nextCursor
+                if not cursor:
+                    break
+    assert all(len(p) == size for p in pages[:-1]) and 0 < len(pages[-1]) <= size, pages
+    assert [tid for p in pages for tid in p] == core

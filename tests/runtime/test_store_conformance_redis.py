@@ -14,6 +14,7 @@ import pytest
 
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED
+from mcp_tasks.protocol import REVISION
 from mcp_tasks.runtime.cursor import CursorCodec
 from mcp_tasks.runtime.redis import RedisTaskStore
 from mcp_tasks.store import SharedTaskStore
@@ -355,5 +356,22 @@ async def test_auto_pipelining_shares_round_trips_and_keeps_errors_per_caller(
         assert len(failed) == 1 and sorted(ok) == list(range(20))
         assert run.sent - sent < 21
         assert len(await store.list_tasks("alice", after=None, limit=50)) == 20
+    finally:
+        await store.close()
+
+
+async def test_tasks_stored_before_faces_are_listed_as_the_first_face(redis_url: str) -> None:
+    """A task hash written before tasks had a face has no ``f`` field: it is the first
+    face's (``REVISION``) when a listing filters by face."""
+    store = RedisTaskStore(redis_url, namespace=unique_namespace())
+    try:
+        await store.create(record("old", created_at=T0))
+        await store.create(record("ext", created_at=T0 + 1, face="another-face"))
+        await store.create(record("new", created_at=T0 + 2))
+        await store.redis.hdel(f"{store.ns}:{{{store.tag('alice')}}}:t:old", "f")
+        core = await store.list_tasks("alice", after=None, limit=10, face=REVISION)
+        assert [(r.task_id, r.face) for r in core] == [("old", REVISION), ("new", REVISION)]
+        ext = await store.list_tasks("alice", after=None, limit=10, face="another-face")
+        assert [r.task_id for r in ext] == ["ext"]
     finally:
         await store.close()

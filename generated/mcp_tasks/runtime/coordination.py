@@ -32,7 +32,7 @@ import anyio
 import anyio.abc
 
 from ..errors import StoreUnavailable, TaskError, error_from_payload
-from ..protocol import INPUT_REQUIRED, TERMINAL
+from ..protocol import INPUT_REQUIRED, TERMINAL, WORKING
 from ..store import SharedTaskStore, TaskRecord, TaskStore, TaskWatch
 from .config import EngineConfig
 from .cursor import CursorCodec
@@ -117,9 +117,21 @@ class Coordination(abc.ABC):
     def waiter(self, task_id: str, requestor: str) -> Waiter:
         """A ``tasks/result`` call's view of its task."""
 
-    async def offer_input(self, run: Run, pending: PendingInput) -> None:
-        """Make an input request of running work deliverable."""
-        return None
+    # The input steps: each is one step no other can interleave with, so that a task is
+    # never ``working`` while an input request of its work is outstanding (R-INPUT-1,
+    # R-INPUT-4), and each returns the task's new record when its status moved.
+
+    @abc.abstractmethod
+    async def offer_input(
+        self, run: Run, pending: PendingInput, message: str, now: float
+    ) -> TaskRecord | None:
+        """Make an input request of running work (in ``run.pending``) deliverable and move a
+        ``working`` task to ``input_required`` with ``message``, in one step."""
+
+    @abc.abstractmethod
+    async def resume(self, run: Run, task_id: str, now: float) -> TaskRecord | None:
+        """The work stopped waiting for input: ``input_required`` -> ``working`` unless a
+        request is outstanding, in one step."""
 
     @abc.abstractmethod
     async def wait_answer(self, run: Run, pending: PendingInput) -> None:
@@ -135,11 +147,12 @@ class Coordination(abc.ABC):
 
     @abc.abstractmethod
     async def answer_inputs(
-        self, task_id: str, requestor: str, answers: Answers
-    ) -> tuple[set[str], int]:
+        self, task_id: str, requestor: str, answers: Answers, now: float
+    ) -> tuple[set[str], TaskRecord | None]:
         """Hand the answers under outstanding keys to the work (the other keys are ignored,
-        their values never read) and remove those keys from ``inputs`` at once; returns the
-        keys taken and how many requests are still outstanding."""
+        their values never read), remove those keys from ``inputs`` at once and, when none
+        is left outstanding, move the task from ``input_required`` to ``working``, in one
+        step; returns the keys taken and the new record when the task moved."""
 
 
 def choose(store: TaskStore, config: EngineConfig, runs: dict[str, Run]) -> Coordination:
@@ -194,6 +207,26 @@ class LocalCoordination(Coordination):
     async def wait_answer(self, run: Run, pending: PendingInput) -> None:
         await pending.answered.wait()
 
+    # The input steps hold the run's ``step`` lock across their status write: the work's
+    # requests and the answers' resumes of one task are serialised.
+
+    async def offer_input(
+        self, run: Run, pending: PendingInput, message: str, now: float
+    ) -> TaskRecord | None:
+        async with run.step:
+            return await self.guard.transition(
+                pending.task_id, INPUT_REQUIRED, now=now, expected=(WORKING,),
+                status_message=message,
+            )  # fmt: skip
+
+    async def resume(self, run: Run, task_id: str, now: float) -> TaskRecord | None:
+        async with run.step:
+            if _outstanding(run):
+                return None
+            return await self.guard.transition(
+                task_id, WORKING, now=now, expected=(INPUT_REQUIRED,)
+            )
+
     async def inputs(self, task_id: str, requestor: str) -> list[InputRequest]:
         run = self.runs.get(task_id)
         if run is None:
@@ -201,23 +234,34 @@ class LocalCoordination(Coordination):
         return [request_of(p) for p in run.pending.values() if not p.answered.is_set()]
 
     async def answer_inputs(
-        self, task_id: str, requestor: str, answers: Answers
-    ) -> tuple[set[str], int]:
+        self, task_id: str, requestor: str, answers: Answers, now: float
+    ) -> tuple[set[str], TaskRecord | None]:
         run = self.runs.get(task_id)
         if run is None:
-            return set(), 0
-        taken: set[str] = set()
-        for key in answers.keys() & run.pending.keys():
-            p = run.pending[key]
-            if p.answered.is_set():
-                continue
-            p.answer = dict(answers[key])
-            p.answered.set()
-            del run.pending[key]
-            taken.add(key)
+            return set(), None
+        async with run.step:
+            taken: set[str] = set()
+            for key in answers.keys() & run.pending.keys():
+                p = run.pending[key]
+                if p.answered.is_set():
+                    continue
+                p.answer = dict(answers[key])
+                p.answered.set()
+                del run.pending[key]
+                taken.add(key)
+            new = None
+            if taken and not _outstanding(run):
+                new = await self.guard.transition(
+                    task_id, WORKING, now=now, expected=(INPUT_REQUIRED,)
+                )
         if taken:
             run.signal()
-        return taken, len(run.pending)
+        return taken, new
+
+
+def _outstanding(run: Run) -> bool:
+    """Whether the work of ``run`` waits for an answer nobody gave yet."""
+    return any(not p.answered.is_set() for p in run.pending.values())
 
 
 def request_of(p: PendingInput) -> InputRequest:
@@ -358,14 +402,21 @@ class SharedCoordination(Coordination):
     def waiter(self, task_id: str, requestor: str) -> Waiter:
         return _SharedWaiter(self, task_id, requestor)
 
-    async def offer_input(self, run: Run, pending: PendingInput) -> None:
+    async def offer_input(
+        self, run: Run, pending: PendingInput, message: str, now: float
+    ) -> TaskRecord | None:
         item = {
             "id": pending.id,
             "method": pending.method,
             "params": pending.params,
             "seq": pending.seq,
         }
-        await self.guard.put_input(pending.task_id, run.requestor, item)
+        return await self.guard.offer_input(
+            pending.task_id, run.requestor, item, now=now, status_message=message
+        )
+
+    async def resume(self, run: Run, task_id: str, now: float) -> TaskRecord | None:
+        return await self.guard.resume(task_id, run.requestor, now=now)
 
     async def wait_answer(self, run: Run, pending: PendingInput) -> None:
         guard, task_id = self.guard, pending.task_id
@@ -395,16 +446,16 @@ class SharedCoordination(Coordination):
         return stored_inputs(task_id, await self.guard.pending_inputs(task_id, requestor))
 
     async def answer_inputs(
-        self, task_id: str, requestor: str, answers: Answers
-    ) -> tuple[set[str], int]:
+        self, task_id: str, requestor: str, answers: Answers, now: float
+    ) -> tuple[set[str], TaskRecord | None]:
         guard = self.guard
         outstanding = {str(i.get("id")) for i in await guard.pending_inputs(task_id, requestor)}
-        taken: set[str] = set()
-        for key in answers.keys() & outstanding:
-            payload = {"result": dict(answers[key])}
-            if await guard.answer_input(task_id, requestor, key, payload):
-                taken.add(key)
-        return taken, len(outstanding - taken)
+        # Only the keys outstanding a moment ago are read; the store takes those still
+        # outstanding and resumes the task in the same step.
+        payloads = {key: {"result": dict(answers[key])} for key in answers.keys() & outstanding}
+        if not payloads:
+            return set(), None
+        return await guard.answer_inputs(task_id, requestor, payloads, now=now)
 
 
 class _SharedWaiter(Waiter):

@@ -112,6 +112,10 @@ log = logging.getLogger(f"{_PKG}.runtime")
 #: the statusMessage of a task its requestor cancelled
 CANCELLED_MESSAGE = "The task was cancelled by the requestor"
 
+#: How many reads of ``page_size + 1`` records one ``tasks/list`` page makes at most, when
+#: expired tasks no sweep removed yet take up the reads.
+LIST_READS = 8
+
 #: A listener of status changes: called with the task's new record (R-NOTIFY-1).
 StatusListener = Callable[[TaskRecord], Awaitable[None]]
 #: A listener of tasks created or expired here: called inline with the record.
@@ -385,22 +389,13 @@ class TaskEngine:
         rec = await self.lookup(requestor, task_id, face)
         if rec.status in protocol.TERMINAL or not answers:
             return set()
-        coord = self.coordination
-        taken, left = await coord.answer_inputs(task_id, requestor, answers)
+        # Taken, and the task back to working when none is left, in one step (R-INPUT-4).
+        taken, new = await self.coordination.answer_inputs(
+            task_id, requestor, answers, self.clock()
+        )
         audit("input_answered", requestor, task_id, keys=len(taken))
-        if taken and not left:
-            new = await self.transition(
-                task_id, protocol.WORKING, expected=(protocol.INPUT_REQUIRED,)
-            )
-            if new is not None:  # R-INPUT-4
-                if await coord.inputs(task_id, requestor):
-                    # The work asked again meanwhile: it still waits for input.
-                    new = await self.transition(
-                        task_id, protocol.INPUT_REQUIRED, expected=(protocol.WORKING,),
-                        status_message=rec.status_message,
-                    )  # fmt: skip
-                if new is not None:
-                    await self.status_changed(new)
+        if new is not None:
+            await self.status_changed(new)
         return taken
 
     async def cancel(
@@ -460,19 +455,26 @@ class TaskEngine:
                 raise InvalidCursor(
                     detail=f"params.cursor was not issued by this server for this requestor ({exc})"
                 ) from None
-        size = self.config.page_size
-        recs = await self.guard.list_tasks(requestor, after=after, limit=size + 1)
-        page = recs[:size]
-        now = self.clock()
-        live = [
-            r
-            for r in page
-            if (r.expires_at is None or r.expires_at > now) and (face is None or r.face == face)
-        ]
-        if len(recs) > size:
-            last = page[-1]
-            return live, codec.encode(requestor, last.created_at, last.task_id)
-        return live, None
+        # The store skips other faces' tasks; expired ones no sweep removed yet are skipped
+        # here, reading on until the page is full and one more live task shows that
+        # another page follows (at most LIST_READS reads: then the page ends where the
+        # reading stopped).
+        size, now = self.config.page_size, self.clock()
+        live: list[TaskRecord] = []
+        for _ in range(LIST_READS):
+            recs = await self.guard.list_tasks(requestor, after=after, limit=size + 1, face=face)
+            for r in recs:
+                expires = r.expires_at
+                if (expires is None or expires > now) and (face is None or r.face == face):
+                    live.append(r)
+                    if len(live) > size:
+                        last = live[size - 1]
+                        return live[:size], codec.encode(requestor, last.created_at, last.task_id)
+            if len(recs) <= size:
+                return live, None
+            after = (recs[-1].created_at, recs[-1].task_id)
+        assert after is not None
+        return live, codec.encode(requestor, *after)
 
     # ------------------------------------------------------------------ expiry
 

@@ -14,6 +14,8 @@ becomes a plain ``StoreUnavailable`` ("Task store unavailable"); what failed is 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 from collections.abc import Awaitable
 from typing import Any, TypeVar
@@ -47,6 +49,17 @@ async def guarded(call: Awaitable[T]) -> T:
         raise store_error(exc) from exc
 
 
+@functools.cache
+def _takes_face(cls: type[TaskStore]) -> bool:
+    params = inspect.signature(cls.list_tasks).parameters
+    return "face" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def takes_face(store: TaskStore) -> bool:
+    """Whether ``store.list_tasks`` filters by ``face`` (stores written before it did not)."""
+    return _takes_face(type(store))
+
+
 class StoreGuard:
     """A ``TaskStore``'s methods, each raising only ``TaskError``."""
 
@@ -72,9 +85,18 @@ class StoreGuard:
         return await guarded(self.store.transition(task_id, status, **change))
 
     async def list_tasks(
-        self, requestor: str, *, after: tuple[float, str] | None, limit: int
+        self,
+        requestor: str,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        face: str | None = None,
     ) -> list[TaskRecord]:
-        return await guarded(self.store.list_tasks(requestor, after=after, limit=limit))
+        """``TaskStore.list_tasks``; a store written before listings took a ``face`` lists
+        every face (the engine filters what it reads)."""
+        if face is None or not takes_face(self.store):
+            return await guarded(self.store.list_tasks(requestor, after=after, limit=limit))
+        return await guarded(self.store.list_tasks(requestor, after=after, limit=limit, face=face))
 
     async def delete(self, task_id: str) -> bool:
         return await guarded(self.store.delete(task_id))
@@ -141,3 +163,16 @@ class SharedStoreGuard(StoreGuard):
 
     async def withdraw_input(self, task_id: str, requestor: str, input_id: str) -> None:
         await guarded(self.shared.withdraw_input(task_id, requestor, input_id))
+
+    async def offer_input(
+        self, task_id: str, requestor: str, item: dict[str, Any], **kw: Any
+    ) -> TaskRecord | None:
+        return await guarded(self.shared.offer_input(task_id, requestor, item, **kw))
+
+    async def answer_inputs(
+        self, task_id: str, requestor: str, answers: dict[str, dict[str, Any]], *, now: float
+    ) -> tuple[set[str], TaskRecord | None]:
+        return await guarded(self.shared.answer_inputs(task_id, requestor, answers, now=now))
+
+    async def resume(self, task_id: str, requestor: str, *, now: float) -> TaskRecord | None:
+        return await guarded(self.shared.resume(task_id, requestor, now=now))

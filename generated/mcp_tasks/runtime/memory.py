@@ -117,7 +117,12 @@ class InMemoryTaskStore(TaskStore):
         return new
 
     async def list_tasks(
-        self, requestor: str, *, after: tuple[float, str] | None, limit: int
+        self,
+        requestor: str,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        face: str | None = None,
     ) -> list[TaskRecord]:
         idx = self._index.get(requestor)
         if idx is None or limit <= 0:
@@ -129,7 +134,7 @@ class InMemoryTaskStore(TaskStore):
         n = len(keys)
         while i < n and len(out) < limit:
             rec = tasks.get(keys[i][1])
-            if rec is not None:
+            if rec is not None and (face is None or rec.face == face):
                 out.append(rec)
             i += 1
         return out

@@ -118,8 +118,8 @@ class Run:
     take yet (``outcomes.py``)."""
 
     __slots__ = (
-        "_changed", "asked", "attempts", "busy", "created_at", "expires_at", "final", "kept",
-        "pending", "renewed", "requestor", "retry_at", "scope", "storing", "tool_error",
+        "_changed", "_step", "asked", "attempts", "busy", "created_at", "expires_at", "final",
+        "kept", "pending", "renewed", "requestor", "retry_at", "scope", "storing", "tool_error",
         "ttl_lock", "ttl_ms",
     )  # fmt: skip
 
@@ -156,9 +156,19 @@ class Run:
         self.pending: dict[str, PendingInput] = {}
         self.asked = 0  # input requests made so far (their ``seq``)
         self._changed: anyio.Event | None = None  # ``changed``, made on first use
+        self._step: anyio.Lock | None = None  # ``step``, made on first use
 
     #: The event the next ``signal()`` sets.
     changed = LazyEvent()
+
+    @property
+    def step(self) -> anyio.Lock:
+        """Serialises the work's input requests with the answers' resumes of its task (the
+        local coordination's input steps); made when the work first asks for input."""
+        lock = self._step
+        if lock is None:
+            lock = self._step = anyio.Lock(fast_acquire=True)
+        return lock
 
     def signal(self) -> None:
         """Wake every waiter (each waits on the event it saw; a fresh one replaces it)."""
@@ -395,11 +405,9 @@ class Runs:
         answered = False
         message = f"Waiting for the requestor to answer {method}"
         try:
-            await self._stubborn(lambda: coord.offer_input(run, pending))
+            # Offered and marked input_required in one step (coordination.py).
             rec = await self._stubborn(
-                lambda: engine.transition(
-                    task_id, INPUT_REQUIRED, expected=(WORKING,), status_message=message
-                )
+                lambda: coord.offer_input(run, pending, message, engine.clock())
             )
             if rec is not None:  # R-INPUT-1
                 await engine.status_changed(rec)
@@ -412,8 +420,9 @@ class Runs:
                 if not answered:
                     await coord.withdraw_input(run, pending)
                 if not run.pending and not run.scope.cancel_called:
+                    # Back to working unless a request is outstanding, in one step.
                     try:
-                        rec = await engine.transition(task_id, WORKING, expected=(INPUT_REQUIRED,))
+                        rec = await coord.resume(run, task_id, engine.clock())
                     except TaskError as exc:  # the outcome's write moves it on anyway
                         engine.log.info("task %s: still input_required: %s", task_id, exc.message)
                         rec = None

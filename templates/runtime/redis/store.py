@@ -17,6 +17,7 @@ import os
 import secrets
 import socket
 import urllib.parse
+from collections.abc import Mapping
 from typing import Any, Unpack
 
 import anyio
@@ -26,7 +27,7 @@ from redis.asyncio.retry import Retry
 
 from ...errors import StoreUnavailable
 from ...models import TaskStatus
-from ...protocol import TERMINAL
+from ...protocol import INPUT_REQUIRED, REVISION, TERMINAL, WORKING
 from ...store import (
     Change,
     SharedTaskStore,
@@ -44,7 +45,19 @@ from .inputs import Inputs
 from .keys import LEX_PREFIX, Keys, all_member, lexkey
 from .leases import Leases
 from .observed import CountingBackoff
-from .scripting import CREATE, GET, LIST, REMOVE, SET_TTL, TRANSITION, Call, ScriptRunner
+from .scripting import (
+    ANSWER_INPUTS,
+    CREATE,
+    GET,
+    LIST,
+    OFFER_INPUT,
+    REMOVE,
+    RESUME,
+    SET_TTL,
+    TRANSITION,
+    Call,
+    ScriptRunner,
+)
 from .secret import SharedSecret
 
 #: Tag cache entries (task ID -> requestor tag) kept per instance.
@@ -305,7 +318,12 @@ class RedisTaskStore(SharedTaskStore):
         return rec
 
     async def list_tasks(
-        self, requestor: str, *, after: tuple[float, str] | None, limit: int
+        self,
+        requestor: str,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        face: str | None = None,
     ) -> list[TaskRecord]:
         if limit <= 0:
             return []
@@ -314,7 +332,7 @@ class RedisTaskStore(SharedTaskStore):
         reply = await self._run.eval(
             LIST,
             [self.keys.idx(tag), self.keys.active(tag)],
-            [self.keys.task(tag, ""), after_lex, limit],
+            [self.keys.task(tag, ""), after_lex, limit, face or "", REVISION],
         )
         out: list[TaskRecord] = []
         for h in json.loads(reply):  # one JSON array of hashes: one reply to parse
@@ -454,6 +472,48 @@ class RedisTaskStore(SharedTaskStore):
 
     async def withdraw_input(self, task_id: str, requestor: str, input_id: str) -> None:
         await self.inputs.withdraw(task_id, requestor, input_id)
+
+    # The input steps: each one script (``offer_input.lua``, ``answer_inputs.lua``,
+    # ``resume.lua``), its status move made as ``transition.lua`` makes it (``set_status``
+    # in ``_prelude.lua``), so no instance sees the task working while an input request of
+    # its work is outstanding.
+
+    async def offer_input(
+        self,
+        task_id: str,
+        requestor: str,
+        item: dict[str, Any],
+        *,
+        now: float,
+        status_message: str | None,
+    ) -> TaskRecord | None:
+        keys = self.keys.task_keys(self.keys.tag(requestor), task_id)
+        args = [
+            task_id, item["id"], dumps(item), self.keys.channel, repr(float(now)),
+            status_message or "", WORKING.value, INPUT_REQUIRED.value,
+        ]  # fmt: skip
+        reply = await self._run.eval(OFFER_INPUT, keys, args)
+        return decode(as_dict(reply), task_id) if reply else None
+
+    async def answer_inputs(
+        self, task_id: str, requestor: str, answers: Mapping[str, dict[str, Any]], *, now: float
+    ) -> tuple[set[str], TaskRecord | None]:
+        if not answers:
+            return set(), None
+        keys = self.keys.task_keys(self.keys.tag(requestor), task_id)
+        args: list[Any] = [
+            task_id, self.keys.channel, repr(float(now)), INPUT_REQUIRED.value, WORKING.value,
+        ]  # fmt: skip
+        for key, answer in answers.items():
+            args += [key, dumps(answer)]
+        moved, *taken = [text(r) for r in await self._run.eval(ANSWER_INPUTS, keys, args)]
+        return set(taken), decode(as_dict(moved), task_id)
+
+    async def resume(self, task_id: str, requestor: str, *, now: float) -> TaskRecord | None:
+        keys = self.keys.task_keys(self.keys.tag(requestor), task_id)
+        args = [task_id, self.keys.channel, repr(float(now)), INPUT_REQUIRED.value, WORKING.value]
+        reply = await self._run.eval(RESUME, keys, args)
+        return decode(as_dict(reply), task_id) if reply else None
 
     # ------------------------------------------------------------------ change events
 

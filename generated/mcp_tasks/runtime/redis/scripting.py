@@ -74,6 +74,9 @@ RELEASE_INPUT = load("release_input")
 ANSWER_INPUT = load("answer_input")
 TAKE_ANSWER = load("take_answer")
 WITHDRAW_INPUT = load("withdraw_input")
+OFFER_INPUT = load("offer_input")
+ANSWER_INPUTS = load("answer_inputs")
+RESUME = load("resume")
 
 #: One pipelined call: ``(script, [keys, args])``, or ``(None, [command, *args])``.
 Call = tuple[Script | None, list[Any]]
