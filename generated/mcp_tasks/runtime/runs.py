@@ -34,6 +34,7 @@ from ..protocol import (
     TaskStatus,
 )
 from ..store import TaskRecord
+from .limits import bounded_outcome, json_size
 from .progress import progress_text
 
 if TYPE_CHECKING:
@@ -316,6 +317,11 @@ class Runs:
     async def _finish(self, task_id: str, run: Run, outcome: Outcome) -> None:
         status, message, result, error = outcome
         engine = self.engine
+        size, too_large = bounded_outcome(result, error, engine.config.max_result_bytes)
+        if too_large is not None:  # kept as the task's error, not the result (R-SEC-4)
+            engine.log.warning("task %s: %s", task_id, too_large.message)
+            status, message, result, error = FAILED, too_large.message, None, too_large.to_error()
+            size = json_size(error)
         try:
             try:
                 # A late outcome after a cancel or expiry is a no-op (R-CANCEL-3).
@@ -330,6 +336,7 @@ class Runs:
             except StoreUnavailable:
                 engine.log.exception("task %s: could not store its outcome", task_id)
                 err = InternalError(detail="the task's outcome could not be stored")
+                size = json_size(err.to_error())
                 rec = await engine.transition(
                     task_id,
                     FAILED,
@@ -344,6 +351,7 @@ class Runs:
             run.final = rec
             self._remember(rec)
             await engine.status_changed(rec)
+            await engine.ended(rec, size)
 
     def _end(self, task_id: str, run: Run) -> None:
         if self.active.get(task_id) is run:
