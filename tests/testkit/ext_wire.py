@@ -33,12 +33,20 @@ class ExtClient:
     """``send(method, params)`` on the stateless 2026-07-28 wire of one server URL."""
 
     def __init__(
-        self, url: str, timeout: float = 30, headers: dict[str, str] | None = None
+        self,
+        url: str,
+        timeout: float = 30,
+        headers: dict[str, str] | None = None,
+        *,
+        local_address: str | None = None,
     ) -> None:
         self.url = url
         #: sent with every request (e.g. ``Authorization``), before per-call ``headers``
         self.headers = dict(headers or {})
-        self.http = httpx.Client(timeout=timeout)
+        #: ``local_address``: the client's own address (another 127.x.y.z: another client
+        #: host on loopback)
+        transport = httpx.HTTPTransport(local_address=local_address) if local_address else None
+        self.http = httpx.Client(timeout=timeout, transport=transport)
         self._ids = itertools.count(1)
 
     def close(self) -> None:
@@ -78,7 +86,10 @@ class ExtClient:
         head.update(self.headers)
         head.update(headers or {})
         body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
-        response = self.http.post(self.url, json=body, headers=head)
+        head["Content-Type"] = "application/json"
+        # ASCII-escaped JSON: a string that is not valid Unicode (a lone surrogate) goes out
+        # as its \uXXXX escape, as any JSON client would send it
+        response = self.http.post(self.url, content=json.dumps(body).encode(), headers=head)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             for line in response.text.splitlines():
                 if line.startswith("data:"):
