@@ -171,6 +171,40 @@ class RateLimitExceeded(TaskError):
         TaskError.__init__(self, self._text(message, limit=limit, window=window), data=data)
 
 
+class RetentionLimitExceeded(TaskError):
+    """Too many tasks kept: at most {limit} tasks per requestor, and none of them has finished (code -32000; R-SEC-4)."""
+
+    code = -32000
+    template = (
+        "Too many tasks kept: at most {limit} tasks per requestor, and none of them has finished"
+    )
+
+    def __init__(self, limit: object = "", *, message: str | None = None, data: Any = None) -> None:
+        TaskError.__init__(self, self._text(message, limit=limit), data=data)
+
+
+class ResultTooLarge(TaskError):
+    """Task result too large: {size} bytes, at most {limit} bytes per result (code -32000; R-SEC-4)."""
+
+    code = -32000
+    template = "Task result too large: {size} bytes, at most {limit} bytes per result"
+
+    def __init__(
+        self, size: object = "", limit: object = "", *, message: str | None = None, data: Any = None
+    ) -> None:
+        TaskError.__init__(self, self._text(message, size=size, limit=limit), data=data)
+
+
+class SessionLimitExceeded(TaskError):
+    """Too many open sessions: at most {limit} per requestor (code -32000; R-SEC-4)."""
+
+    code = -32000
+    template = "Too many open sessions: at most {limit} per requestor"
+
+    def __init__(self, limit: object = "", *, message: str | None = None, data: Any = None) -> None:
+        TaskError.__init__(self, self._text(message, limit=limit), data=data)
+
+
 class StoreUnavailable(InternalError):
     """Task store unavailable (code -32603; R-ERR-1)."""
 
@@ -232,6 +266,9 @@ ERRORS: Final[dict[str, type[TaskError]]] = {
     "ToolTaskRequired": ToolTaskRequired,
     "ConcurrencyLimitExceeded": ConcurrencyLimitExceeded,
     "RateLimitExceeded": RateLimitExceeded,
+    "RetentionLimitExceeded": RetentionLimitExceeded,
+    "ResultTooLarge": ResultTooLarge,
+    "SessionLimitExceeded": SessionLimitExceeded,
     "StoreUnavailable": StoreUnavailable,
     "RequestCancelled": RequestCancelled,
     "HeaderMismatch": HeaderMismatch,
@@ -264,6 +301,9 @@ __all__ = [
     "ToolTaskRequired",
     "ConcurrencyLimitExceeded",
     "RateLimitExceeded",
+    "RetentionLimitExceeded",
+    "ResultTooLarge",
+    "SessionLimitExceeded",
     "StoreUnavailable",
     "RequestCancelled",
     "HeaderMismatch",

@@ -9,7 +9,12 @@
 PACKAGE is the generated package's import name (``mcp_tasks`` for the one shipped).
 
 LIMITS (R-SEC-3, R-SEC-4; defaults from ``EngineConfig``): ``--max-active N``,
-``--rate-limit CALLS/SECONDS``, ``--max-ttl MS``, ``--default-ttl MS``, ``--page-size N``.
+``--rate-limit CALLS/SECONDS``, ``--max-ttl MS``, ``--default-ttl MS``, ``--page-size N``,
+``--max-tasks N`` (tasks kept per requestor), ``--max-result-bytes N`` (one result),
+``--max-result-bytes-per-requestor N``. Over HTTP also: ``--max-sessions N`` (the SDK's
+global cap), ``--max-sessions-per-requestor N``, ``--session-idle-timeout S``, and the slow
+client deadlines ``--header-timeout S``, ``--body-timeout S``, ``--send-timeout S``,
+``--keep-alive-timeout S`` (``runtime/slow_clients.py``).
 Over stdio, lines that are not JSON-RPC are answered (-32700/-32600), never dropped.
 
 OPS (``examples/ops.py``; each off unless given): ``--ops HOST:PORT`` serves health there,
@@ -65,6 +70,7 @@ import gc
 import importlib.util
 import json
 import logging
+import math
 import signal
 import socket
 import sys
@@ -77,12 +83,19 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
 from mcp.shared.exceptions import MCPError
 from pydantic import AnyHttpUrl, BaseModel, Field
 
 from ..protocol import TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED, TASKS_LIST
 from ..runtime.engine import EngineConfig
-from ..runtime.mcp_server import McpTasks, run_stdio, tidy_http_errors
+from ..runtime.mcp_server import (
+    DEFAULT_SESSIONS_PER_REQUESTOR,
+    McpTasks,
+    run_stdio,
+    tidy_http_errors,
+)
+from ..runtime.slow_clients import guarded_protocol
 from ..store import TaskStore
 from .ops import add_ops_flags, check_ops_flags, ops_served
 
@@ -90,6 +103,13 @@ __all__ = ["DictTokenVerifier", "build_server", "main", "make_store"]
 
 #: ``--http-stack``: ``auto`` = httptools + uvloop when installed, ``h11`` = h11 + asyncio
 HTTP_STACKS = ("auto", "h11")
+#: (flag, default seconds, help) of the slow-client deadlines (``runtime/slow_clients.py``)
+SLOW_CLIENT_FLAGS = (
+    ("--header-timeout", 10.0, "a request's head must arrive within S seconds (default 10)"),
+    ("--body-timeout", 30.0, "at most S seconds between two reads of a body (default 30)"),
+    ("--send-timeout", 30.0, "drop a connection that reads none of its answer for S (default 30)"),
+    ("--keep-alive-timeout", 5.0, "close a connection idle between requests after S (default 5)"),
+)
 
 
 class DictTokenVerifier(TokenVerifier):
@@ -276,22 +296,17 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="N processes on the one port (N > 1: --stateless, --tokens, a redis:// store)",
     )
     parser.add_argument("--worker-fd", type=int, help=argparse.SUPPRESS)  # set by --workers
-    limits = parser.add_argument_group("limits (R-SEC-3, R-SEC-4; defaults: EngineConfig)")
-    limits.add_argument(
-        "--max-active", type=int, metavar="N", help="non-terminal tasks per requestor"
-    )
-    limits.add_argument(
-        "--rate-limit", metavar="CALLS/SECONDS", help="task requests per requestor per window"
-    )
-    limits.add_argument("--max-ttl", type=int, metavar="MS", help="maximum ttl (larger is clamped)")
-    limits.add_argument("--default-ttl", type=int, metavar="MS", help="ttl when none is asked")
-    limits.add_argument("--page-size", type=int, metavar="N", help=f"{TASKS_LIST} page size")
+    _limit_flags(parser)
+    _http_flags(parser)
     add_ops_flags(parser)
     args = parser.parse_args(argv)
     try:
         args.engine_config = engine_config(args)
     except ValueError as exc:
         parser.error(str(exc))
+    problem = http_flags_problem(args)
+    if problem is not None:
+        parser.error(problem)
     http_only = args.tokens or args.stateless or args.no_task_endpoint or args.http_stack != "auto"
     if args.stdio and http_only:
         parser.error(
@@ -304,6 +319,69 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     if problem is not None:
         parser.error(problem)
     return args
+
+
+def _limit_flags(parser: argparse.ArgumentParser) -> None:
+    """The engine's limit flags (``EngineConfig`` fields, :func:`engine_config`)."""
+    limits = parser.add_argument_group("limits (R-SEC-3, R-SEC-4; defaults: EngineConfig)")
+    limits.add_argument(
+        "--max-active", type=int, metavar="N", help="non-terminal tasks per requestor"
+    )
+    limits.add_argument(
+        "--rate-limit", metavar="CALLS/SECONDS", help="task requests per requestor per window"
+    )
+    limits.add_argument("--max-ttl", type=int, metavar="MS", help="maximum ttl (larger is clamped)")
+    limits.add_argument("--default-ttl", type=int, metavar="MS", help="ttl when none is asked")
+    limits.add_argument("--page-size", type=int, metavar="N", help=f"{TASKS_LIST} page size")
+    limits.add_argument(
+        "--max-tasks",
+        type=int,
+        metavar="N",
+        help="tasks kept per requestor (oldest finished dropped)",
+    )
+    limits.add_argument(
+        "--max-result-bytes", type=int, metavar="N", help="largest result one task keeps"
+    )
+    limits.add_argument(
+        "--max-result-bytes-per-requestor", type=int, metavar="N", help="result bytes kept"
+    )
+
+
+def _http_flags(parser: argparse.ArgumentParser) -> None:
+    """Sessions (the SDK's global cap and idle timeout, ours per requestor) and the
+    slow-client deadlines (``runtime/slow_clients.py``)."""
+    http = parser.add_argument_group("HTTP sessions and slow clients (--http)")
+    http.add_argument(
+        "--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, metavar="N",
+        help=f"open 2025-11-25 sessions in all (default {DEFAULT_MAX_SESSIONS:,})",
+    )  # fmt: skip
+    http.add_argument(
+        "--max-sessions-per-requestor", type=int, default=DEFAULT_SESSIONS_PER_REQUESTOR,
+        metavar="N", help="open sessions per token subject, else per client address"
+        f" (default {DEFAULT_SESSIONS_PER_REQUESTOR:,})",
+    )  # fmt: skip
+    http.add_argument(
+        "--session-idle-timeout", type=float, default=DEFAULT_SESSION_IDLE_TIMEOUT, metavar="S",
+        help=f"end a session idle this long (default {DEFAULT_SESSION_IDLE_TIMEOUT:g} s)",
+    )  # fmt: skip
+    for flag, default, what in SLOW_CLIENT_FLAGS:
+        http.add_argument(flag, type=float, default=default, metavar="S", help=what)
+
+
+def http_flags_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the session and slow-client flags (``None``: nothing)."""
+    for name, value in (
+        ("--max-sessions", args.max_sessions),
+        ("--max-sessions-per-requestor", args.max_sessions_per_requestor),
+    ):
+        if value < 1:
+            return f"{name}: N >= 1, not {value}"
+    seconds = [("--session-idle-timeout", args.session_idle_timeout)]
+    seconds += [(f, getattr(args, f[2:].replace("-", "_"))) for f, _, _ in SLOW_CLIENT_FLAGS]
+    for name, value in seconds:
+        if not (math.isfinite(value) and value > 0):
+            return f"{name}: a positive number of seconds, not {value}"
+    return None
 
 
 #: ``--store`` prefixes of the shared (Redis) store: the only one workers can share.
@@ -352,6 +430,12 @@ def engine_config(args: argparse.Namespace) -> EngineConfig | None:
         fields["default_ttl_ms"] = args.default_ttl
     if args.page_size is not None:
         fields["page_size"] = args.page_size
+    if args.max_tasks is not None:
+        fields["max_tasks_per_requestor"] = args.max_tasks
+    if args.max_result_bytes is not None:
+        fields["max_result_bytes"] = args.max_result_bytes
+    if args.max_result_bytes_per_requestor is not None:
+        fields["max_result_bytes_per_requestor"] = args.max_result_bytes_per_requestor
     if not fields:
         return None
     try:
@@ -391,6 +475,9 @@ async def _serve(args: argparse.Namespace) -> None:
                 tasks.streamable_http_app(
                     stateless_http=bool(args.stateless),
                     task_endpoint=not args.no_task_endpoint,
+                    max_sessions=args.max_sessions,
+                    max_sessions_per_requestor=args.max_sessions_per_requestor,
+                    session_idle_timeout=args.session_idle_timeout,
                 )
             )
             config = uvicorn.Config(
@@ -398,12 +485,33 @@ async def _serve(args: argparse.Namespace) -> None:
                 host=host or "127.0.0.1",
                 port=int(port),
                 log_level="warning",
-                http=args.http_stack,  # auto: httptools when installed
+                http=http_protocol(args),
+                timeout_keep_alive=args.keep_alive_timeout,
             )
             await uvicorn.Server(config).serve(sockets=_inherited(args))
     finally:
         with anyio.CancelScope(shield=True):
             await store.close()
+
+
+def http_protocol(args: argparse.Namespace) -> type[Any]:
+    """uvicorn's HTTP protocol of ``--http-stack`` (auto: httptools when installed) with the
+    slow-client deadlines of the flags."""
+    base: type[Any]
+    if args.http_stack == "h11":
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        base = H11Protocol
+    else:
+        from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+        base = AutoHTTPProtocol
+    return guarded_protocol(
+        base,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        send_timeout=args.send_timeout,
+    )
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:

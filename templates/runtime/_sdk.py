@@ -81,6 +81,7 @@ __all__ = [
     "http_endpoint",
     "http_session",
     "initialized",
+    "live_session",
     "input_round_result_type",
     "internal_error",
     "is_sdk_validation_report",
@@ -96,6 +97,7 @@ __all__ = [
     "run_input_callback",
     "sdk_request_runner",
     "send_raw_request",
+    "session_count",
     "session_manager",
     "standalone_delivers",
     "task_session",
@@ -464,6 +466,16 @@ def session_manager(server: Any) -> Any:
     if manager is None:
         raise TypeError("streamable_http_app() has not been called on this server")
     return manager
+
+
+def live_session(manager: Any, session_id: str) -> bool:
+    """Whether the session manager still holds ``session_id`` (not ended nor idled out)."""
+    return session_id in manager._server_instances
+
+
+def session_count(manager: Any) -> int:
+    """How many sessions the session manager holds."""
+    return len(manager._server_instances)
 
 
 def lifespan_state(manager: Any) -> Any:

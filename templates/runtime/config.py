@@ -21,6 +21,8 @@ _COUNTS = (
     "expired_tombstones_per_requestor",
     "tombstone_requestors",
     "max_tombstones",
+    "max_result_bytes",
+    "max_result_bytes_per_requestor",
 )
 _MAY_BE_ZERO = frozenset({"max_ttl_ms", "expired_tombstones_per_requestor", "max_tombstones"})
 #: fields that must be positive, finite numbers of seconds
@@ -49,8 +51,18 @@ class EngineConfig:
     poll_interval_ms: int | None = 500
     page_size: int = 50
     max_active_per_requestor: int = 100
+    #: ``tasks/*`` calls and task creations per requestor per window (R-SEC-3)
     rate_limit_calls: int = 1000
     rate_limit_window_s: float = 10.0
+    #: tasks kept per requestor (any status, until their ttl): at the cap, its oldest
+    #: finished task is dropped to make room (as if its ttl had ended); None: ten times
+    #: ``max_active_per_requestor`` (1,000 by default)
+    max_tasks_per_requestor: int | None = None
+    #: the largest result (or error) one task may keep, in bytes of JSON; a larger one
+    #: fails the task with ``ResultTooLarge`` instead of being kept
+    max_result_bytes: int = 4 * 1024 * 1024
+    #: result bytes kept per requestor: past it, its oldest finished tasks are dropped
+    max_result_bytes_per_requestor: int = 64 * 1024 * 1024
     sweep_interval_s: float = 1.0
     #: signs tasks/list cursors (bytes, or a str used as UTF-8); None: a random key, or a
     #: shared store's own secret
@@ -111,6 +123,21 @@ class EngineConfig:
                 "EngineConfig.allow_unlimited_ttl=True: this package's schema does not allow "
                 "an unlimited ttl (Task.ttl is not nullable), so a task with ttl null would "
                 "break tasks/get and tasks/list; leave allow_unlimited_ttl off"
+            )
+        if self.max_tasks_per_requestor is None:
+            self.max_tasks_per_requestor = 10 * self.max_active_per_requestor
+        _check_int("max_tasks_per_requestor", self.max_tasks_per_requestor, 1)
+        if self.max_tasks_per_requestor < self.max_active_per_requestor:
+            raise ValueError(
+                f"EngineConfig.max_tasks_per_requestor ({self.max_tasks_per_requestor}) must be"
+                f" >= max_active_per_requestor ({self.max_active_per_requestor}): the tasks kept"
+                " include the active ones"
+            )
+        if self.max_result_bytes_per_requestor < self.max_result_bytes:
+            raise ValueError(
+                "EngineConfig.max_result_bytes_per_requestor"
+                f" ({self.max_result_bytes_per_requestor}) must be >= max_result_bytes"
+                f" ({self.max_result_bytes}): one result must fit"
             )
         if self.default_ttl_ms is None and not self.allow_unlimited_ttl:
             self.default_ttl_ms = self.max_ttl_ms

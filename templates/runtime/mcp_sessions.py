@@ -10,6 +10,8 @@ happens to a session's tasks when it ends.
   (R-NOTIFY-1 is a MAY; requestors never rely on them, R-NOTIFY-2).
 - :meth:`Sessions.watch_end`: once per session-bound connection that starts tasks, cancel
   its requestor's unfinished tasks when the session ends (nobody could reach them after).
+- :class:`SessionQuota`: at most so many open Streamable HTTP sessions per requestor, under
+  the SDK's global cap, so one requestor at its cap never refuses another.
 """
 
 from __future__ import annotations
@@ -20,15 +22,25 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import pydantic_core
 
+from ..errors import SessionLimitExceeded
 from ..store import TaskRecord
-from ._sdk import Connection, on_connection_close, standalone_delivers
-from .mcp_identity import has_channel, session_bound
+from ._sdk import (
+    MCP_SESSION_ID_HEADER,
+    Connection,
+    current_subject,
+    live_session,
+    on_connection_close,
+    session_count,
+    standalone_delivers,
+)
+from .mcp_identity import client_address, has_channel, session_bound
 
 if TYPE_CHECKING:
     from .engine import TaskEngine
 
-__all__ = ["NOTIFY_BACKLOG", "Sessions"]
+__all__ = ["NOTIFY_BACKLOG", "SessionQuota", "Sessions"]
 
 log = logging.getLogger(__name__)
 
@@ -135,3 +147,93 @@ class Sessions:
                     await conn.notify(method, dict(params))
             finally:
                 self._notifying[conn] -= 1
+
+
+_SESSION_HEADER: Final = MCP_SESSION_ID_HEADER.lower().encode()
+
+
+class SessionQuota:
+    """ASGI app in front of the SDK's Streamable HTTP endpoint: at most ``per_requestor``
+    open sessions per requestor (the bearer token's subject, else the client's address),
+    under the SDK's own global ``max_sessions`` (R-SEC-4). A request that would open one
+    more answers HTTP 429 with a JSON-RPC ``SessionLimitExceeded``; the requestor's sessions
+    as they end or idle out make room again, and other requestors are never refused for it.
+
+    A session counts from its opening request (a ``POST`` without ``Mcp-Session-Id``) until
+    the SDK's session manager no longer holds it."""
+
+    def __init__(self, app: Any, manager: Any, per_requestor: int) -> None:
+        if isinstance(per_requestor, bool) or not isinstance(per_requestor, int):
+            raise TypeError("max_sessions_per_requestor must be an int")
+        if per_requestor < 1:
+            raise ValueError(f"max_sessions_per_requestor must be >= 1, not {per_requestor}")
+        self.app = app
+        self.manager = manager
+        self.per_requestor = per_requestor
+        #: requestor -> ids of the sessions it opened (pruned as they end)
+        self._open: dict[str, set[str]] = {}
+        #: requestor -> opening requests in flight
+        self._opening: dict[str, int] = {}
+        #: how many requests it refused
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.app, name)
+
+    def open_sessions(self, key: str) -> int:
+        """The live sessions ``key`` opened (ended ones forgotten now)."""
+        ids = self._open.get(key)
+        if ids is None:
+            return 0
+        manager = self.manager
+        for sid in [s for s in ids if not live_session(manager, s)]:
+            ids.discard(sid)
+        if not ids:
+            del self._open[key]
+        return len(ids)
+
+    def _prune(self) -> None:
+        for key in list(self._open):
+            self.open_sessions(key)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if (
+            scope.get("type") != "http"
+            or scope.get("method") != "POST"
+            or self.manager.stateless
+            or any(k == _SESSION_HEADER for k, _ in scope.get("headers", ()))
+        ):
+            await self.app(scope, receive, send)
+            return
+        subject = current_subject()
+        key = f"subject:{subject}" if subject is not None else f"address:{client_address(scope)}"
+        if self.open_sessions(key) + self._opening.get(key, 0) >= self.per_requestor:
+            self.refused += 1
+            await _refuse(send, SessionLimitExceeded(self.per_requestor))
+            return
+        if len(self._open) > 1024 and len(self._open) > 2 * session_count(self.manager):
+            self._prune()
+        self._opening[key] = self._opening.get(key, 0) + 1
+
+        async def noting(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", ()):
+                    if name.lower() == _SESSION_HEADER:
+                        self._open.setdefault(key, set()).add(value.decode("latin-1"))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noting)
+        finally:
+            left = self._opening[key] - 1
+            if left:
+                self._opening[key] = left
+            else:
+                del self._opening[key]
+
+
+async def _refuse(send: Any, error: Any) -> None:
+    body = pydantic_core.to_json({"jsonrpc": "2.0", "id": None, "error": error.to_error()})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 429, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

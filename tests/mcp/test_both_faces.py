@@ -3,7 +3,7 @@
 limits, each face serving only its own tasks.
 
 The server runs with ``--tokens`` so one bearer token is one requestor on both faces
-(without auth a 2025-11-25 requestor is its session and a 2026-07-28 one is "anonymous"),
+(without auth a 2025-11-25 requestor is its session and a 2026-07-28 one the client's address),
 and with ``--store sqlite:PATH`` so the test can read the one store behind both.
 """
 
@@ -96,9 +96,9 @@ def _error(answer: dict[str, Any]) -> dict[str, Any]:
 async def test_extension_tasks_without_auth_are_anonymous(
     http_server_factory: Callable[..., HttpServer],
 ) -> None:
-    """Without auth the 2026-07-28 face has no session to bind a task to: every task is
-    the "anonymous" requestor's and its unguessable id is the capability (X-SEC-1); a
-    2025-11-25 session never sees them."""
+    """Without auth the 2026-07-28 face has no session to bind a task to: a task is the
+    anonymous requestor's of the client's address, and there its unguessable id is the
+    capability (X-SEC-1); a 2025-11-25 session never sees them."""
     server = http_server_factory()
     with ExtClient(server.url) as a, ExtClient(server.url) as b:
         tid = a.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})[

@@ -40,3 +40,16 @@ def test_the_mcp_extra_installs_the_default_stack() -> None:
     assert importlib.util.find_spec("httptools") is not None
     if sys.platform != "win32":  # uvloop has no Windows build
         assert importlib.util.find_spec("uvloop") is not None
+
+
+def test_each_stack_keeps_its_parser_with_the_slow_client_deadlines() -> None:
+    """The slow-client deadlines are mixed into the stack's own uvicorn protocol class."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    auto = example.http_protocol(example._parse_args(["--http", "127.0.0.1:1"]))
+    h11 = example.http_protocol(
+        example._parse_args(["--http", "127.0.0.1:1", "--http-stack", "h11", "--send-timeout", "3"])
+    )
+    assert issubclass(auto, HttpToolsProtocol) and issubclass(h11, H11Protocol)
+    assert h11.deadlines.send_timeout == 3 and auto.deadlines.header_timeout == 10

@@ -22,6 +22,16 @@ def test_limits_and_security_section_matches_the_server() -> None:
         "--max-ttl",
         "--default-ttl",
         "--page-size",
+        "--max-tasks",
+        "--max-result-bytes",
+        "--max-result-bytes-per-requestor",
+        "--max-sessions-per-requestor",
+        "--max-sessions",
+        "--session-idle-timeout",
+        "--header-timeout",
+        "--body-timeout",
+        "--send-timeout",
+        "--keep-alive-timeout",
     }
     assert flags["--max-active"].startswith(f"{cfg.max_active_per_requestor};")
     assert flags["--rate-limit"].startswith(
@@ -30,7 +40,21 @@ def test_limits_and_security_section_matches_the_server() -> None:
     assert cfg.max_ttl_ms == 24 * 3600 * 1000 and flags["--max-ttl"].startswith("24 h;")
     assert cfg.default_ttl_ms == 3600 * 1000 and flags["--default-ttl"].strip() == "1 h"
     assert flags["--page-size"].strip() == str(cfg.page_size)
+    assert flags["--max-tasks"].startswith(f"{cfg.max_tasks_per_requestor:,} (10 × `--max-active`)")
+    assert cfg.max_result_bytes == 4 << 20 and flags["--max-result-bytes"].startswith("4 MiB ")
+    assert cfg.max_result_bytes_per_requestor == 64 << 20
+    assert flags["--max-result-bytes-per-requestor"].startswith("64 MiB;")
+    defaults = example._parse_args(["--http", "127.0.0.1:1"])
+    assert flags["--max-sessions-per-requestor"].startswith(
+        f"{defaults.max_sessions_per_requestor:,};"
+    )
+    assert flags["--max-sessions"].startswith(f"{defaults.max_sessions:,};")
+    assert defaults.session_idle_timeout == 1800 and flags["--session-idle-timeout"] == "30 min"
+    for flag in ("--header-timeout", "--body-timeout", "--send-timeout", "--keep-alive-timeout"):
+        seconds = getattr(defaults, flag[2:].replace("-", "_"))
+        assert flags[flag].startswith(f"{seconds:g} s"), (flag, flags[flag])
+    values = {"--rate-limit": "5/2", "--max-tasks": "1000", "--max-result-bytes": "1000"}
+    values["--max-result-bytes-per-requestor"] = str(64 << 20)
     for flag in flags:  # every flag exists and parses
-        value = "5/2" if flag == "--rate-limit" else "7"
-        example._parse_args(["--stdio", flag, value])
+        example._parse_args(["--http", "127.0.0.1:1", flag, values.get(flag, "7")])
     assert "tests/security/soak.py" in section

@@ -34,12 +34,20 @@ class ExtClient:
     """``send(method, params)`` on the stateless 2026-07-28 wire of one server URL."""
 
     def __init__(
-        self, url: str, timeout: float = 30, headers: dict[str, str] | None = None
+        self,
+        url: str,
+        timeout: float = 30,
+        headers: dict[str, str] | None = None,
+        *,
+        local_address: str | None = None,
     ) -> None:
         self.url = url
         #: sent with every request (e.g. ``Authorization``), before per-call ``headers``
         self.headers = dict(headers or {})
-        self.http = httpx.Client(timeout=timeout)
+        #: ``local_address``: the client's own address (another 127.x.y.z: another client
+        #: host on loopback)
+        transport = httpx.HTTPTransport(local_address=local_address) if local_address else None
+        self.http = httpx.Client(timeout=timeout, transport=transport)
         self._ids = itertools.count(1)
 
     def close(self) -> None:
@@ -78,6 +86,7 @@ class ExtClient:
             head["Mcp-Name"] = str(params[NAME_PARAM[method]])
         head.update(self.headers)
         head.update(headers or {})
+        head["Content-Type"] = "application/json"
         return rid, {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}, head
 
     def send(
@@ -90,7 +99,9 @@ class ExtClient:
     ) -> dict[str, Any]:
         """One request; the JSON-RPC response (``result`` or ``error``) as received."""
         rid, body, head = self._request(method, params, tasks, headers)
-        response = self.http.post(self.url, json=body, headers=head)
+        # ASCII-escaped JSON: a string that is not valid Unicode (a lone surrogate) goes out
+        # as its \uXXXX escape, as any JSON client would send it
+        response = self.http.post(self.url, content=json.dumps(body).encode(), headers=head)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             for line in response.text.splitlines():
                 if line.startswith("data:"):
@@ -113,7 +124,8 @@ class ExtClient:
         """One request; every JSON-RPC message of its answer as it arrives, in order, the
         response itself last (a JSON answer is the only message)."""
         rid, body, head = self._request(method, params, tasks, headers, rid)
-        with self.http.stream("POST", self.url, json=body, headers=head) as response:
+        content = json.dumps(body).encode()
+        with self.http.stream("POST", self.url, content=content, headers=head) as response:
             if not response.headers.get("content-type", "").startswith("text/event-stream"):
                 response.read()
                 yield response.json()

@@ -143,12 +143,19 @@ class RawHttp(RawPeer):
         token: str | None = None,
         timeout: float = 60.0,
         capabilities: dict[str, Any] | None = None,
+        local_address: str | None = None,
+        stateless: bool = False,
     ) -> None:
         self.url = url
         self.headers = {"Accept": ACCEPT, "Content-Type": "application/json"}
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
-        self.http = httpx.Client(timeout=httpx.Timeout(timeout))
+        if stateless:  # no session to carry the version: every request names it
+            self.headers["mcp-protocol-version"] = PROTOCOL
+        #: ``local_address``: the client's own address (another 127.x.y.z: another client
+        #: host on loopback)
+        transport = httpx.HTTPTransport(local_address=local_address) if local_address else None
+        self.http = httpx.Client(timeout=httpx.Timeout(timeout), transport=transport)
         self.session_id: str | None = None
         self.capabilities = capabilities
 

@@ -76,7 +76,7 @@ from .audit import audit
 from .config import EngineConfig
 from .coordination import Answers, choose
 from .cursor import CursorError
-from .limits import DEFAULT, ActiveLimit, Default, RateLimiter, ttl_policy
+from .limits import DEFAULT, ActiveLimit, Default, RateLimiter, Retention, json_size, ttl_policy
 from .memory import InMemoryTaskStore
 from .outcomes import Renewals, Settler
 from .progress import ProgressNotes
@@ -167,6 +167,8 @@ class TaskEngine:
         self.store = store if store is not None else InMemoryTaskStore()
         self.rate = RateLimiter(cfg.rate_limit_calls, cfg.rate_limit_window_s)
         self.active_limit = ActiveLimit(cfg.max_active_per_requestor)
+        assert cfg.max_tasks_per_requestor is not None  # set by EngineConfig
+        self.retention = Retention(cfg.max_tasks_per_requestor, cfg.max_result_bytes_per_requestor)
         self.tombstones = Tombstones(
             cfg.expired_tombstones_per_requestor, cfg.tombstone_requestors, cfg.max_tombstones
         )
@@ -251,6 +253,7 @@ class TaskEngine:
     async def _expired(self, rec: TaskRecord) -> None:
         """Forget an expired task (R-TTL-3): tombstone, stop its work, wake its waiters."""
         self.tombstones.add(rec.requestor, rec.task_id)
+        self.retention.forget(rec.requestor, rec.task_id)
         self.runs.forget(rec.task_id)
         audit("expired", rec.requestor, rec.task_id, status=rec.status.value)
         self.runs.stop(rec.task_id, forget=True)
@@ -263,6 +266,25 @@ class TaskEngine:
                 listener(rec)
             except Exception:
                 log.exception("task listener failed for task %s", rec.task_id)
+
+    async def ended(self, rec: TaskRecord, size: int) -> None:
+        """A task of this engine ended keeping ``size`` bytes of result or error: drop the
+        requestor's oldest finished tasks past its byte cap (R-SEC-4)."""
+        for task_id in self.retention.finished(rec.requestor, rec.task_id, size):
+            await self._drop(rec.requestor, task_id)
+
+    async def _drop(self, requestor: str, task_id: str) -> None:
+        """Delete a finished task to keep its requestor under its caps: it answers as an
+        expired one from now on (``Retention``)."""
+        self.tombstones.add(requestor, task_id)
+        self.runs.forget(task_id)
+        try:
+            deleted = await self.guard.delete(task_id)
+        except StoreUnavailable:
+            log.warning("could not drop task %s (store unavailable)", task_id)
+            return
+        if deleted:
+            audit("dropped", requestor, task_id, reason="retention_limit")
 
     async def lookup(self, requestor: str, task_id: str, face: str | None = None) -> TaskRecord:
         """The requestor's own live task of ``face`` (any face when None), else
@@ -324,13 +346,17 @@ class TaskEngine:
         tg = self._tg
         if tg is None:
             raise InternalError(detail="the task engine is not running (use `async with engine`)")
+        self.rate.check(requestor)  # a creation is a task operation (R-SEC-3)
         ttl = ttl_policy(self.config, ttl_ms)
+        task_id = secrets.token_urlsafe(16)  # 128 bits from `secrets` (R-ID-1, R-ID-2)
+        retention = self.retention
+        dropped = retention.admit(requestor, task_id)  # what it keeps (R-SEC-4)
         limit = self.active_limit
         limit.acquire(requestor)
         try:
             now = self.clock()
             rec = TaskRecord(
-                task_id=secrets.token_urlsafe(16),  # 128 bits from `secrets` (R-ID-1, R-ID-2)
+                task_id=task_id,
                 requestor=requestor,
                 method=method,
                 status=protocol.INITIAL,  # R-STATE-1
@@ -352,12 +378,16 @@ class TaskEngine:
                 active.pop(rec.task_id, None)
                 if isinstance(exc, StoreUnavailable):  # it may have been written all the same
                     self.settler.doubt(rec.task_id, rec.expires_at)
+                retention.forget(requestor, task_id)
                 raise
             if not created:
                 active.pop(rec.task_id, None)
+                retention.forget(requestor, task_id)
                 limit.refuse(requestor)
         finally:
             limit.release(requestor)
+            for old in dropped:  # forgotten by the ledger already: gone either way
+                await self._drop(requestor, old)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
         if self.on_created:
             self._tell(self.on_created, rec)
@@ -529,6 +559,7 @@ class TaskEngine:
         audit("cancel_requested", rec.requestor, rec.task_id)
         self.runs.stop(rec.task_id)
         await self._emit(new)
+        await self.ended(new, json_size(new.error))
         return new
 
     async def cancel_task(self, task_id: str, message: str) -> tuple[TaskRecord | None, bool]:

@@ -5,15 +5,26 @@
 # DO NOT EDIT: regenerate with mcptask-gen; subclass, never edit.
 # @generated
 
-"""The engine's limits (R-SEC-3, R-SEC-4): the rate limit, the count of active tasks per
-requestor (with reservations for creations in flight), and the ttl policy (R-TTL-2)."""
+"""The engine's limits (R-SEC-3, R-SEC-4): the rate limit (task creation included), the
+count of active tasks per requestor (with reservations for creations in flight), what one
+requestor keeps (tasks and result bytes, :class:`Retention`), the size of one result, and
+the ttl policy (R-TTL-2)."""
 
 from __future__ import annotations
 
 import enum
+import json
 import time
+from typing import Any
 
-from ..errors import ConcurrencyLimitExceeded, RateLimitExceeded
+import pydantic_core
+
+from ..errors import (
+    ConcurrencyLimitExceeded,
+    RateLimitExceeded,
+    ResultTooLarge,
+    RetentionLimitExceeded,
+)
 from .audit import audit
 from .config import EngineConfig
 
@@ -84,6 +95,112 @@ class ActiveLimit:
             self._reserved[requestor] = left
         else:
             del self._reserved[requestor]
+
+
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` as JSON (a string that is not valid Unicode, e.g. a lone
+    surrogate, counted as its ``\\uXXXX`` escape)."""
+    if value is None:
+        return 0
+    try:
+        return len(pydantic_core.to_json(value))
+    except pydantic_core.PydanticSerializationError:
+        return len(json.dumps(value, separators=(",", ":")))
+
+
+def bounded_outcome(
+    result: dict[str, Any] | None, error: dict[str, Any] | None, limit: int
+) -> tuple[int, ResultTooLarge | None]:
+    """(bytes the outcome keeps, the ``ResultTooLarge`` to keep instead when its result or
+    error is over ``limit`` bytes)."""
+    size = json_size(result) + json_size(error)
+    if size <= limit:
+        return size, None
+    return size, ResultTooLarge(size, limit)
+
+
+class Retention:
+    """R-SEC-4: what one requestor keeps in this engine, at most ``max_tasks`` tasks and
+    ``max_bytes`` bytes of results (and errors). Tasks are noted as they are created and
+    as they end, with their result's size; when a requestor is over either cap its oldest
+    finished tasks are the ones to drop (the engine deletes them, as if their ttl ended).
+
+    A creation that would go over ``max_tasks`` when none of the requestor's tasks has
+    finished is refused (``RetentionLimitExceeded``). The counts are this engine's: with
+    a shared store, each instance bounds the tasks created through it."""
+
+    __slots__ = ("_bytes", "_kept", "max_bytes", "max_tasks")
+
+    #: the size noted for a task that has not ended
+    ACTIVE = -1
+
+    def __init__(self, max_tasks: int, max_bytes: int) -> None:
+        self.max_tasks = max_tasks
+        self.max_bytes = max_bytes
+        #: requestor -> task id -> result bytes (``ACTIVE`` while running), oldest first
+        self._kept: dict[str, dict[str, int]] = {}
+        self._bytes: dict[str, int] = {}
+
+    def kept(self, requestor: str) -> tuple[int, int]:
+        """(tasks, result bytes) kept for ``requestor``."""
+        return len(self._kept.get(requestor, ())), self._bytes.get(requestor, 0)
+
+    def admit(self, requestor: str, task_id: str) -> list[str]:
+        """Note a new task; the finished tasks to drop for it to fit (oldest first).
+        Raises ``RetentionLimitExceeded`` (nothing noted) when none can be dropped."""
+        kept = self._kept.setdefault(requestor, {})
+        excess = len(kept) + 1 - self.max_tasks
+        drop: list[str] = []
+        if excess > 0:
+            for tid, size in kept.items():
+                if size != self.ACTIVE:
+                    drop.append(tid)
+                    if len(drop) == excess:
+                        break
+            if len(drop) < excess:
+                if not kept:
+                    del self._kept[requestor]
+                raise RetentionLimitExceeded(self.max_tasks)
+        kept[task_id] = self.ACTIVE
+        for tid in drop:
+            self.forget(requestor, tid)
+        return drop
+
+    def finished(self, requestor: str, task_id: str, size: int) -> list[str]:
+        """Note that a task ended keeping ``size`` bytes; the finished tasks to drop
+        (oldest first) to bring the requestor back under ``max_bytes``."""
+        kept = self._kept.get(requestor)
+        if kept is None or kept.get(task_id) != self.ACTIVE:
+            return []
+        kept[task_id] = size
+        total = self._bytes[requestor] = self._bytes.get(requestor, 0) + size
+        drop: list[str] = []
+        if total > self.max_bytes:
+            for tid, tsize in kept.items():
+                if total <= self.max_bytes:
+                    break
+                if tsize > 0 and tid != task_id:
+                    drop.append(tid)
+                    total -= tsize
+        for tid in drop:
+            self.forget(requestor, tid)
+        return drop
+
+    def forget(self, requestor: str, task_id: str) -> None:
+        """The task is gone (expired, deleted or dropped)."""
+        kept = self._kept.get(requestor)
+        if kept is None:
+            return
+        size = kept.pop(task_id, self.ACTIVE)
+        if size > 0:
+            left = self._bytes[requestor] - size
+            if left:
+                self._bytes[requestor] = left
+            else:
+                del self._bytes[requestor]
+        if not kept:
+            del self._kept[requestor]
+            self._bytes.pop(requestor, None)
 
 
 class Default(enum.Enum):

@@ -40,11 +40,11 @@ from typing import Any, TypeVar
 from .._handlers import HandlerBase
 from ..protocol import TASK_SUPPORT_OPTIONAL, TaskSupportValue
 from ..store import TaskStore
-from ._sdk import lowlevel_server
+from ._sdk import http_endpoint, lowlevel_server, session_manager
 from .engine import EngineConfig, TaskEngine
 from .faces import DEFAULTS
 from .mcp_outbound import request_client_task
-from .mcp_sessions import Sessions
+from .mcp_sessions import SessionQuota, Sessions
 from .mcp_transport import malformed_answer, run_stdio, tidy_http_errors
 from .router import Router, TaskTools, check_task_support
 from .sdk_hooks import SdkHooks
@@ -93,6 +93,10 @@ def face_handlers(engine: TaskEngine, handlers: Iterable[HandlerBase]) -> dict[s
         if face not in out:
             out[face] = default(engine)  # type: ignore[call-arg]
     return out
+
+
+#: open Streamable HTTP sessions per requestor, by default (the SDK's global cap: 10,000)
+DEFAULT_SESSIONS_PER_REQUESTOR = 1000
 
 
 class McpTasks:
@@ -144,6 +148,8 @@ class McpTasks:
         )
         #: the task endpoint of the last :meth:`streamable_http_app` (None: not in use)
         self.task_endpoint: Any = None
+        #: the per-requestor session cap of the last :meth:`streamable_http_app`
+        self.session_quota: SessionQuota | None = None
         self._tools_checked = False
         SdkHooks(self).install()
 
@@ -218,17 +224,38 @@ class McpTasks:
             )
 
     # ------------------------------------------------------------------ HTTP
-    def streamable_http_app(self, *, task_endpoint: bool = True, **kwargs: Any) -> Any:
-        """The server's Streamable HTTP app (its ``streamable_http_app(**kwargs)``) with the
-        task endpoint (:mod:`.task_endpoint`) in front of the SDK's endpoint: the task
-        methods are answered without the SDK's per-request machinery, every other request
-        goes to the SDK unchanged. ``task_endpoint=False``: the SDK's app as it is."""
+    def streamable_http_app(
+        self,
+        *,
+        task_endpoint: bool = True,
+        max_sessions_per_requestor: int | None = DEFAULT_SESSIONS_PER_REQUESTOR,
+        **kwargs: Any,
+    ) -> Any:
+        """The server's Streamable HTTP app (its ``streamable_http_app(**kwargs)``, e.g. the
+        SDK's global ``max_sessions`` and ``session_idle_timeout``) with the task endpoint
+        (:mod:`.task_endpoint`) in front of the SDK's endpoint: the task methods are answered
+        without the SDK's per-request machinery, every other request goes to the SDK
+        unchanged. ``task_endpoint=False``: the SDK's app as it is.
+        ``max_sessions_per_requestor``: open sessions per requestor (:class:`SessionQuota`;
+        None: only the SDK's global cap)."""
         app = self._server_obj.streamable_http_app(**kwargs)
+        path = kwargs.get("streamable_http_path", "/mcp")
         self.task_endpoint = None
+        self.session_quota = None
         if task_endpoint:
             from .task_endpoint import install
 
-            self.task_endpoint, app = install(self, app, kwargs.get("streamable_http_path", "/mcp"))
+            self.task_endpoint, app = install(self, app, path)
+        if max_sessions_per_requestor is not None:
+            manager = session_manager(self.server)
+            if self.task_endpoint is not None:  # every request that opens one reaches it
+                holder, attr = self.task_endpoint, "sdk_app"
+            else:
+                holder, attr, _ = http_endpoint(app, path)
+            self.session_quota = SessionQuota(
+                getattr(holder, attr), manager, max_sessions_per_requestor
+            )
+            setattr(holder, attr, self.session_quota)
         return app
 
     async def cancel_requestor_tasks(self, requestor: str) -> int:

@@ -11,6 +11,7 @@ and a Streamable HTTP wrapper that answers a bad envelope in one short line."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,8 +21,11 @@ from pydantic import ValidationError
 
 from ..errors import InvalidRequest
 from ._sdk import SessionMessage, create_context_streams, is_sdk_validation_report, lowlevel_server
+from .slow_clients import ThrottledLog
 
 __all__ = ["malformed_answer", "run_stdio", "tidy_http_errors"]
+
+log = logging.getLogger(__name__)
 
 _INVALID_REQUEST = InvalidRequest(
     detail="not a JSON-RPC 2.0 request, notification or response"
@@ -81,8 +85,19 @@ async def run_stdio(server: Any) -> None:
             tg.cancel_scope.cancel()
 
 
-def _tidy_error_body(body: bytes) -> bytes | None:
-    """A short ``-32600`` instead of the SDK's multi-line validator report, else ``None``."""
+#: the SDK's 406 (a bad ``Accept``) comes with no body on the extension's face
+_NOT_ACCEPTABLE = InvalidRequest(
+    detail="the Accept header must list application/json (and text/event-stream)"
+).to_error()
+
+
+def _tidy_error_body(body: bytes, status: int = 400) -> bytes | None:
+    """A short ``-32600`` instead of the SDK's multi-line validator report, or for an
+    empty 406, else ``None``."""
+    if status == 406:
+        if body.strip():
+            return None
+        return json.dumps({"jsonrpc": "2.0", "id": None, "error": _NOT_ACCEPTABLE}).encode()
     try:
         doc = json.loads(body)
     except ValueError:
@@ -94,12 +109,47 @@ def _tidy_error_body(body: bytes) -> bytes | None:
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
+#: a client that left before its request's body arrived: logged once a minute, not per request
+_BODY_ABORTED = ThrottledLog(log, "request bodies aborted by the client")
+#: the SDK's logger that reports such a body with a traceback (its session transport)
+_SDK_TRANSPORT_LOGGER = "mcp.server.streamable_http"
+
+
+class _ClientGoneFilter(logging.Filter):
+    """Drops the SDK's traceback of a body the client aborted; counts it in the one
+    throttled line instead."""
+
+    def __init__(self, gone: type[BaseException]) -> None:
+        super().__init__()
+        self.gone = gone
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, self.gone):
+            _BODY_ABORTED("POST (session transport)")
+            return False
+        return True
+
+
 def tidy_http_errors(app: Any) -> Any:
     """Wrap the SDK's Streamable HTTP ASGI app: an invalid JSON-RPC envelope answers 400 with
     ``-32600`` and one short line, not ``-32602`` with pydantic's full report (which names
-    library versions and internals)."""
+    library versions and internals); a 406 (bad ``Accept``) gets a JSON-RPC body; a client that leaves in the middle of its request's
+    body (nobody to answer) is a line in the log at most once a minute, not a traceback per
+    request."""
+    from starlette.requests import ClientDisconnect
+
+    sdk_log = logging.getLogger(_SDK_TRANSPORT_LOGGER)
+    if not any(isinstance(f, _ClientGoneFilter) for f in sdk_log.filters):
+        sdk_log.addFilter(_ClientGoneFilter(ClientDisconnect))
 
     async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await tidied(scope, receive, send)
+        except ClientDisconnect:
+            _BODY_ABORTED(f"{scope.get('method')} {scope.get('path')}")
+
+    async def tidied(scope: Any, receive: Any, send: Any) -> None:
         if scope.get("type") != "http" or scope.get("method") != "POST":
             await app(scope, receive, send)
             return
@@ -108,7 +158,7 @@ def tidy_http_errors(app: Any) -> Any:
 
         async def send_tidy(message: Any) -> None:
             nonlocal held
-            if message["type"] == "http.response.start" and message.get("status") == 400:
+            if message["type"] == "http.response.start" and message.get("status") in (400, 406):
                 held = message
                 return
             if held is None or message["type"] != "http.response.body":
@@ -119,15 +169,15 @@ def tidy_http_errors(app: Any) -> Any:
                 return
             start, held = held, None
             body = b"".join(chunks)
-            tidy = _tidy_error_body(body)
+            tidy = _tidy_error_body(body, start.get("status", 400))
             if tidy is not None:
-                headers = [
-                    (k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"
+                drop = (b"content-length", b"content-type")
+                headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in drop]
+                headers += [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(tidy)).encode()),
                 ]
-                start = {
-                    **start,
-                    "headers": [*headers, (b"content-length", str(len(tidy)).encode())],
-                }
+                start = {**start, "headers": headers}
                 body = tidy
             await send(start)
             await send({"type": "http.response.body", "body": body})

@@ -51,6 +51,7 @@ import anyio.abc
 from ..errors import InternalError, TaskError
 from ..protocol import FAILED, NON_TERMINAL
 from ..store import TaskRecord, UnstorableValue
+from .limits import json_size
 
 if TYPE_CHECKING:
     from .engine import TaskEngine
@@ -257,6 +258,7 @@ class Settler:
             run.final = rec
             engine.runs.remember(rec)
             await engine.status_changed(rec)
+            await engine.ended(rec, json_size(rec.result) + json_size(rec.error))
         return True
 
     async def _write(self, task_id: str, outcome: Outcome) -> TaskRecord | None:

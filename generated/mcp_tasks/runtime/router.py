@@ -202,7 +202,11 @@ class Router:
         headers = req.headers
         if headers is not None and _NAME_HEADER and _NAME_HEADER in headers:
             if self.is_extension(req.version):
-                extra[ROUTING_NAME] = decode_header_value(headers[_NAME_HEADER])
+                raw = headers[_NAME_HEADER]
+                decoded = decode_header_value(raw)
+                # a header that does not decode (a broken base64 form) names no task: it is
+                # checked as sent, so it mismatches instead of passing as absent (X-HTTP-4)
+                extra[ROUTING_NAME] = decoded if decoded is not None else raw
         return RequestContext(
             requestor=req.requestor,
             request_id=req.id,

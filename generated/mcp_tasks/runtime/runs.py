@@ -33,6 +33,7 @@ from ..protocol import (
     TaskStatus,
 )
 from ..store import TaskRecord
+from .limits import bounded_outcome
 from .progress import progress_text
 
 if TYPE_CHECKING:
@@ -252,6 +253,17 @@ async def outcome_of(
         return (FAILED, err.message, None, err.to_error())
 
 
+def bounded(task_id: str, outcome: Outcome, engine: TaskEngine) -> Outcome:
+    """``outcome``, or the ``ResultTooLarge`` failure kept instead of a result or error over
+    ``EngineConfig.max_result_bytes`` (R-SEC-4)."""
+    status, message, result, error = outcome
+    _, too_large = bounded_outcome(result, error, engine.config.max_result_bytes)
+    if too_large is None:
+        return outcome
+    engine.log.warning("task %s: %s", task_id, too_large.message)
+    return (FAILED, too_large.message, None, too_large.to_error())
+
+
 #: How long (seconds) and how many of the records that work stored as it ended its task
 #: are kept to answer lookups without the store (``Runs.recent``).
 RECENT_S = 1.0
@@ -345,6 +357,8 @@ class Runs:
                     err = InternalError(message=INTERRUPTED_MESSAGE)
                     outcome = (FAILED, INTERRUPTED_MESSAGE, None, err.to_error())
                 settler = self.engine.settler
+                if outcome is not None:
+                    outcome = bounded(task_id, outcome, self.engine)
                 if outcome is not None and not await settler.store(task_id, run, outcome):
                     settler.keep(task_id, run, outcome)  # the run stays until it is stored
                 else:

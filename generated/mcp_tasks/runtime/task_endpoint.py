@@ -44,7 +44,7 @@ from pydantic import ValidationError
 
 from .. import protocol
 from .._handlers import NeedsStream
-from ..errors import TaskError
+from ..errors import InvalidRequest, TaskError
 from ._sdk import (
     DEFAULT_NEGOTIATED_VERSION,
     ERROR_CODE_HTTP_STATUS,
@@ -64,7 +64,7 @@ from ._sdk import (
     sdk_request_runner,
     transport_security,
 )
-from .mcp_identity import ANONYMOUS, http_requestor
+from .mcp_identity import client_address, http_requestor, identifies
 from .router import Pass, RunTool, TaskRequest
 from .sdk_hooks import IN_TASK
 
@@ -93,7 +93,7 @@ class ClientGone(Exception):
 class Reply:
     """A JSON-RPC answer of the task endpoint, sent as one ``application/json`` response."""
 
-    request_id: str | int
+    request_id: str | int | None
     result: Mapping[str, Any] | None = None
     error: Mapping[str, Any] | None = None
     status: int = 200
@@ -105,15 +105,21 @@ class Reply:
             doc["error"] = self.error
         else:
             doc["result"] = self.result
-        try:
-            body = pydantic_core.to_json(doc)
-        except ValueError:  # text UTF-8 cannot carry (a lone surrogate): sent escaped
-            body = json.dumps(doc, separators=(",", ":")).encode()
+        body = _json(doc)
         headers = [(b"content-type", _JSON), (b"content-length", str(len(body)).encode())]
         if self.session_id is not None:
             headers.append((_SESSION_HEADER.encode(), self.session_id.encode()))
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+def _json(doc: Any) -> bytes:
+    """``doc`` as JSON; a string that is not valid Unicode (a lone surrogate a client sent
+    as a ``\\uXXXX`` escape, now in a result) as its escape again, as the SDK writes it."""
+    try:
+        return pydantic_core.to_json(doc)
+    except ValueError:  # PydanticSerializationError among them
+        return json.dumps(doc, separators=(",", ":")).encode()
 
 
 def _headers(scope: Mapping[str, Any]) -> dict[str, str]:
@@ -154,6 +160,18 @@ def _replay(messages: list[Any], receive: Any) -> Any:
         return await receive()
 
     return replayed
+
+
+_BAD_ID: Final = InvalidRequest(detail="a request's id must be a string or an integer").to_error()
+
+
+def _bad_id(doc: Any) -> bool:
+    """A request (it has a ``method``) whose ``id`` is there but neither a string nor an
+    integer (``1.5``, ``true``, ``null``, ``{}``): JSON-RPC answers it ``-32600``, id null."""
+    if not isinstance(doc, dict) or "id" not in doc or not isinstance(doc.get("method"), str):
+        return False
+    rid = doc["id"]
+    return isinstance(rid, bool) or not isinstance(rid, (str, int))
 
 
 def _envelope(doc: Any) -> tuple[JSONRPCRequest, dict[str, Any]] | None:
@@ -219,6 +237,8 @@ class TaskEndpoint:
             doc = pydantic_core.from_json(body)
         except ValueError:
             return None
+        if _bad_id(doc):  # the SDK would take it for a notification and answer nothing
+            return Reply(None, error=_BAD_ID, status=400)
         parsed = _envelope(doc)
         if parsed is None or parsed[0].method not in self.methods:
             return None
@@ -259,7 +279,7 @@ class TaskEndpoint:
             conn = None
             if message.method == protocol.TOOLS_CALL:  # a born-ready connection, as the SDK's
                 conn = connection_from_envelope(protocol.REVISION, None, None)
-            req = self._request(protocol.REVISION, message, params, None, conn)
+            req = self._request(scope, protocol.REVISION, message, params, None, conn)
             return await self._route(req, None, receive)
         if session_id is None:
             return None
@@ -270,11 +290,12 @@ class TaskEndpoint:
         if conn.protocol_version != protocol.REVISION:
             return None
         with InFlight(transport):
-            req = self._request(protocol.REVISION, message, params, session_id, conn)
+            req = self._request(scope, protocol.REVISION, message, params, session_id, conn)
             return await self._route(req, session_id, receive)
 
     def _request(
         self,
+        scope: Any,
         version: str,
         message: JSONRPCRequest,
         params: dict[str, Any],
@@ -282,14 +303,14 @@ class TaskEndpoint:
         conn: Connection | None,
         headers: Mapping[str, str] | None = None,
     ) -> TaskRequest:
-        requestor = http_requestor(session_id)
+        requestor = http_requestor(session_id, client_address(scope))
         return TaskRequest(
             version=version,
             method=message.method,
             params=params,
             id=message.id,
             requestor=requestor,
-            identified=requestor != ANONYMOUS,
+            identified=identifies(requestor),
             connection=conn,
             headers=headers,
             run_tool=self._runner(conn) if conn is not None else None,
@@ -319,7 +340,7 @@ class TaskEndpoint:
             conn = connection_from_envelope(
                 route.protocol_version, route.client_info, route.client_capabilities
             )
-        req = self._request(route.protocol_version, message, params, None, conn, headers)
+        req = self._request(scope, route.protocol_version, message, params, None, conn, headers)
         return await self._route(req, None, None)
 
     # ------------------------------------------------------------------ answering
