@@ -29,7 +29,7 @@ from mcp_tasks.extension import protocol as ext
 from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime.mcp_client import TaskRequestor, raw_request
 from mcp_tasks.runtime.mcp_ext_client import TasksClientExtension
-from testkit.interop import run_node
+from testkit.interop import npm_ci, run_node
 from testkit.procs import free_port, python_env, stop_process, wait_listening
 
 pytestmark = pytest.mark.anyio
@@ -216,8 +216,6 @@ def test_typescript_sdk_client(served: tuple[str, str], node_modules: None) -> N
 
 @pytest.fixture(scope="session")
 def node_modules() -> None:
-    from testkit.interop import npm_ci
-
     npm_ci()
 
 
