@@ -172,12 +172,10 @@ class RateLimitExceeded(TaskError):
 
 
 class RetentionLimitExceeded(TaskError):
-    """Too many tasks kept: at most {limit} tasks per requestor, and none of them has finished (code -32000; R-SEC-4)."""
+    """Too many tasks kept: at most {limit} per requestor, none of them finished (code -32000; R-SEC-4)."""
 
     code = -32000
-    template = (
-        "Too many tasks kept: at most {limit} tasks per requestor, and none of them has finished"
-    )
+    template = "Too many tasks kept: at most {limit} per requestor, none of them finished"
 
     def __init__(self, limit: object = "", *, message: str | None = None, data: Any = None) -> None:
         TaskError.__init__(self, self._text(message, limit=limit), data=data)

@@ -162,9 +162,7 @@ class _WithDeadlines(_Protocol):  # type: ignore[misc]
     def pause_writing(self) -> None:
         super().pause_writing()
         if self._send_timer is None:
-            self._send_timer = self.loop.call_later(
-                self.deadlines.send_timeout, self._send_expired
-            )
+            self._send_timer = self.loop.call_later(self.deadlines.send_timeout, self._send_expired)
 
     def resume_writing(self) -> None:
         super().resume_writing()
