@@ -306,7 +306,9 @@ class RedisTaskStore(SharedTaskStore):
             return None
         t, _, inp, cl, ans = self.keys.task_keys(tag, task_id)
         grace_ms = int(self.expiry_grace_s * 1000)
-        reply = await self._run.eval(SET_TTL, [t, inp, cl, ans], [ttl_ms, grace_ms, TERMINAL_VALUES])
+        reply = await self._run.eval(
+            SET_TTL, [t, inp, cl, ans], [ttl_ms, grace_ms, TERMINAL_VALUES]
+        )
         if not reply:
             return None
         flat, px = reply
