@@ -232,12 +232,14 @@ class WorkerRuntime:
             "task %s: running %s (attempt %d of %d)", job.task_id, job.tool, attempt, job.attempts
         )
         self.ran += 1
-        await engine.adopt(
+        final = await engine.adopt(
             rec,
             self.work(job),
             tool_error=TaskStatus(job.tool_error),
             progress_token=job.progress_token,
         )
+        ended = final.status.value if final is not None else "ended elsewhere"
+        log.info("task %s: run ended (%s)", job.task_id, ended)
 
     def work(self, job: Job) -> Work:
         """The job's tool through the server's pipeline, with a worker's task context."""
@@ -349,7 +351,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = _parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    logging.getLogger(log.name).setLevel(logging.INFO)
+    # One line per event, whatever handler the app's imports put on the root logger.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         anyio.run(

@@ -145,3 +145,200 @@ def test_extension_task_runs_on_a_worker_with_progress_as_status_message(setup: 
     assert done["status"] == "completed"
     assert "done after 1.5s (ext)" in str(done["result"])
     assert worker.runs_of(task_id) == 1
+
+
+@pytest.mark.parametrize(("action", "outcome"), [("accept", "deleted"), ("decline", "kept")])
+async def test_core_elicitation_from_a_worker(setup: Setup, action: str, outcome: str) -> None:
+    """R-INPUT-1..4 from a worker: the tool's ``elicitation/create`` goes through the shared
+    store to the ``tasks/result`` stream of the front end, stamped with the related task
+    (R-INPUT-2); the answer goes back to the worker and the tool goes on."""
+    setup.worker()
+    asked: list[dict[str, Any]] = []
+    statuses: list[str] = []
+
+    async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(dict(ctx.meta or {}))
+        if action == "accept":
+            return types.ElicitResult(action="accept", content={"confirm": True})
+        return types.ElicitResult(action="decline")
+
+    async with http_session(setup.front.url, token="tok-alice", elicitation_callback=on_elicit) as s:
+        result = await s.tasks.run_tool(
+            "confirm_delete", {"path": "/tmp/w"}, on_status=lambda t: statuses.append(t.status.value)
+        )
+    assert text_of(result) == f"{outcome} /tmp/w"
+    assert len(asked) == 1
+    related = asked[0]["io.modelcontextprotocol/related-task"]
+    assert related["taskId"]  # R-INPUT-2
+
+
+def test_extension_elicitation_from_a_worker(setup: Setup) -> None:
+    """X-UPD-1 from a worker: ``tasks/get`` lists the tool's elicitation as an input request
+    (``input_required``), ``tasks/update`` answers it, and the worker's tool completes."""
+    setup.worker()
+    with ExtClient(setup.front.url, headers=ALICE) as alice:
+        call = {"name": "confirm_delete", "arguments": {"path": "/tmp/e"}}
+        task_id = alice.result("tools/call", call)["taskId"]
+        asking = alice.wait(task_id, frozenset({"input_required"}))
+        (key, request), *more = asking["inputRequests"].items()
+        assert not more
+        assert request["method"] == "elicitation/create"
+        answer = {"action": "accept", "content": {"confirm": True}}
+        alice.result("tasks/update", {"taskId": task_id, "inputResponses": {key: answer}})
+        done = alice.wait(task_id)
+    assert done["status"] == "completed"
+    assert "deleted /tmp/e" in str(done["result"])
+
+
+async def test_cancel_reaches_the_tool_on_the_worker(setup: Setup) -> None:
+    """R-CANCEL-2 across processes: ``tasks/cancel`` on the front end stops the tool on the
+    worker (woken by the store's change event); the task stays cancelled, and the worker
+    stores no outcome after it."""
+    worker = setup.worker()
+    async with http_session(setup.front.url, token="tok-alice") as s:
+        created = await s.tasks.call_tool_as_task("slow_compute", {"seconds": 120, "label": "c"})
+        task_id = created.task.taskId
+        until(lambda: worker.runs_of(task_id) == 1, 30, what="the worker runs the tool")
+        cancelled = await s.tasks.cancel(task_id)
+        assert cancelled.status.value == "cancelled"
+        # The 120 s tool stopped: its run ended on the worker.
+        until(lambda: f"task {task_id}: run ended (ended elsewhere)" in worker.log(), 30)
+        after = await s.tasks.get(task_id)
+    assert after.status.value == "cancelled"
+    assert after.statusMessage == "The task was cancelled by the requestor"
+
+
+# ---------------------------------------------------------------- delivery
+
+
+def test_kill_9_during_a_retryable_task_runs_it_again_at_most_its_attempts(
+    setup: Setup,
+) -> None:
+    """``slow_compute`` is retried once (``--worker-retries 1``: two attempts). Its worker
+    killed mid-run, another worker runs it again (Docket redelivers the job); that one killed
+    too, a third worker does not run it a third time: the task fails, saying so. The tool
+    ran twice, and the client saw one outcome."""
+    first, second = setup.worker(), setup.worker()
+    with ExtClient(setup.front.url, headers=ALICE) as alice:
+        task_id = alice.result("tools/call", _slow(300, "again"))["taskId"]
+        until(lambda: setup.runs(task_id) == 1, 30, what="a worker runs the tool")
+        running = first if first.runs_of(task_id) else second
+        other = second if running is first else first
+        running.kill()
+        until(lambda: other.runs_of(task_id) == 1, 60, what="the other worker runs it again")
+        assert alice.result("tasks/get", {"taskId": task_id})["status"] == "working"
+        other.kill()
+        setup.worker()  # a third worker receives the job once more
+        done = alice.wait(task_id, timeout=60)
+        again = alice.result("tasks/get", {"taskId": task_id})
+    assert done["status"] == "failed"
+    assert done["statusMessage"] == (
+        "Task failed: the workers running it stopped before it finished (2 attempts)"
+    )
+    assert again == done  # one outcome
+    assert setup.runs(task_id) == 2 == setup.attempts(task_id) - 1
+
+
+async def test_kill_9_during_a_retryable_core_task_completes_it_on_another_worker(
+    setup: Setup,
+) -> None:
+    """2025-11-25: the worker running ``slow_compute`` killed, another one runs it again and
+    ``tasks/result`` (blocked on the front end all along) answers its one result."""
+    first, second = setup.worker(), setup.worker()
+    async with http_session(setup.front.url, token="tok-alice") as s:
+        created = await s.tasks.call_tool_as_task("slow_compute", {"seconds": 4, "label": "k"})
+        task_id = created.task.taskId
+        until(lambda: setup.runs(task_id) == 1, 30, what="a worker runs the tool")
+        (first if first.runs_of(task_id) else second).kill()
+        result = await s.tasks.tool_result(task_id)
+        task = await s.tasks.get(task_id)
+    assert text_of(result) == "done after 4s (k)"
+    assert task.status.value == "completed"
+    assert setup.runs(task_id) == 2
+
+
+def test_kill_9_during_a_task_not_retried_fails_it(setup: Setup) -> None:
+    """``confirm_delete`` is not retried: its worker killed while it waits for input, the
+    task fails with a statusMessage saying its worker stopped, and the tool ran once."""
+    first = setup.worker()
+    with ExtClient(setup.front.url, headers=ALICE) as alice:
+        call = {"name": "confirm_delete", "arguments": {"path": "/tmp/k"}}
+        task_id = alice.result("tools/call", call)["taskId"]
+        alice.wait(task_id, frozenset({"input_required"}))
+        first.kill()
+        setup.worker()
+        done = alice.wait(task_id, timeout=60)
+    assert done["status"] == "failed"
+    assert done["statusMessage"] == NOT_RETRIED_MESSAGE
+    assert setup.runs(task_id) == 1
+
+
+async def test_kill_9_during_a_core_task_not_retried_fails_it(setup: Setup) -> None:
+    """The same on 2025-11-25: ``tasks/get`` says why, ``tasks/result`` answers the error."""
+    first = setup.worker()
+    async with http_session(setup.front.url, token="tok-alice") as s:
+        created = await s.tasks.call_tool_as_task("confirm_delete", {"path": "/tmp/c"})
+        task_id = created.task.taskId
+        await until_async(
+            lambda: _status(s, task_id, "input_required"), 30, what="the tool asks for input"
+        )
+        first.kill()
+        setup.worker()
+        await until_async(lambda: _status(s, task_id, "failed"), 60, what="the task fails")
+        task = await s.tasks.get(task_id)
+    assert task.statusMessage == NOT_RETRIED_MESSAGE
+    assert setup.runs(task_id) == 1
+
+
+async def _status(s: Any, task_id: str, status: str) -> bool:
+    return bool((await s.tasks.get(task_id)).status.value == status)
+
+
+def test_restart_of_everything_with_work_queued(setup: Setup) -> None:
+    """Nothing accepted is lost: tasks accepted while no worker runs (queued), and one
+    running on a worker, survive ``kill -9`` of the front end and the worker; once a new
+    front end and a new worker are up, each completes once, read through the new front end
+    on both faces."""
+    running_on = setup.worker()
+    with ExtClient(setup.front.url, headers=ALICE) as alice:
+        running = alice.result("tools/call", _slow(3, "running"))["taskId"]
+        until(lambda: running_on.runs_of(running) == 1, 30, what="the worker runs it")
+        running_on.kill()
+        queued = alice.result("tools/call", _slow(0.2, "queued"))["taskId"]
+    core_queued = _core_call(setup.front.url)
+    setup.front.kill()
+
+    front = setup.factory(*setup.args)  # the front end again, and a worker again
+    with ExtClient(front.url, headers=ALICE) as alice:
+        for task_id in (running, queued):
+            assert alice.result("tasks/get", {"taskId": task_id})["status"] == "working"
+        setup.worker()
+        done = {t: alice.wait(t, timeout=60) for t in (running, queued)}
+    assert done[running]["status"] == done[queued]["status"] == "completed"
+    assert "done after 3s (running)" in str(done[running]["result"])
+    assert "done after 0.2s (queued)" in str(done[queued]["result"])
+    assert setup.runs(running) == 2 and setup.runs(queued) == 1
+    assert _core_result(front.url, core_queued) == "done after 0.1s (core)"
+    assert setup.runs(core_queued) == 1
+
+
+def _core_call(url: str) -> str:
+    """A 2025-11-25 task of ``slow_compute`` (0.1 s) created through ``url``; its id."""
+    import anyio
+
+    async def call() -> str:
+        async with http_session(url, token="tok-alice") as s:
+            created = await s.tasks.call_tool_as_task("slow_compute", {"seconds": 0.1, "label": "core"})
+            return created.task.taskId
+
+    return anyio.run(call)
+
+
+def _core_result(url: str, task_id: str) -> str:
+    import anyio
+
+    async def result() -> str:
+        async with http_session(url, token="tok-alice") as s:
+            return text_of(await s.tasks.tool_result(task_id))
+
+    return anyio.run(result)
