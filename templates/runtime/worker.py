@@ -71,9 +71,7 @@ DEFAULT_REDELIVERY_S = 30.0
 
 
 def exhausted_message(attempts: int) -> str:
-    return (
-        f"Task failed: the workers running it stopped before it finished ({attempts} attempts)"
-    )
+    return f"Task failed: the workers running it stopped before it finished ({attempts} attempts)"
 
 
 def load_app(spec: str) -> Any:
@@ -147,7 +145,11 @@ class WorkerOutbound(TaskDispatchContext):
 
     async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
         if method == PROGRESS and params:
-            value, total, message = params.get("progress"), params.get("total"), params.get("message")
+            value, total, message = (
+                params.get("progress"),
+                params.get("total"),
+                params.get("message"),
+            )
             if isinstance(value, int | float):
                 await self.progress(
                     value,
@@ -297,9 +299,7 @@ async def serve(
                         redelivery_timeout=timedelta(seconds=redelivery_s),
                         schedule_automatic_tasks=False,
                     ) as worker:
-                        log.warning(
-                            "worker %s: running jobs from %s", worker.name, store.where
-                        )
+                        log.warning("worker %s: running jobs from %s", worker.name, store.where)
                         if ready is not None:
                             ready.set()
                         await worker.run_forever()

@@ -162,9 +162,13 @@ async def test_core_elicitation_from_a_worker(setup: Setup, action: str, outcome
             return types.ElicitResult(action="accept", content={"confirm": True})
         return types.ElicitResult(action="decline")
 
-    async with http_session(setup.front.url, token="tok-alice", elicitation_callback=on_elicit) as s:
+    async with http_session(
+        setup.front.url, token="tok-alice", elicitation_callback=on_elicit
+    ) as s:
         result = await s.tasks.run_tool(
-            "confirm_delete", {"path": "/tmp/w"}, on_status=lambda t: statuses.append(t.status.value)
+            "confirm_delete",
+            {"path": "/tmp/w"},
+            on_status=lambda t: statuses.append(t.status.value),
         )
     assert text_of(result) == f"{outcome} /tmp/w"
     assert len(asked) == 1
@@ -328,7 +332,9 @@ def _core_call(url: str) -> str:
 
     async def call() -> str:
         async with http_session(url, token="tok-alice") as s:
-            created = await s.tasks.call_tool_as_task("slow_compute", {"seconds": 0.1, "label": "core"})
+            created = await s.tasks.call_tool_as_task(
+                "slow_compute", {"seconds": 0.1, "label": "core"}
+            )
             return created.task.taskId
 
     return anyio.run(call)
