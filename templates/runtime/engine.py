@@ -338,16 +338,25 @@ class TaskEngine:
         as ``start`` runs its own: the same context (progress, input requests through the
         store, cancellation from any instance) and its outcome stored only while the task
         is not terminal (a late or second outcome is a no-op). Returns once the work ended:
-        the record its outcome stored, or None when it stored none (ended elsewhere)."""
-        if self._tg is None:
+        the record its outcome stored, or None when it stored none (ended elsewhere).
+
+        The caller cancelled (a worker stopping), the work is stopped and no outcome is
+        stored: the task is left as it is for whoever runs it next."""
+        tg = self._tg
+        if tg is None:
             raise InternalError(detail="the task engine is not running (use `async with engine`)")
         if rec.task_id in self.runs.active:
             raise InternalError(detail=f"task {rec.task_id} already runs here")
         run = Run(rec.requestor, tool_error)
         self.runs.active[rec.task_id] = run
         tc = TaskContext(self, rec.task_id, rec.requestor, progress_token)
-        async with anyio.create_task_group() as tg:
-            self.runs.start(tg, rec, run, tc, work, None)
+        self.runs.start(tg, rec, run, tc, work, None)
+        try:
+            while self.runs.get(rec.task_id) is run:
+                await run.changed.wait()
+        except anyio.get_cancelled_exc_class():
+            run.scope.cancel()  # no outcome: the run ends without storing one
+            raise
         return run.final
 
     async def record(self, requestor: str, task_id: str, *, face: str | None = None) -> TaskRecord:

@@ -25,6 +25,7 @@ otherwise its task fails with a ``statusMessage`` saying the worker stopped.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import json
 import logging
@@ -272,9 +273,15 @@ async def serve(
     redelivery_s: float = DEFAULT_REDELIVERY_S,
     config: EngineConfig | None = None,
     ready: anyio.Event | None = None,
+    handle_signals: bool = False,
 ) -> None:
-    """Run jobs until cancelled (Ctrl-C, SIGTERM). ``app``: ``MODULE:ATTR``, or the app
-    itself (as :func:`load_app` accepts it)."""
+    """Run jobs until cancelled, or (``handle_signals``) until SIGTERM or SIGINT. ``app``:
+    ``MODULE:ATTR``, or the app itself (as :func:`load_app` accepts it).
+
+    The first signal stops taking jobs and lets the tools running here finish (Docket's
+    drain); a second one stops them at once without storing their outcome: Docket leaves
+    their jobs pending, and another worker takes them after the redelivery timeout (a run
+    that counts as one of the tool's attempts). Cancelled from outside, the same at once."""
     from docket import Docket, Worker
 
     from .offload import docket_url
@@ -302,12 +309,59 @@ async def serve(
                         log.warning("worker %s: running jobs from %s", worker.name, store.where)
                         if ready is not None:
                             ready.set()
-                        await worker.run_forever()
+                        await _run_worker(worker, handle_signals)
                 finally:
                     set_runner(None)
+                    with anyio.CancelScope(shield=True):
+                        await _leave_runs(engine)
     finally:
         with anyio.CancelScope(shield=True):
             await store.close()
+
+
+async def _leave_runs(engine: TaskEngine, grace_s: float = 10.0) -> None:
+    """Stop the tools still running here without storing an outcome (their jobs stay
+    pending in Docket for another worker); wait up to ``grace_s`` for them to stop."""
+    runs = engine.runs
+    with anyio.move_on_after(grace_s):
+        for task_id, run in list(runs.active.items()):
+            run.scope.cancel()
+            while runs.get(task_id) is run:
+                await run.changed.wait()
+
+
+async def _run_worker(worker: Any, handle_signals: bool) -> None:
+    """Docket's loop as its own asyncio task, cancelled once per signal: Docket drains its
+    running jobs on the first cancel, and cancels them on the next."""
+    loop = asyncio.ensure_future(worker.run_forever())
+    if not handle_signals:
+        await loop
+        return
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_on_signals, loop)
+        try:
+            await asyncio.wait([loop])  # the signals cancel it, not this wait
+        finally:
+            tg.cancel_scope.cancel()
+    if not loop.cancelled():
+        loop.result()  # Docket's own failure, if any
+
+
+async def _on_signals(loop: asyncio.Future[None]) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        drain = True
+        async for signum in signals:
+            name = signal.Signals(signum).name
+            if drain:
+                log.warning(
+                    "worker stopping (%s): taking no more jobs, the tools running here finish"
+                    " (again: stop them now, their jobs go back to the queue)",
+                    name,
+                )
+            else:
+                log.warning("worker stopping now (%s): its jobs go back to the queue", name)
+            drain = False
+            loop.cancel()
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -357,7 +411,6 @@ def main(argv: list[str] | None = None) -> None:
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         anyio.run(
             lambda: serve(
@@ -365,6 +418,7 @@ def main(argv: list[str] | None = None) -> None:
                 args.store,
                 concurrency=args.concurrency,
                 redelivery_s=args.redelivery_timeout,
+                handle_signals=True,
             )
         )
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ queued (nothing accepted is lost).
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -348,3 +349,103 @@ def _core_result(url: str, task_id: str) -> str:
             return text_of(await s.tasks.tool_result(task_id))
 
     return anyio.run(result)
+
+
+# ---------------------------------------------------------------- bad input, named
+
+
+def test_retries_are_checked_where_the_tool_is_declared() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    from mcp_tasks.runtime.mcp_server import McpTasks
+
+    tasks = McpTasks(MCPServer("t"))
+    with pytest.raises(ValueError, match=r"tool 'a': retries = -1: expected an integer >= 0"):
+        tasks.tool("a", on_workers=True, retries=-1)
+    with pytest.raises(ValueError, match=r"tool 'b': retries apply to tools on_workers only"):
+        tasks.tool("b", retries=2)
+    tasks.tool("c", on_workers=True, retries=2)
+    assert tasks.tools.on_workers == {"c": 3}
+
+
+async def test_tools_on_workers_need_the_redis_store() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    from mcp_tasks.runtime.mcp_server import McpTasks
+
+    mcp = MCPServer("t")
+
+    @mcp.tool()
+    async def far() -> str:
+        return "far"
+
+    tasks = McpTasks(mcp)
+    tasks.tool("far", on_workers=True)
+    with pytest.raises(ValueError, match="on_workers need a RedisTaskStore.*InMemoryTaskStore"):
+        async with tasks:
+            pass
+
+
+def test_the_example_server_refuses_on_workers_without_redis(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mcp_tasks.examples.server import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--http", "127.0.0.1:1", "--on-workers"])
+    assert exited.value.code == 2
+    assert "--on-workers needs --store redis://" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--http", "127.0.0.1:1", "--worker-retries", "2", "--store", "redis://h:1/0"])
+    assert "--worker-retries applies with --on-workers only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--store", "redis://h:1/0", "nocolon"], "expected MODULE:ATTR"),
+        (["--store", "redis://h:1/0", "no_such_module_x:app"], "cannot import no_such_module_x"),
+        (["--store", "redis://h:1/0", "mcp_tasks.protocol:nothing"], "has no attribute nothing"),
+        (["--store", "redis://h:1/0", "mcp_tasks.protocol:REVISION"], "got str"),
+        (["--store", "memory", "mcp_tasks.examples.server:worker_app"], "expected redis://"),
+    ],
+)
+def test_the_worker_command_names_what_is_wrong(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mcp_tasks.runtime.worker import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert said in capsys.readouterr().err
+
+
+def test_sigterm_lets_the_tool_finish_and_a_second_one_leaves_it_to_another_worker(
+    setup: Setup,
+) -> None:
+    """The first SIGTERM: the worker takes no new job and the tool it runs finishes (its
+    task completes there). The second: the tool stops at once with no outcome stored (the
+    task stays ``working``) and the next worker runs it again to its end."""
+    first = setup.worker()
+    with ExtClient(setup.front.url, headers=ALICE) as alice:
+        drained = alice.result("tools/call", _slow(2, "drained"))["taskId"]
+        until(lambda: first.runs_of(drained) == 1, 30, what="the worker runs the tool")
+        first.stop()  # SIGTERM, then waits for the exit
+        assert alice.result("tasks/get", {"taskId": drained})["status"] == "completed"
+
+        second = setup.worker()
+        left = alice.result("tools/call", _slow(4, "left"))["taskId"]
+        until(lambda: second.runs_of(left) == 1, 30, what="the worker runs the tool")
+        proc = second.proc
+        assert proc is not None
+        proc.send_signal(signal.SIGTERM)
+        until(lambda: "taking no more jobs" in second.log(), 30, what="the drain begins")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, second.log()
+        assert alice.result("tasks/get", {"taskId": left})["status"] == "working"
+        setup.worker()
+        done = alice.wait(left, timeout=60)
+    assert done["status"] == "completed"
+    assert "done after 4s (left)" in str(done["result"])
+    assert setup.runs(drained) == 1 and setup.runs(left) == 2
