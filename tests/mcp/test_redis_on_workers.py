@@ -449,3 +449,74 @@ def test_sigterm_lets_the_tool_finish_and_a_second_one_leaves_it_to_another_work
     assert done["status"] == "completed"
     assert "done after 4s (left)" in str(done["result"])
     assert setup.runs(drained) == 1 and setup.runs(left) == 2
+
+
+# ---------------------------------------------------------------- the README's set-up
+
+
+def _readme_set_up() -> tuple[str, list[str]]:
+    """The README's worker set-up: its app (``reports.py``) and its two commands."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Work on worker processes\n", 1)[1].split("\n## ", 1)[0]
+    app = section.split("```python\n", 1)[1].split("```", 1)[0]
+    commands = section.split("```python\n", 1)[1].split("```", 1)[1]
+    shell = commands.split("```\n", 1)[1].split("```", 1)[0]
+    return app, [line for line in shell.splitlines() if line.strip()]
+
+
+async def test_the_readme_set_up_runs_as_written(
+    redis_server: RedisServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The README's front end and worker commands, as written but for the Redis address and
+    the port: a 2025-11-25 client's task of ``report`` runs on the worker, with progress."""
+    import subprocess
+    import sys
+
+    from testkit.procs import free_port, python_env, stop_process, wait_listening
+
+    app, (front_cmd, worker_cmd) = _readme_set_up()
+    (tmp_path / "reports.py").write_text(app)
+    port = free_port()
+    here = redis_server.url  # redis://127.0.0.1:PORT/0
+
+    def shell(cmd: str) -> str:
+        cmd = cmd.replace("redis://127.0.0.1:6379/0", here)
+        return cmd.replace("python ", f"{sys.executable} ", 1).replace(
+            " python ", f" {sys.executable} "
+        )
+
+    env = dict(python_env(), PORT=str(port))
+    logs = [tmp_path / "front.log", tmp_path / "worker.log"]
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for cmd, log in zip((front_cmd, worker_cmd), logs, strict=True):
+            with open(log, "ab") as out:
+                procs.append(
+                    subprocess.Popen(
+                        ["bash", "-c", shell(cmd)],  # bash execs a lone command: its PID
+                        cwd=tmp_path,
+                        env=env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                    )  # fmt: skip
+                )
+        wait_listening(procs[0], port, logs[0], 60, "the README's front end")
+        until(lambda: "running jobs from" in logs[1].read_text(), 60, what="the README's worker")
+        progress: list[types.ProgressNotificationParams] = []
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ProgressNotification):
+                progress.append(message.params)
+
+        async with http_session(f"http://127.0.0.1:{port}/mcp", message_handler=on_message) as s:
+            created = await s.tasks.call_tool_as_task(
+                "report", {"quarter": "Q3"}, progress_token="r"
+            )
+            result = await s.tasks.tool_result(created.task.taskId)
+            await until_async(lambda: len(progress) == 4, 30, what="the report's progress")
+        assert text_of(result) == "report for Q3"
+        assert f"task {created.task.taskId}: running report" in logs[1].read_text()
+    finally:
+        for proc in procs:
+            stop_process(proc)
