@@ -3,6 +3,7 @@ the front end and on 1 and 2 workers, and CPU-bound work (50 ms of CPU a task) t
 
     .venv/bin/python benchmarks/bench_workers.py                     # 2 x 5 s per row
     .venv/bin/python benchmarks/bench_workers.py --baseline-rev main # + the in-process path of `main`
+    .venv/bin/python benchmarks/bench_workers.py --baseline-rev main --in-process-only --reps 5
     .venv/bin/python benchmarks/bench_workers.py --quick             # a few seconds (tests)
 
 One throw-away ``redis-server``; per row a fresh Redis namespace, one front end (HTTP,
@@ -213,7 +214,9 @@ def _baseline(rev: str, into: Path) -> str:
     return str(into / "generated")
 
 
-async def run(plan: Plan, baseline_rev: str | None) -> list[dict[str, Any]]:
+async def run(
+    plan: Plan, baseline_rev: str | None, in_process_only: bool = False
+) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
         logs = Path(tmp)
         tokens = [f"tok-{i}" for i in range(max(plan.clients, plan.cpu_clients))]
@@ -223,27 +226,29 @@ async def run(plan: Plan, baseline_rev: str | None) -> list[dict[str, Any]]:
         if baseline_rev:
             base = _baseline(baseline_rev, logs)
             rows.append(Row(f"in-process ({baseline_rev})", "lifecycle", 0, base))
-        rows += [
-            Row("in-process", "lifecycle", 0),
-            Row("1 worker", "lifecycle", 1),
-            Row("2 workers", "lifecycle", 2),
-            Row("in-process", "cpu", 0),
-            Row("1 worker", "cpu", 1),
-            Row("2 workers", "cpu", 2),
-        ]
-        out: list[dict[str, Any]] = []
+        rows.append(Row("in-process", "lifecycle", 0))
+        if not in_process_only:
+            rows += [
+                Row("1 worker", "lifecycle", 1),
+                Row("2 workers", "lifecycle", 2),
+                Row("in-process", "cpu", 0),
+                Row("1 worker", "cpu", 1),
+                Row("2 workers", "cpu", 2),
+            ]
+        reps: list[list[dict[str, Any]]] = [[] for _ in rows]
         with redis_server(logs / "redis.log") as (redis_proc, redis_port):
             await asyncio.sleep(0.3)
-            for row in rows:
-                reps = []
-                for _ in range(plan.reps):
+            for _ in range(plan.reps):  # the rows in turn each repetition: drift hits all
+                for row, got in zip(rows, reps, strict=True):
                     stack = await Stack(row, redis_port, tokens_file, logs).start()
                     try:
-                        reps.append(await measure(stack, redis_proc.pid, plan, tokens))
+                        got.append(await measure(stack, redis_proc.pid, plan, tokens))
                     finally:
                         stack.stop()
-                med = {k: statistics.median(r[k] for r in reps) for k in reps[0]}
-                out.append({"workload": row.workload, "row": row.name, "reps": plan.reps, **med})
+        out: list[dict[str, Any]] = []
+        for row, got in zip(rows, reps, strict=True):
+            med = {k: statistics.median(r[k] for r in got) for k in got[0]}
+            out.append({"workload": row.workload, "row": row.name, "reps": plan.reps, **med})
         return out
 
 
@@ -266,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="a few seconds (tests)")
     parser.add_argument("--baseline-rev", help="also the in-process row of this git revision")
+    parser.add_argument(
+        "--in-process-only", action="store_true", help="the in-process lifecycle rows alone"
+    )
     parser.add_argument("--reps", type=int, help="repetitions per row")
     parser.add_argument("--window", type=float, help="seconds measured per repetition")
     parser.add_argument("--json", type=Path, help="also write the rows here")
@@ -275,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         plan.reps = args.reps
     if args.window:
         plan.window_s = args.window
-    rows = asyncio.run(run(plan, args.baseline_rev))
+    rows = asyncio.run(run(plan, args.baseline_rev, args.in_process_only))
     print(markdown(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")

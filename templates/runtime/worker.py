@@ -411,6 +411,9 @@ def main(argv: list[str] | None = None) -> None:
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
+    # Docket logs every job's start and end at INFO (through the app's handlers, Rich for an
+    # MCPServer): a cost per job that its own lines above already cover.
+    logging.getLogger("docket").setLevel(logging.WARNING)
     try:
         anyio.run(
             lambda: serve(
