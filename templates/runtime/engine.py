@@ -71,6 +71,7 @@ from .coordination import Answers, choose
 from .cursor import CursorError
 from .limits import DEFAULT, ActiveLimit, Default, RateLimiter, Retention, json_size, ttl_policy
 from .memory import InMemoryTaskStore
+from .offload import RemoteWork
 from .outcomes import Renewals, Settler
 from .progress import ProgressNotes
 from .runs import (
@@ -340,6 +341,9 @@ class TaskEngine:
         if tg is None:
             raise InternalError(detail="the task engine is not running (use `async with engine`)")
         self.rate.check(requestor)  # a creation is a task operation (R-SEC-3)
+        # Work that runs on workers: stored through its own guard (no front end owns it),
+        # then handed over instead of started here.
+        remote = work if isinstance(work, RemoteWork) else None
         ttl = ttl_policy(self.config, ttl_ms)
         task_id = secrets.token_urlsafe(16)  # 128 bits from `secrets` (R-ID-1, R-ID-2)
         retention = self.retention
@@ -362,11 +366,13 @@ class TaskEngine:
             )
             run = Run(requestor, tool_error, created_at=now, ttl_ms=ttl)
             active = self.runs.active
-            active[rec.task_id] = run
+            if remote is None:
+                active[rec.task_id] = run
             try:
                 # The count and the write in one store call (R-SEC-4).
                 room = limit.limit if self._atomic_limit else limit.room(requestor)
-                created = await self.guard.create_limited(rec, room)
+                guard = self.guard if remote is None else remote.guard
+                created = await guard.create_limited(rec, room)
             except TaskError as exc:
                 active.pop(rec.task_id, None)
                 if isinstance(exc, StoreUnavailable):  # it may have been written all the same
@@ -384,9 +390,66 @@ class TaskEngine:
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
         if self.on_created:
             self._tell(self.on_created, rec)
+        if remote is not None:
+            await self._hand_over(remote, rec, tool_error, progress_token)
+            return rec
         tc = TaskContext(self, rec.task_id, requestor, progress_token)
         self.runs.start(tg, rec, run, tc, work, is_error_result)
         return rec
+
+    async def _hand_over(
+        self,
+        remote: RemoteWork,
+        rec: TaskRecord,
+        tool_error: protocol.TaskStatus,
+        progress_token: str | int | None,
+    ) -> None:
+        """Queue a stored task's work for workers; a task that cannot be queued fails."""
+        try:
+            await remote.hand_over(rec, tool_error, progress_token)
+        except Exception as exc:
+            log.warning("task %s: could not hand it to workers", rec.task_id, exc_info=True)
+            err = InternalError(detail=f"the task could not be handed to workers ({exc})")
+            new = await self.transition(
+                rec.task_id, protocol.FAILED, expected=protocol.NON_TERMINAL,
+                status_message=err.message, error=err.to_error(),
+            )  # fmt: skip
+            if new is not None:
+                await self.status_changed(new)
+            raise err from None
+
+    async def adopt(
+        self,
+        rec: TaskRecord,
+        work: Work,
+        *,
+        tool_error: protocol.TaskStatus,
+        progress_token: str | int | None = None,
+    ) -> TaskRecord | None:
+        """Run ``work`` for a task stored elsewhere (a worker running a front end's task)
+        as ``start`` runs its own: the same context (progress, input requests through the
+        store, cancellation from any instance) and its outcome stored only while the task
+        is not terminal (a late or second outcome is a no-op). Returns once the work ended:
+        the record its outcome stored, or None when it stored none (ended elsewhere).
+
+        The caller cancelled (a worker stopping), the work is stopped and no outcome is
+        stored: the task is left as it is for whoever runs it next."""
+        tg = self._tg
+        if tg is None:
+            raise InternalError(detail="the task engine is not running (use `async with engine`)")
+        if rec.task_id in self.runs.active:
+            raise InternalError(detail=f"task {rec.task_id} already runs here")
+        run = Run(rec.requestor, tool_error)
+        self.runs.active[rec.task_id] = run
+        tc = TaskContext(self, rec.task_id, rec.requestor, progress_token)
+        self.runs.start(tg, rec, run, tc, work, None)
+        try:
+            while self.runs.get(rec.task_id) is run:
+                await run.changed.wait()
+        except anyio.get_cancelled_exc_class():
+            run.scope.cancel()  # no outcome: the run ends without storing one
+            raise
+        return run.final
 
     async def record(self, requestor: str, task_id: str, *, face: str | None = None) -> TaskRecord:
         """The task (rate-limited, R-SEC-3)."""
