@@ -39,6 +39,7 @@ from .faces import DEFAULTS
 from .mcp_outbound import request_client_task
 from .mcp_sessions import SessionQuota, Sessions
 from .mcp_transport import malformed_answer, run_stdio, tidy_http_errors
+from .offload import Offload
 from .router import Router, TaskTools, check_task_support
 from .sdk_hooks import SdkHooks
 
@@ -154,11 +155,24 @@ class McpTasks:
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> McpTasks:
         await self.check_tools()
+        offload = Offload(self.engine.store) if self.tools.on_workers else None
         await self.engine.__aenter__()
+        if offload is not None:
+            try:
+                await offload.__aenter__()
+            except BaseException:
+                await self.engine.__aexit__(None, None, None)
+                raise
+            self.router.offload = offload
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        await self.engine.__aexit__(*exc)
+        offload, self.router.offload = self.router.offload, None
+        try:
+            if offload is not None:
+                await offload.__aexit__(*exc)
+        finally:
+            await self.engine.__aexit__(*exc)
 
     def tool(
         self,
@@ -166,6 +180,8 @@ class McpTasks:
         task_support: TaskSupportValue = TASK_SUPPORT_OPTIONAL,
         *,
         gather_first: bool = False,
+        on_workers: bool = False,
+        retries: int = 0,
     ) -> Callable[[_F], _F]:
         """Declare a tool's ``execution.taskSupport``: ``tasks.tool("slow", TASK_SUPPORT_REQUIRED)``,
         or as a decorator beside ``@mcp.tool()`` (the function's name by default)::
@@ -177,13 +193,21 @@ class McpTasks:
         One declaration serves both faces. ``gather_first``: on the tasks extension's face,
         a call without ``inputResponses`` runs inline so that the tool's SDK resolvers
         (``Elicit``) answer ``input_required`` before any task exists (X-MRTR-1).
+
+        ``on_workers``: the tool's task work runs on worker processes (``python -m
+        PACKAGE.worker``, :mod:`.offload`), not in this one; needs a ``RedisTaskStore``.
+        ``retries``: how many more times such a tool runs, on another worker, when the
+        worker running it dies (0: its task fails then).
         """
+        opts: dict[str, Any] = {
+            "gather_first": gather_first, "on_workers": on_workers, "retries": retries
+        }  # fmt: skip
         if name is not None:
-            self.tools.declare(name, task_support, gather_first=gather_first)
+            self.tools.declare(name, task_support, **opts)
 
         def mark(fn: _F) -> _F:
             key = name if name is not None else str(getattr(fn, "__name__", ""))
-            self.tools.declare(key, task_support, gather_first=gather_first)
+            self.tools.declare(key, task_support, **opts)
             return fn
 
         return mark

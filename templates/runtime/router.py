@@ -48,8 +48,17 @@ from ._sdk import (
 from .faces import EXTENSION, EXTENSION_DECLARED
 from .mcp_outbound import PollOutbound, TaskOutbound
 from .mcp_sessions import Sessions
+from .offload import Offload, RemoteWork
 
-__all__ = ["Pass", "RunTool", "Router", "TaskRequest", "TaskTools", "check_task_support"]
+__all__ = [
+    "Pass",
+    "RunTool",
+    "Router",
+    "TaskRequest",
+    "TaskTools",
+    "check_task_support",
+    "run_call",
+]
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +89,29 @@ class TaskTools:
         self.support: dict[str, str] = check_task_support(task_support or {})
         #: tools whose MRTR input round comes before the task (the extension face)
         self.gather_first: set[str] = set()
+        #: tools whose task work runs on worker processes -> runs allowed (1 + retries)
+        self.on_workers: dict[str, int] = {}
 
-    def declare(self, name: str, task_support: str, *, gather_first: bool = False) -> None:
+    def declare(
+        self,
+        name: str,
+        task_support: str,
+        *,
+        gather_first: bool = False,
+        on_workers: bool = False,
+        retries: int = 0,
+    ) -> None:
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"tool {name!r}: retries = {retries!r}: expected an integer >= 0")
+        if retries and not on_workers:
+            raise ValueError(f"tool {name!r}: retries apply to tools on_workers only")
         self.support.update(check_task_support({name: task_support}))
         if gather_first:
             self.gather_first.add(name)
+        if on_workers:
+            self.on_workers[name] = 1 + retries
+        else:
+            self.on_workers.pop(name, None)
 
     def unknown(self, names: Iterable[str]) -> list[str]:
         """The declared tools the server does not have."""
@@ -140,6 +167,26 @@ def _progress_token(meta: Mapping[str, Any] | None) -> str | int | None:
     return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
 
 
+async def run_call(
+    run_tool: RunTool, outbound: Any, call: dict[str, Any], *, core: bool
+) -> dict[str, Any]:
+    """A task's ``tools/call`` through ``run_tool`` with its task-scoped ``outbound``, as the
+    task's result (in this process or on a worker): the SDK's errors as task errors."""
+    try:
+        result = await run_tool(outbound, call)
+    except MCPError as exc:
+        raise from_sdk_error(exc) from None
+    except ValidationError as exc:
+        raise validation_error(exc) from None
+    out = _wire(result)
+    if not core and out.get("resultType") == input_round_result_type():
+        raise InternalError(  # MRTR inside a task: not served
+            detail="the tool asked for input with an input round inside a task"
+            " (declare it gather_first, or send the input with the call)"
+        )
+    return out
+
+
 class Router:
     """Routes each request to its face's handler (see the module's docstring)."""
 
@@ -157,6 +204,8 @@ class Router:
         self.sessions = sessions
         self.list_without_identity = list_without_identity
         self.immediate_response = immediate_response
+        #: the hand-over of tools declared ``on_workers`` (set while the server runs)
+        self.offload: Offload | None = None
         self.core = handlers[protocol.REVISION]
         ext = EXTENSION
         self.extension = handlers.get(ext.REVISION) if ext is not None else None
@@ -265,6 +314,19 @@ class Router:
         """The work of a ``tools/call`` task: the front door's ``run_tool`` with the
         task-scoped outbound of the face (progress and input requests, R-INPUT-*, X-UPD-1)."""
         run_tool, conn, request_id = req.run_tool, req.connection, req.id
+        attempts = self.tools.on_workers.get(str(call.get("name")))
+        if attempts is not None:
+            if self.offload is None:
+                raise InternalError(detail="the hand-over to workers is not running")
+            caps = getattr(conn, "client_capabilities", None) if conn is not None else None
+            return RemoteWork(
+                self.offload,
+                call,
+                core=core,
+                attempts=attempts,
+                connection=conn if core else None,
+                client_capabilities=_wire(caps) if caps is not None else None,
+            )
         if run_tool is None:
             raise InternalError(detail="this front door cannot run tools")
 
@@ -273,19 +335,7 @@ class Router:
 
         async def work(tctx: Any) -> dict[str, Any]:
             outbound = TaskOutbound(conn, tctx, request_id) if conn and core else PollOutbound(tctx)
-            try:
-                result = await run_tool(outbound, call)
-            except MCPError as exc:
-                raise from_sdk_error(exc) from None
-            except ValidationError as exc:
-                raise validation_error(exc) from None
-            out = _wire(result)
-            if not core and out.get("resultType") == input_round_result_type():
-                raise InternalError(  # MRTR inside a task: not served
-                    detail="the tool asked for input with an input round inside a task"
-                    " (declare it gather_first, or send the input with the call)"
-                )
-            return out
+            return await run_call(run_tool, outbound, call, core=core)
 
         return work
 

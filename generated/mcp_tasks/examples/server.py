@@ -10,7 +10,8 @@
     python -m PACKAGE.examples.server --http 127.0.0.1:8000 [--store memory|sqlite:PATH|redis://HOST:PORT/DB]
                                         [--tokens FILE] [--stateless] [--http-stack auto|h11]
                                         [--no-task-endpoint]
-                                        [--workers N] [LIMITS] [OPS]
+                                        [--workers N] [--on-workers [--worker-retries N]]
+                                        [LIMITS] [OPS]
     python -m PACKAGE.examples.server --stdio [--store ...] [LIMITS] [OPS]
 
 PACKAGE is the generated package's import name (``mcp_tasks`` for the one shipped).
@@ -64,6 +65,13 @@ request: more than one needs ``--stateless`` (a session lives in one process), `
 (one requestor on every worker) and a ``redis://`` store (the shared tasks, wake-ups and
 leases); otherwise the server refuses to start, saying what is missing.
 
+``--on-workers`` (needs a ``redis://`` store): every task tool's work runs on worker
+processes, started apart with ``python -m PACKAGE.worker --store redis://...
+PACKAGE.examples.server:worker_app``; this process accepts calls and answers ``tasks/*``.
+``--worker-retries N``: ``slow_compute`` runs again (up to N more times) when its worker
+dies; the other tools are not retried (their task fails). Not ``--workers N``, which is
+N HTTP-serving processes on one port.
+
 ``--tokens FILE``: a JSON object mapping bearer token -> subject; tasks are then
 bound to the subject (R-SEC-1), which survives sessions and restarts.
 Without tokens, tasks are bound to the transport session (R-SEC-2) and cancelled
@@ -77,7 +85,6 @@ import gc
 import importlib.util
 import json
 import logging
-import math
 import signal
 import socket
 import sys
@@ -90,33 +97,25 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
 from mcp.shared.exceptions import MCPError
 from pydantic import AnyHttpUrl, BaseModel, Field
 
-from ..protocol import TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED, TASKS_LIST
+from ..protocol import TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED
 from ..runtime.engine import EngineConfig
 from ..runtime.mcp_server import (
-    DEFAULT_SESSIONS_PER_REQUESTOR,
     McpTasks,
     run_stdio,
     tidy_http_errors,
 )
 from ..runtime.slow_clients import guarded_protocol
 from ..store import TaskStore
+from .flags import http_flags, http_flags_problem, limit_flags
 from .ops import add_ops_flags, check_ops_flags, ops_served
 
-__all__ = ["DictTokenVerifier", "build_server", "main", "make_store"]
+__all__ = ["DictTokenVerifier", "build_server", "main", "make_store", "worker_app"]
 
 #: ``--http-stack``: ``auto`` = httptools + uvloop when installed, ``h11`` = h11 + asyncio
 HTTP_STACKS = ("auto", "h11")
-#: (flag, default seconds, help) of the slow-client deadlines (``runtime/slow_clients.py``)
-SLOW_CLIENT_FLAGS = (
-    ("--header-timeout", 10.0, "a request's head must arrive within S seconds (default 10)"),
-    ("--body-timeout", 30.0, "at most S seconds between two reads of a body (default 30)"),
-    ("--send-timeout", 30.0, "drop a connection that reads none of its answer for S (default 30)"),
-    ("--keep-alive-timeout", 5.0, "close a connection idle between requests after S (default 5)"),
-)
 
 
 class DictTokenVerifier(TokenVerifier):
@@ -174,8 +173,13 @@ def build_server(
     store: TaskStore | None = None,
     tokens: dict[str, str] | None = None,
     config: EngineConfig | None = None,
+    on_workers: bool = False,
+    worker_retries: int = 0,
 ) -> tuple[MCPServer, McpTasks]:
-    """The example ``MCPServer`` and its task adapter."""
+    """The example ``MCPServer`` and its task adapter. ``on_workers``: every task tool's
+    work runs on worker processes (``python -m PACKAGE.worker``); ``slow_compute`` (which
+    may run twice harmlessly) runs again up to ``worker_retries`` times when its worker
+    dies, the others are not retried."""
     auth: dict[str, Any] = {}
     if tokens is not None:
         auth = {
@@ -186,13 +190,18 @@ def build_server(
         }
     mcp = MCPServer("mcp-tasks-example", **auth)
     tasks = McpTasks(mcp, store=store, config=config)
+    remote: dict[str, Any] = {"on_workers": on_workers}
 
     @mcp.tool()
     async def greet(name: str) -> str:
         """Say hello (never a task)."""
         return f"Hello, {name}!"
 
-    @tasks.tool(task_support=TASK_SUPPORT_OPTIONAL)
+    @tasks.tool(
+        task_support=TASK_SUPPORT_OPTIONAL,
+        on_workers=on_workers,
+        retries=worker_retries if on_workers else 0,
+    )
     @mcp.tool()
     async def slow_compute(
         ctx: Context,
@@ -209,7 +218,7 @@ def build_server(
                 await ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
         return f"done after {seconds:g}s ({label or 'no label'})"
 
-    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED)
+    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED, **remote)
     @mcp.tool()
     async def failing_job() -> types.CallToolResult:
         """Always ends with an isError result (task status failed)."""
@@ -217,20 +226,21 @@ def build_server(
             content=[types.TextContent(type="text", text="job failed")], is_error=True
         )
 
-    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED)
+    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED, **remote)
     @mcp.tool()
     async def protocol_error_job() -> str:
         """Always raises: the task fails with a JSON-RPC error."""
         raise MCPError(types.INTERNAL_ERROR, "Internal error: protocol_error_job crashed")
 
-    add_input_tools(mcp, tasks)
+    add_input_tools(mcp, tasks, on_workers=on_workers)
     return mcp, tasks
 
 
-def add_input_tools(mcp: MCPServer, tasks: McpTasks) -> None:
+def add_input_tools(mcp: MCPServer, tasks: McpTasks, *, on_workers: bool = False) -> None:
     """The tools that ask the client for input (elicitation) while they run."""
+    remote: dict[str, Any] = {"on_workers": on_workers}
 
-    @tasks.tool(task_support=TASK_SUPPORT_OPTIONAL)
+    @tasks.tool(task_support=TASK_SUPPORT_OPTIONAL, **remote)
     @mcp.tool()
     async def confirm_delete(
         ctx: Context, path: str | None = None, filename: str | None = None
@@ -242,7 +252,7 @@ def add_input_tools(mcp: MCPServer, tasks: McpTasks) -> None:
         answer = await ctx.elicit(f"Delete {target}?", schema=Confirm)
         return f"deleted {target}" if answer.action == "accept" else f"kept {target}"
 
-    @tasks.tool(task_support=TASK_SUPPORT_OPTIONAL)
+    @tasks.tool(task_support=TASK_SUPPORT_OPTIONAL, **remote)
     @mcp.tool()
     async def multi_input(ctx: Context) -> str:
         """Ask two questions at once (two elicitations outstanding together)."""
@@ -259,7 +269,7 @@ def add_input_tools(mcp: MCPServer, tasks: McpTasks) -> None:
                 tg.start_soon(ask, question)
         return "answers: " + ", ".join(answers[q] for q in questions)
 
-    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED, gather_first=True)
+    @tasks.tool(task_support=TASK_SUPPORT_REQUIRED, gather_first=True, **remote)
     @mcp.tool()
     async def test_tool_with_task(
         who: Annotated[ElicitationResult[UserName], Resolve(user_name)],
@@ -303,8 +313,20 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="N processes on the one port (N > 1: --stateless, --tokens, a redis:// store)",
     )
     parser.add_argument("--worker-fd", type=int, help=argparse.SUPPRESS)  # set by --workers
-    _limit_flags(parser)
-    _http_flags(parser)
+    parser.add_argument(
+        "--on-workers",
+        action="store_true",
+        help="task tools run on worker processes (python -m PACKAGE.worker; a redis:// store)",
+    )
+    parser.add_argument(
+        "--worker-retries",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --on-workers: slow_compute runs again up to N times when its worker dies",
+    )
+    limit_flags(parser)
+    http_flags(parser)
     add_ops_flags(parser)
     args = parser.parse_args(argv)
     try:
@@ -319,7 +341,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(
             "--tokens, --stateless, --http-stack and --no-task-endpoint apply to --http only"
         )
-    problem = workers_problem(args)
+    problem = workers_problem(args) or on_workers_problem(args)
     if problem is None:
         tokens = load_tokens(args.tokens) if args.tokens and args.ops else None
         problem = check_ops_flags(args, tokens)
@@ -328,67 +350,21 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _limit_flags(parser: argparse.ArgumentParser) -> None:
-    """The engine's limit flags (``EngineConfig`` fields, :func:`engine_config`)."""
-    limits = parser.add_argument_group("limits (R-SEC-3, R-SEC-4; defaults: EngineConfig)")
-    limits.add_argument(
-        "--max-active", type=int, metavar="N", help="non-terminal tasks per requestor"
-    )
-    limits.add_argument(
-        "--rate-limit", metavar="CALLS/SECONDS", help="task requests per requestor per window"
-    )
-    limits.add_argument("--max-ttl", type=int, metavar="MS", help="maximum ttl (larger is clamped)")
-    limits.add_argument("--default-ttl", type=int, metavar="MS", help="ttl when none is asked")
-    limits.add_argument("--page-size", type=int, metavar="N", help=f"{TASKS_LIST} page size")
-    limits.add_argument(
-        "--max-tasks",
-        type=int,
-        metavar="N",
-        help="tasks kept per requestor (oldest finished dropped)",
-    )
-    limits.add_argument(
-        "--max-result-bytes", type=int, metavar="N", help="largest result one task keeps"
-    )
-    limits.add_argument(
-        "--max-result-bytes-per-requestor", type=int, metavar="N", help="result bytes kept"
-    )
-
-
-def _http_flags(parser: argparse.ArgumentParser) -> None:
-    """Sessions (the SDK's global cap and idle timeout, ours per requestor) and the
-    slow-client deadlines (``runtime/slow_clients.py``)."""
-    http = parser.add_argument_group("HTTP sessions and slow clients (--http)")
-    http.add_argument(
-        "--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, metavar="N",
-        help=f"open 2025-11-25 sessions in all (default {DEFAULT_MAX_SESSIONS:,})",
-    )  # fmt: skip
-    http.add_argument(
-        "--max-sessions-per-requestor", type=int, default=DEFAULT_SESSIONS_PER_REQUESTOR,
-        metavar="N", help="open sessions per token subject, else per client address"
-        f" (default {DEFAULT_SESSIONS_PER_REQUESTOR:,})",
-    )  # fmt: skip
-    http.add_argument(
-        "--session-idle-timeout", type=float, default=DEFAULT_SESSION_IDLE_TIMEOUT, metavar="S",
-        help=f"end a session idle this long (default {DEFAULT_SESSION_IDLE_TIMEOUT:g} s)",
-    )  # fmt: skip
-    for flag, default, what in SLOW_CLIENT_FLAGS:
-        http.add_argument(flag, type=float, default=default, metavar="S", help=what)
-
-
-def http_flags_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with the session and slow-client flags (``None``: nothing)."""
-    for name, value in (
-        ("--max-sessions", args.max_sessions),
-        ("--max-sessions-per-requestor", args.max_sessions_per_requestor),
-    ):
-        if value < 1:
-            return f"{name}: N >= 1, not {value}"
-    seconds = [("--session-idle-timeout", args.session_idle_timeout)]
-    seconds += [(f, getattr(args, f[2:].replace("-", "_"))) for f, _, _ in SLOW_CLIENT_FLAGS]
-    for name, value in seconds:
-        if not (math.isfinite(value) and value > 0):
-            return f"{name}: a positive number of seconds, not {value}"
+def on_workers_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--on-workers`` cannot serve as asked (``None``: it can)."""
+    if args.worker_retries < 0:
+        return "--worker-retries: N >= 0"
+    if args.worker_retries and not args.on_workers:
+        return "--worker-retries applies with --on-workers only"
+    if args.on_workers and not str(args.store).startswith(SHARED_STORE_PREFIXES):
+        return "--on-workers needs --store redis://HOST:PORT/DB (the workers share it)"
     return None
+
+
+def worker_app() -> McpTasks:
+    """The app of ``python -m PACKAGE.worker ... PACKAGE.examples.server:worker_app``: the
+    example's tools (a worker runs whichever tool a job names)."""
+    return build_server(on_workers=True)[1]
 
 
 #: ``--store`` prefixes of the shared (Redis) store: the only one workers can share.
@@ -465,7 +441,13 @@ def load_tokens(path: str) -> dict[str, str]:
 async def _serve(args: argparse.Namespace) -> None:
     tokens = load_tokens(args.tokens) if args.tokens else None
     store = make_store(args.store)
-    mcp, tasks = build_server(store=store, tokens=tokens, config=args.engine_config)
+    mcp, tasks = build_server(
+        store=store,
+        tokens=tokens,
+        config=args.engine_config,
+        on_workers=args.on_workers,
+        worker_retries=args.worker_retries,
+    )
     # Everything made so far (imports, the SDK's and pydantic's tables, the server) lives as
     # long as the process: out of the collector's way, so full collections stay short.
     gc.collect()

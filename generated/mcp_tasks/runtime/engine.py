@@ -78,6 +78,7 @@ from .coordination import Answers, choose
 from .cursor import CursorError
 from .limits import DEFAULT, ActiveLimit, Default, RateLimiter, Retention, json_size, ttl_policy
 from .memory import InMemoryTaskStore
+from .offload import RemoteWork, hand_over
 from .outcomes import Renewals, Settler
 from .progress import ProgressNotes
 from .runs import (
@@ -347,6 +348,9 @@ class TaskEngine:
         if tg is None:
             raise InternalError(detail="the task engine is not running (use `async with engine`)")
         self.rate.check(requestor)  # a creation is a task operation (R-SEC-3)
+        # Work that runs on workers: stored through its own guard (no front end owns it),
+        # then handed over instead of started here.
+        remote = work if isinstance(work, RemoteWork) else None
         ttl = ttl_policy(self.config, ttl_ms)
         task_id = secrets.token_urlsafe(16)  # 128 bits from `secrets` (R-ID-1, R-ID-2)
         retention = self.retention
@@ -369,11 +373,13 @@ class TaskEngine:
             )
             run = Run(requestor, tool_error, created_at=now, ttl_ms=ttl)
             active = self.runs.active
-            active[rec.task_id] = run
+            if remote is None:
+                active[rec.task_id] = run
             try:
                 # The count and the write in one store call (R-SEC-4).
                 room = limit.limit if self._atomic_limit else limit.room(requestor)
-                created = await self.guard.create_limited(rec, room)
+                guard = self.guard if remote is None else remote.guard
+                created = await guard.create_limited(rec, room)
             except TaskError as exc:
                 active.pop(rec.task_id, None)
                 if isinstance(exc, StoreUnavailable):  # it may have been written all the same
@@ -391,6 +397,9 @@ class TaskEngine:
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
         if self.on_created:
             self._tell(self.on_created, rec)
+        if remote is not None:
+            await hand_over(self, remote, rec, tool_error, progress_token)
+            return rec
         tc = TaskContext(self, rec.task_id, requestor, progress_token)
         self.runs.start(tg, rec, run, tc, work, is_error_result)
         return rec
