@@ -98,9 +98,9 @@ def _lists_and_cancels(server: OpsServer, where: list[str]) -> None:
     cursor = page.stderr.split("--cursor ", 1)[1].split()[0]
     rest = admin("list", *where, "--limit", "2", "--cursor", cursor)
     assert ids["alice-slow"] in rest.stdout and ids["alice-quick"] not in rest.stdout
-    shown = admin("show", *where, ids["bob-fail"])
-    assert shown.returncode == 0
-    assert "status:    failed" in shown.stdout and "Tool error: job failed" in shown.stdout
+    detail = admin("show", *where, ids["bob-fail"])
+    assert detail.returncode == 0
+    assert "status:    failed" in detail.stdout and "Tool error: job failed" in detail.stdout
     # cancel another requestor's running task: its work stops where it runs (R-CANCEL-2)
     cancelled = admin("cancel", *where, "--", ids["bob-slow"])
     assert cancelled.returncode == 0 and "cancelled" in cancelled.stdout, cancelled.stderr
