@@ -55,7 +55,7 @@ async def test_counts_tasks_by_face_tool_and_status() -> None:
         return {"content": []}
 
     try:
-        async with TaskEngine(config=EngineConfig(rate_limit_calls=2)) as engine:
+        async with TaskEngine(config=EngineConfig(rate_limit_calls=4)) as engine:
             metrics.attach(engine, tools={"report", "asks"})
             await engine.start("alice", FACE, TOOLS_CALL, quick, tool_error=FAILED, tool="report")
             await engine.start("bob", FACE, TOOLS_CALL, quick, tool_error=FAILED, tool="secret-x")
@@ -68,7 +68,7 @@ async def test_counts_tasks_by_face_tool_and_status() -> None:
             view = await engine.view("bob", rec.task_id, face=FACE)
             await engine.answer("bob", rec.task_id, {}, face=FACE)  # nothing: a no-op
             key = view.inputs[0].key
-            with pytest.raises(RateLimitExceeded):  # the third call in the window (R-SEC-3)
+            with pytest.raises(RateLimitExceeded):  # the fifth task call of bob in the window, creations included (R-SEC-3)
                 await engine.answer("bob", rec.task_id, {key: {}}, face=FACE)
             engine.rate = type(engine.rate)(100, 10)
             await engine.answer("bob", rec.task_id, {key: {}}, face=FACE)
