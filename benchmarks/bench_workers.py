@@ -43,7 +43,8 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE / "peers"))
 
 from driver import Session  # noqa: E402
-from scaleout import cpu_s, free_port, redis_server, stop  # noqa: E402
+from localhost import free_port, stop  # noqa: E402
+from scaleout import cpu_s, redis_server  # noqa: E402
 
 HOST = "127.0.0.1"
 LIMITS = ["--rate-limit", "1000000000/10", "--max-active", "100000"]
