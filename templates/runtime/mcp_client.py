@@ -230,6 +230,8 @@ class TaskRequestor:
         """Send a task-augmented ``tools/call``; answers ``CreateTaskResult`` (R-CREATE-2).
         2025-11-25 only (the extension's is ``ext.call_tool``)."""
         self._legacy_only("a task-augmented tools/call with a task parameter")
+        if check and await self.tool(name) is None:
+            raise TaskNotSupported(f"Unknown tool: {name} (the server's tools/list lacks it)")
         if check and not await self.may_call_as_task(name):
             raise TaskNotSupported(
                 f"tool {name!r} cannot be called as a task here (R-CAP-3, R-TOOL-1, R-TOOL-2)"

@@ -128,10 +128,13 @@ class McpTasks:
             self.sessions,
             list_without_identity=list_without_identity,
             immediate_response=immediate_response,
+            has_tool=self.has_tool,
         )
         #: the task endpoint of the last :meth:`streamable_http_app` (None: not in use)
         self.task_endpoint: Any = None
         self._tools_checked = False
+        #: a low-level ``Server``'s tools, from its last complete ``tools/list`` answer
+        self._listed: frozenset[str] | None = None
         SdkHooks(self).install()
 
     @property
@@ -185,8 +188,17 @@ class McpTasks:
             return
         self._check_names(tool.name for tool in await list_tools())
 
+    async def has_tool(self, name: str) -> bool:
+        """Whether the server has a tool ``name`` (a low-level ``Server``: in its last
+        ``tools/list`` answer, and True before there was one)."""
+        list_tools = getattr(self._server_obj, "list_tools", None)
+        if list_tools is not None and self._server_obj is not self.server:
+            return any(tool.name == name for tool in await list_tools())
+        return self._listed is None or name in self._listed
+
     def tools_listed(self, names: Iterable[str]) -> None:
         """A complete ``tools/list`` answer: a low-level ``Server``'s tools, known only now."""
+        names = self._listed = frozenset(names)
         if self._tools_checked:
             return
         try:

@@ -7,7 +7,7 @@ and call :meth:`Router.route`, which
 - picks the face of the request's revision and that face's handler (``CoreTasks``,
   ``ExtensionTasks``, or the user's subclass of the face's generated ``TasksHandlerBase``);
 - decides, per face, whether a ``tools/call`` becomes a task (R-TOOL-*, R-CREATE-4 on the
-  core face; X-CAP-4, X-CAP-5, X-CAP-8, X-CREATE-5, X-MRTR-1 on the extension's), and hands
+  core face, where an unknown tool is left to the SDK to answer as unknown; X-CAP-4, X-CAP-5, X-CAP-8, X-CREATE-5, X-MRTR-1 on the extension's), and hands
   it to the handler's hook with the work that runs the tool, or back as :class:`Pass`;
 - reads ``_meta``, the ``progressToken`` and the routing header into the handler's
   :class:`RequestContext`;
@@ -151,8 +151,11 @@ class Router:
         *,
         list_without_identity: bool = False,
         immediate_response: str | None = None,
+        has_tool: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self.handlers = handlers
+        #: whether the server has a tool of that name (None: assume it has)
+        self.has_tool = has_tool
         self.tools = tools
         self.sessions = sessions
         self.list_without_identity = list_without_identity
@@ -222,6 +225,9 @@ class Router:
         support = self.task_support(parsed.name, handler)
         if support is None and not augmented:
             return Pass(params)  # a tool we do not manage: the SDK answers as usual
+        if support is None and self.has_tool is not None and not await self.has_tool(parsed.name):
+            # no such tool: the SDK answers that, not that it "does not support" tasks
+            return Pass({k: v for k, v in params.items() if k != self.core.task_param})
         declared = req.version == protocol.REVISION  # this session speaks tasks (R-CAP-*)
         as_task = check_tool_call(parsed.name, support, augmented=augmented, declared=declared)
         if not as_task:
