@@ -216,7 +216,7 @@ def test_typescript_sdk_client(served: tuple[str, str], node_modules: None) -> N
 
 @pytest.fixture(scope="session")
 def node_modules() -> None:
-    from interop import npm_ci
+    from testkit.interop import npm_ci
 
     npm_ci()
 
