@@ -154,14 +154,13 @@ async def _open(
         "receive_tasks": False,
     }
     if target.startswith(("http://", "https://")):
-        import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
+        from .runtime.mcp_retry import http_client
+
         headers = {"Authorization": f"Bearer {token}"} if token else None
-        async with httpx2.AsyncClient(
-            headers=headers,
-            timeout=httpx2.Timeout(60, read=None),
-            event_hooks={"response": [http.on_response]},
+        async with http_client(
+            headers=headers, event_hooks={"response": [http.on_response]}
         ) as client:
             async with streamable_http_client(target, http_client=client) as (read, write):
                 async with TasksClientSession(read, write, **options) as session:
@@ -414,6 +413,7 @@ def _one_line(args: argparse.Namespace, http: _Http, exc: BaseException) -> tupl
     from mcp.shared.exceptions import MCPError
 
     from .runtime.mcp_client import TaskNotSupported
+    from .runtime.mcp_retry import ConnectionLost, is_connection_failure
 
     leaves = _leaves(exc)
     if http.status is not None:
@@ -424,7 +424,10 @@ def _one_line(args: argparse.Namespace, http: _Http, exc: BaseException) -> tupl
         if isinstance(leaf, (Usage, TaskNotSupported)):
             return str(leaf), 2
     for leaf in leaves:
-        if isinstance(leaf, httpx2.ConnectError):
+        if isinstance(leaf, ConnectionLost):
+            again = f"mcptask tasks get {args.target} {leaf.task_id}" if leaf.task_id else ""
+            return f"{leaf}" + (f": {again}" if again else ""), 1
+        if isinstance(leaf, httpx2.ConnectError) or is_connection_failure(leaf):
             return f"cannot connect to {args.target} ({leaf}): is the server running there?", 2
         if isinstance(leaf, (httpx2.TransportError, anyio.BrokenResourceError)):
             return f"lost the connection to {args.target} ({leaf or type(leaf).__name__})", 1

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -52,6 +52,8 @@ from .mcp_sessions import Sessions
 __all__ = ["Pass", "RunTool", "Router", "TaskRequest", "TaskTools", "check_task_support"]
 
 log = logging.getLogger(__name__)
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: A tool run inside a task: ``run(task-scoped outbound, tools/call params)``, through the
 #: SDK's own pipeline (its validation, middleware, the tool, its result checks).
@@ -85,6 +87,29 @@ class TaskTools:
         self.support.update(check_task_support({name: task_support}))
         if gather_first:
             self.gather_first.add(name)
+
+    def tool(
+        self,
+        name: str | None = None,
+        task_support: str = protocol.TASK_SUPPORT_OPTIONAL,
+        *,
+        gather_first: bool = False,
+    ) -> Callable[[_F], _F]:
+        """Declare a tool's ``execution.taskSupport``: ``tools.tool("slow", "required")``, or
+        as a decorator beside ``@mcp.tool()`` (the function's name by default). On a
+        ``TaskTools`` of its own this needs no ``McpTasks`` yet (nor a store): give it to
+        ``McpTasks(..., tools=...)`` once the store is chosen. ``gather_first``: on the
+        tasks extension's face, a call without ``inputResponses`` runs inline so that the
+        tool's SDK resolvers answer ``input_required`` before any task exists (X-MRTR-1)."""
+        if name is not None:
+            self.declare(name, task_support, gather_first=gather_first)
+
+        def mark(fn: _F) -> _F:
+            key = name if name is not None else str(getattr(fn, "__name__", ""))
+            self.declare(key, task_support, gather_first=gather_first)
+            return fn
+
+        return mark
 
     def unknown(self, names: Iterable[str]) -> list[str]:
         """The declared tools the server does not have."""

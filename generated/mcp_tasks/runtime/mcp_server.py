@@ -51,6 +51,7 @@ from .sdk_hooks import SdkHooks
 
 __all__ = [
     "McpTasks",
+    "TaskTools",
     "TaskSupportValue",
     "check_task_support",
     "malformed_answer",
@@ -98,7 +99,8 @@ class McpTasks:
     face without one gets its default on the engine. ``task_support``: tool name -> one of
     ``TASK_SUPPORT_VALUES`` (tools not listed are ``forbidden``: R-TOOL-2); a bad value is
     refused here, a tool the server does not declare when the server starts. :meth:`tool`
-    declares it beside ``@mcp.tool()``. ``list_without_identity``: declare ``tasks.list``
+    declares it beside ``@mcp.tool()``; ``tools``: a ``TaskTools`` whose ``tool`` did so
+    before this object (and its store) existed. ``list_without_identity``: declare ``tasks.list``
     even when requestors cannot be told apart (R-SEC-2). ``immediate_response``: the
     ``model-immediate-response`` text (R-CREATE-3). ``cancel_on_session_end``: cancel a
     session-bound requestor's unfinished tasks when its session ends.
@@ -114,6 +116,7 @@ class McpTasks:
         store: TaskStore | None = None,
         config: EngineConfig | None = None,
         task_support: Mapping[str, TaskSupportValue] | None = None,
+        tools: TaskTools | None = None,
         list_without_identity: bool = False,
         immediate_response: str | None = None,
         cancel_on_session_end: bool = True,
@@ -125,7 +128,8 @@ class McpTasks:
         self.engine = engine if engine is not None else TaskEngine(store, config)
         #: each face's handler, by face name (the revision it speaks)
         self.handlers = face_handlers(self.engine, handlers)
-        self.tools = TaskTools(task_support)
+        self.tools = tools if tools is not None else TaskTools()
+        self.tools.support.update(check_task_support(task_support or {}))
         self.sessions = Sessions(
             self.server, self.engine, self.handlers, cancel_on_session_end=cancel_on_session_end
         )
@@ -172,19 +176,9 @@ class McpTasks:
             @mcp.tool()
             async def slow(...): ...
 
-        One declaration serves both faces. ``gather_first``: on the tasks extension's face,
-        a call without ``inputResponses`` runs inline so that the tool's SDK resolvers
-        (``Elicit``) answer ``input_required`` before any task exists (X-MRTR-1).
-        """
-        if name is not None:
-            self.tools.declare(name, task_support, gather_first=gather_first)
-
-        def mark(fn: _F) -> _F:
-            key = name if name is not None else str(getattr(fn, "__name__", ""))
-            self.tools.declare(key, task_support, gather_first=gather_first)
-            return fn
-
-        return mark
+        One declaration serves both faces; see :meth:`TaskTools.tool` (``gather_first``,
+        and declaring before the store is chosen)."""
+        return self.tools.tool(name, task_support, gather_first=gather_first)
 
     async def check_tools(self) -> None:
         """Refuse ``task_support`` entries for tools the server does not declare
