@@ -23,11 +23,16 @@ call: a tool whose taskSupport is "required" runs as a task without --task.
 As a task, a status line and the tool's progress follow it on stderr, polling at
 the server's pollInterval; Ctrl-C sends tasks/cancel and exits 130. --detach
 prints the task id on stdout and exits at once (HTTP only; the task runs on).
-Elicitation requests are asked on the terminal.
+The server's questions (elicitation, a task's input requests) are asked on the
+terminal; in a script, --answer key=value (any number) answers every question
+with those fields, or stdin gives a JSON object of them (or an array: one per
+question, in order); empty stdin declines.
 
 Tasks belong to whoever created them: the bearer token's subject, else the
 session. Every mcptask run opens a new session, so tasks get|result|cancel|list
-reach the tasks of an earlier run only when both runs pass the same --token.
+reach the tasks of an earlier run only when both runs pass the same --token;
+--detach without --token is refused where the server would bind the task to
+this run's session (it would be cancelled when mcptask exits).
 
 Protocol: auto connects with the initialize handshake and uses its tasks when
 the server declares them (tasks list and result exist only there); a server that
@@ -37,14 +42,17 @@ and answers the server's input requests through tasks/update, tasks get|cancel
 work, tasks result polls to the end, tasks list is refused (the extension has
 none). --protocol pins one revision.
 
-Exit status: 0 done; 1 the tool or the server reported an error; 2 usage, or the
-call cannot be made as asked; 130 interrupted (the task was cancelled).
+Exit status: 0 done; 1 the tool or the server reported an error; 2 usage, a
+TARGET that cannot be reached or started, or a call that cannot be made as
+asked (one line saying why); 130 interrupted (the task was cancelled).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import shlex
+import shutil
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -52,15 +60,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .cli_common import (
+    Answers,
+    OneLineParser,
     Progress,
     StatusLine,
     Usage,
     coerce_arguments,
     dump,
-    elicit,
     interruptible,
     print_json,
     print_result,
@@ -75,10 +83,13 @@ class _Http:
     """What the HTTP layer saw (a 401 or 403 is reported as such, not as -32603)."""
 
     status: int | None = None
+    #: the Streamable HTTP session the server made (None: stateless, or not HTTP)
+    session_id: str | None = None
 
     async def on_response(self, response: Any) -> None:
         if response.status_code in (401, 403):
             self.status = int(response.status_code)
+        self.session_id = response.headers.get("mcp-session-id") or self.session_id
 
 
 AUTO = "auto"
@@ -86,15 +97,20 @@ AUTO = "auto"
 
 @asynccontextmanager
 async def _connect(
-    target: str, token: str | None, http: _Http, progress: Progress, protocol: str = AUTO
+    target: str,
+    token: str | None,
+    http: _Http,
+    progress: Progress,
+    protocol: str = AUTO,
+    answers: Answers | None = None,
 ) -> AsyncIterator[Any]:
     """A session on ``protocol``; ``auto``: the handshake's tasks when the server declares
     them, else the tasks extension's revision (a second connection), else the handshake."""
     if protocol != AUTO:
-        async with _open(target, token, http, progress, protocol != REVISION) as session:
+        async with _open(target, token, http, progress, answers, protocol != REVISION) as session:
             yield session
         return
-    async with _open(target, token, http, progress, False) as session:
+    async with _open(target, token, http, progress, answers, False) as session:
         caps = session.initialize_result.capabilities
         if caps.tasks is not None:
             yield session
@@ -103,37 +119,43 @@ async def _connect(
 
     entered = False
     try:
-        async with _open(target, token, http, progress, True) as session:
+        async with _open(target, token, http, progress, answers, True) as session:
             entered = True
             yield session
         return
     except MCPError:
         if entered:
             raise
-    async with _open(target, token, http, progress, False) as session:  # no server/discover
+    async with _open(
+        target, token, http, progress, answers, False
+    ) as session:  # no server/discover
         yield session
 
 
 @asynccontextmanager
 async def _open(
-    target: str, token: str | None, http: _Http, progress: Progress, modern: bool
+    target: str,
+    token: str | None,
+    http: _Http,
+    progress: Progress,
+    answers: Answers | None,
+    modern: bool,
 ) -> AsyncIterator[Any]:
     from .runtime.mcp_client import TasksClientSession
 
     options: dict[str, Any] = {
-        "elicitation_callback": elicit,
+        "elicitation_callback": (answers or Answers()).elicit,
         "message_handler": progress.on_message,
         "receive_tasks": False,
     }
     if target.startswith(("http://", "https://")):
-        import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
+        from .runtime.mcp_retry import http_client
+
         headers = {"Authorization": f"Bearer {token}"} if token else None
-        async with httpx2.AsyncClient(
-            headers=headers,
-            timeout=httpx2.Timeout(60, read=None),
-            event_hooks={"response": [http.on_response]},
+        async with http_client(
+            headers=headers, event_hooks={"response": [http.on_response]}
         ) as client:
             async with streamable_http_client(target, http_client=client) as (read, write):
                 async with TasksClientSession(read, write, **options) as session:
@@ -145,6 +167,11 @@ async def _open(
     argv = shlex.split(target)
     if not argv:
         raise Usage("empty TARGET")
+    if shutil.which(argv[0]) is None:
+        raise Usage(
+            f"TARGET {target!r}: no command {argv[0]!r} to start (TARGET is an http(s)://"
+            " URL, or a command that serves MCP over stdio)"
+        )
     params = StdioServerParameters(command=argv[0], args=argv[1:])
     async with stdio_client(params) as (read, write):
         async with TasksClientSession(read, write, **options) as session:
@@ -176,8 +203,6 @@ async def _run_task(
         task_id = created.task.taskId
         if args.detach:
             print(task_id)
-            if not args.token:
-                print(_NO_TOKEN_HINT, file=sys.stderr)
             return
         line.show(created.task)
         await requestor.wait(task_id, on_status=line.show, first=created.task)
@@ -199,14 +224,23 @@ async def _run_task(
     return print_result(types.CallToolResult.model_validate(raw))
 
 
-async def _run(args: argparse.Namespace, http: _Http) -> int:
+_DETACH_SESSION = (
+    "--detach without --token: this server binds the task to this run's session, which"
+    " ends (cancelling the task) when mcptask exits; pass --token TOKEN (a server started"
+    " with --tokens), or drop --detach to wait for the result"
+)
+
+
+async def _run(args: argparse.Namespace, http: _Http, answers: Answers) -> int:
     progress = Progress()
-    async with _connect(args.target, args.token, http, progress, args.protocol) as session:
+    async with _connect(args.target, args.token, http, progress, args.protocol, answers) as session:
         requestor = session.tasks
         if requestor.ext is not None:
             from .cli_extension import run_ext
 
             return await run_ext(args, session, progress)
+        if args.command == "call" and args.detach and not args.token and http.session_id:
+            raise Usage(_DETACH_SESSION)  # a stateless server keeps it (no session to end)
         if args.command == "call":
             tool = await requestor.tool(args.tool)
             arguments = coerce_arguments(args.arguments, tool.input_schema if tool else None)
@@ -246,20 +280,22 @@ def _sync_progress(line: StatusLine) -> Any:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
     assert __doc__ is not None
     doc = (
         __doc__.replace("PACKAGE.", f"{__package__}.")
         .replace(", PACKAGE\nbeing this package's import name", "")
         .replace("REVISION|MODERN", "|".join([REVISION, *MODERN_PROTOCOL_VERSIONS]))
     )
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="mcptask",
         description="\n\n".join(doc.split("\n\n")[:2]),
         epilog="\n\n".join(doc.split("\n\n")[2:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
+    common = OneLineParser(add_help=False)
     common.add_argument(
         "--token", help="bearer token (Streamable HTTP); tasks are bound to its subject"
     )
@@ -286,6 +322,13 @@ def _parser() -> argparse.ArgumentParser:
         help="call it as a task, print the task id and exit (HTTP only; use --token)",
     )
     call.add_argument("--ttl", type=int, default=None, metavar="MS", help="requested task ttl (ms)")
+    call.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="key=value",
+        help="answer the server's questions with this field (repeat it; else JSON on stdin)",
+    )
 
     tasks = sub.add_parser(
         "tasks",
@@ -307,13 +350,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _unwrap(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside ``exc``'s groups (a transport's task group raises several)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
 
 
-_VALUE_OPTIONS = frozenset({"--token", "--ttl", "--protocol"})
+class _ClosedStreamNoise(logging.Filter):
+    """Drops the SDK transport's log of a stream this run closed on purpose (the session
+    ends while a response stream still delivers, after ``--detach`` or Ctrl-C)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not any(
+            isinstance(leaf, (anyio.BrokenResourceError, anyio.ClosedResourceError))
+            for leaf in (_leaves(exc) if exc is not None else ())
+        )
+
+
+_VALUE_OPTIONS = frozenset({"--token", "--ttl", "--protocol", "--answer"})
 _FLAGS = frozenset({"--task", "--detach", "-h", "--help"})
 
 
@@ -365,13 +421,55 @@ def _dash_safe_admin(argv: list[str]) -> list[str]:
     return [argv[0], *(a for a in rest if a not in moved), "--", *moved]
 
 
+def _one_line(args: argparse.Namespace, http: _Http, exc: BaseException) -> tuple[str, int]:
+    """What went wrong, in one line, and the exit status; re-raises what is not a known
+    failure (a bug deserves its traceback)."""
+    import httpx2
+    from mcp.shared.exceptions import MCPError
+
+    from .runtime.mcp_client import TaskNotSupported
+    from .runtime.mcp_retry import ConnectionLost, is_connection_failure
+
+    leaves = _leaves(exc)
+    if http.status is not None:
+        fix = "check --token" if args.token else "pass --token TOKEN"
+        name = "unauthorized" if http.status == 401 else "access denied"
+        return f"{name} (HTTP {http.status}): {fix}", 1
+    for leaf in leaves:
+        if isinstance(leaf, (Usage, TaskNotSupported)):
+            return str(leaf), 2
+    for leaf in leaves:
+        if isinstance(leaf, ConnectionLost):
+            again = f"mcptask tasks get {args.target} {leaf.task_id}" if leaf.task_id else ""
+            return f"{leaf}" + (f": {again}" if again else ""), 1
+        if isinstance(leaf, httpx2.ConnectError) or is_connection_failure(leaf):
+            return f"cannot connect to {args.target} ({leaf}): is the server running there?", 2
+        if isinstance(leaf, (httpx2.TransportError, anyio.BrokenResourceError)):
+            return f"lost the connection to {args.target} ({leaf or type(leaf).__name__})", 1
+    for leaf in leaves:
+        if isinstance(leaf, MCPError):
+            hint = f"\n{_NO_TOKEN_HINT}" if args.command == "tasks" and not args.token else ""
+            return f"error {leaf.code}: {leaf.message}{hint}", 1
+    raise exc
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["admin"]:
         from .cli_admin import main as admin_main
 
         raise SystemExit(admin_main(_dash_safe_admin(argv[1:])))
+    try:
+        from .runtime import sdk_check  # noqa: F401  (one line naming the extra to install)
+    except ModuleNotFoundError as exc:
+        print(f"mcptask: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     args = _parser().parse_args(_dash_safe(argv))
+    try:
+        answers = Answers(list(getattr(args, "answer", [])))
+    except Usage as exc:
+        print(f"mcptask: --answer: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     if (
         args.command == "call"
         and args.detach
@@ -382,35 +480,18 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
         raise SystemExit(2)
-    from mcp.shared.exceptions import MCPError
-
-    from .runtime.mcp_client import TaskNotSupported
-
+    logging.getLogger("mcp.client.streamable_http").addFilter(_ClosedStreamNoise())
     http = _Http()
     try:
-        code = anyio.run(_run, args, http)
+        code = anyio.run(_run, args, http, answers)
     except KeyboardInterrupt:
         code = 130
     except Exception as exc:
-        err = _unwrap(exc)
-        if http.status is not None:
-            fix = "check --token" if args.token else "pass --token TOKEN"
-            name = "unauthorized" if http.status == 401 else "access denied"
-            print(f"mcptask: {name} (HTTP {http.status}): {fix}", file=sys.stderr)
-            code = 1
-        elif isinstance(err, Usage):
-            print(f"mcptask: {err}", file=sys.stderr)
-            code = 2
-        elif isinstance(err, MCPError):
-            print(f"mcptask: error {err.code}: {err.message}", file=sys.stderr)
-            if args.command == "tasks" and not args.token:
-                print(_NO_TOKEN_HINT, file=sys.stderr)
-            code = 1
-        elif isinstance(err, TaskNotSupported):
-            print(f"mcptask: {err}", file=sys.stderr)
-            code = 2
-        else:
-            raise
+        message, code = _one_line(args, http, exc)
+        print(f"mcptask: {message}", file=sys.stderr)
+    if answers.error is not None:
+        print(f"mcptask: {answers.error}", file=sys.stderr)
+        code = 2
     raise SystemExit(code)
 
 

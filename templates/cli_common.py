@@ -4,23 +4,26 @@ and running a call that Ctrl-C interrupts."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import secrets
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 
 __all__ = [
+    "OneLineParser",
     "Progress",
     "Usage",
     "StatusLine",
     "coerce_arguments",
+    "Answers",
     "dump",
-    "elicit",
     "interruptible",
     "print_json",
     "print_result",
@@ -29,6 +32,14 @@ __all__ = [
 
 class Usage(Exception):
     """A mistake in the command line: exit 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose mistakes are one line on stderr (what is wrong, and where
+    the usage is), exit 2, rather than the usage block before the message."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _parse_json_or_text(raw: str) -> Any:
@@ -124,19 +135,97 @@ async def _ask(prompt: str) -> str:
     return await anyio.to_thread.run_sync(read)
 
 
-async def elicit(ctx: Any, params: Any) -> Any:
+def _properties(schema: Any) -> Mapping[str, Any]:
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    return props if isinstance(props, Mapping) else {}
+
+
+@dataclass
+class Answers:
+    """How ``mcptask`` answers a server's questions (elicitation, a task's input requests).
+
+    ``--answer key=value`` (any number): every question is accepted with those fields, typed
+    by the question's schema as ``key=value`` arguments are. Else, with stdin not a
+    terminal: stdin is read once, a JSON object (the fields, for every question) or an
+    array of them (one per question, in the order asked); empty stdin declines. Else the
+    terminal asks."""
+
+    pairs: list[str] = field(default_factory=list)
+    #: a mistake in the scripted answers, found when the first question came (exit 2)
+    error: Usage | None = None
+    _scripted: list[dict[str, Any]] | None = None
+    _asked: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        coerce_arguments(self.pairs, None)  # Usage for a pair that is not key=value
+
+    def _read_stdin(self) -> list[dict[str, Any]] | None:
+        """The answers on stdin (read once, when the first question comes: a run that asks
+        nothing never waits for stdin); None when stdin is a terminal."""
+        if self._scripted is not None:
+            return self._scripted
+        if sys.stdin is None or sys.stdin.isatty():
+            return None
+        text = sys.stdin.read().strip()
+        hint = 'a JSON object of answers such as {"name": "Ada"}, or an array of them'
+        try:
+            data = json.loads(text) if text else []
+        except ValueError:
+            raise Usage(f"stdin: expected {hint}, or --answer key=value") from None
+        items = data if isinstance(data, list) else [data]
+        if not all(isinstance(item, dict) for item in items):
+            raise Usage(f"stdin: expected {hint}")
+        self._scripted = items
+        return items
+
+    def content(self, schema: Any) -> dict[str, Any] | None:
+        """The scripted answer to the next question (None: decline); :class:`_Interactive`
+        when there is none (the terminal asks)."""
+        if self.pairs:
+            return coerce_arguments(self.pairs, schema)
+        with self._lock:  # two questions may come at once
+            scripted = self._read_stdin()
+            if scripted is None:
+                raise _Interactive
+            if not scripted:
+                return None
+            index = min(self._asked, len(scripted) - 1)
+            self._asked += 1
+            return dict(scripted[index])
+
+    async def elicit(self, ctx: Any, params: Any) -> Any:
+        """The session's ``elicitation_callback``."""
+        import mcp_types as types
+
+        sys.stderr.write(f"\nserver asks: {params.message}\n")
+        schema = getattr(params, "requested_schema", None) or {}
+        try:
+            content = await anyio.to_thread.run_sync(self.content, schema)
+        except _Interactive:
+            return await _ask_terminal(schema)
+        except Usage as exc:
+            self.error = exc
+            return types.ElicitResult(action="cancel")
+        if content is None:
+            sys.stderr.write("answer: decline (no answers on stdin)\n")
+            return types.ElicitResult(action="decline")
+        sys.stderr.write(f"answer: {json.dumps(content, sort_keys=True)}\n")
+        return types.ElicitResult(action="accept", content=content)
+
+
+class _Interactive(Exception):
+    """No scripted answers: ask on the terminal."""
+
+
+async def _ask_terminal(schema: Any) -> Any:
     import mcp_types as types
 
-    sys.stderr.write(f"\nserver asks: {params.message}\n")
-    schema = getattr(params, "requested_schema", None) or {}
-    if not sys.stdin.isatty():
-        return types.ElicitResult(action="decline")
     answer = (await _ask("accept? [y/N] ")).lower()
     if answer not in ("y", "yes"):
         return types.ElicitResult(action="decline")
     content: dict[str, Any] = {}
-    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
-    for name, spec in props.items():
+    for name, spec in _properties(schema).items():
         kind = spec.get("type", "string") if isinstance(spec, dict) else "string"
         raw = await _ask(f"{name} ({kind}): ")
         if kind == "boolean":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,3 +29,46 @@ def test_mypy_resolves_both_packages_outside_the_repo(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "mcptask_gen.ir.IR" in out.stdout and "mcp_tasks.runtime.mcp_server.McpTasks" in out.stdout
+
+
+#: what a user's environment lacks when they did not install pytest
+_TEST_ONLY = ("pytest", "_pytest", "pytest_timeout", "py.py", "_hypothesis_pytestplugin.py")
+
+
+def test_the_generated_package_type_checks_without_pytest(tmp_path: Path) -> None:
+    """A user's ``mypy --strict`` of the package, in an environment with its dependencies
+    but without pytest (only the store-conformance suite runs on it): a Python whose
+    site-packages holds this one's packages, pytest left out, and a copy of the package."""
+    import mcp_tasks
+
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    ours = Path(next(p for p in sys.path if p.endswith("site-packages")))
+    (theirs,) = (env / "lib").glob("python*/site-packages")
+    for entry in ours.iterdir():
+        if not entry.name.startswith(_TEST_ONLY) and not entry.name.endswith(".pth"):
+            (theirs / entry.name).symlink_to(entry)
+    python = env / "bin" / "python"
+    assert subprocess.run([python, "-c", "import pytest"], capture_output=True).returncode == 1
+    work = tmp_path / "work"
+    shutil.copytree(Path(mcp_tasks.__file__).parent, work / "mcp_tasks")
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--python-executable", str(python)]
+        + ["--cache-dir", str(tmp_path / ".c"), "-p", "mcp_tasks"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_license_is_the_one_pyproject_names() -> None:
+    import tomllib
+
+    repo = Path(__file__).resolve().parents[1]
+    assert tomllib.loads((repo / "pyproject.toml").read_text())["project"]["license"] == (
+        "Apache-2.0"
+    )
+    text = (repo / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text

@@ -1,6 +1,8 @@
-"""The README tells the truth: every Python block passes ``mypy --strict`` after the README's
-install and runs (the handler examples are served by ``tests/mcp/test_handlers_served.py``), its limits are the defaults, and
-the benchmark tables live in ``benchmarks/README.md`` where ``peers_bench.py`` writes them."""
+"""The README tells the truth: every Python block of it and of ``docs/`` passes ``mypy --strict``
+after the README's install and runs (the handler examples are served by
+``tests/mcp/test_handlers_served.py``), its links lead somewhere, its limits are the defaults,
+the benchmark tables live in ``benchmarks/README.md`` where ``peers_bench.py`` writes them,
+and a newcomer reads what they need first."""
 
 from __future__ import annotations
 
@@ -14,7 +16,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
-PYTHON_BLOCKS = re.findall(r"^```python\n(.*?)^```", README, re.S | re.M)
+#: the reference pages the README links to, whose code is held to the same standard
+DOCS = sorted((REPO / "docs").glob("*.md"))
+PYTHON_BLOCKS = [
+    block
+    for text in (README, *(page.read_text() for page in DOCS))
+    for block in re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+]
 
 
 def _write_blocks(directory: Path) -> list[str]:
@@ -61,6 +69,7 @@ def test_relative_links_exist() -> None:
     for base, text in (
         (REPO, README),
         (REPO / "benchmarks", (REPO / "benchmarks/README.md").read_text()),
+        *((page.parent, page.read_text()) for page in DOCS),
     ):
         for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
             assert (base / target).exists(), target
@@ -112,3 +121,20 @@ def test_limits_table_matches_engine_defaults() -> None:
         cfg.rate_limit_window_s,
     )
     assert cfg.allow_unlimited_ttl is False
+
+
+def test_a_newcomer_reads_what_they_need_first() -> None:
+    """What it is, the two commands, the tutorial (a server with one task tool, a client on
+    both faces), the glossary, then reference; the long material lives in ``docs/``."""
+    heads = re.findall(r"^## (.+)$", README, re.M)
+    assert heads[:4] == ["The two commands", "Five-minute tutorial", "Glossary", "Reference"]
+    tutorial = README.split("## Five-minute tutorial", 1)[1].split("\n## ", 1)[0]
+    assert "@tools.tool(" in tutorial and '"2026-07-28"' in tutorial and "initialize()" in tutorial
+    glossary = README.split("## Glossary", 1)[1].split("\n## ", 1)[0]
+    for term in ("**task**", "**requestor**", "**face**", "**rule IDs**", "`gather_first`"):
+        assert term in glossary, term
+    for spec in ("tasks-2025-11-25.md", "tasks-extension.md"):
+        assert spec in glossary
+    assert len(README.split()) < 3500  # about ten minutes' reading
+    assert "redis-server" in README.split("## Five-minute tutorial", 1)[0]
+    assert "'.[mcp]'" in README.split("```", 2)[1]  # the generate command installs the runtime

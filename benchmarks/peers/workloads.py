@@ -319,15 +319,15 @@ def session_requestor(s: Session) -> str:
 
 async def _insert(store_spec: str, requestor: str, n: int) -> None:
     """Write ``n`` completed ``slow_compute(0)`` tasks of ``requestor`` into the store our
-    server runs on, through a second instance of it (``make_store``, the package's own
+    server runs on, through a second instance of it (``store_from_url``, the package's own
     store API on the same SQLite file or Redis database), as another server instance
     sharing that store would. Filling 100,000 tasks over the wire would take minutes."""
-    from mcp_tasks.examples.server import make_store
     from mcp_tasks.lifecycle import COMPLETED
+    from mcp_tasks.runtime import store_from_url
     from mcp_tasks.runtime.engine import EngineConfig
     from mcp_tasks.store import TaskRecord
 
-    store = make_store(store_spec)
+    store = store_from_url(store_spec)
     poll_ms, now = EngineConfig().poll_interval_ms, time.time()
     result = {"content": [{"type": "text", "text": "done after 0s (no label)"}]}
 

@@ -45,6 +45,13 @@ suite's ``tasks-*`` scenarios; every tool has a description (its ``tools-list`` 
 ``--store redis://HOST:PORT/DB[?namespace=NS&lease=SECONDS]``: tasks shared by every
 instance using the same Redis and namespace (needs the ``redis`` extra); run several
 instances behind a load balancer, with ``--tokens`` so one requestor is one subject.
+The store is ``runtime.store_from_url``'s; the server reads it once before it serves and
+exits 2 with one line when it cannot (``--no-store-check`` starts anyway: task calls then
+answer "Task store unavailable" until the store answers).
+
+A mistake in the flags (an unknown store, a ``--http`` that is not HOST:PORT, a ``--tokens``
+file that is missing or not a JSON map of strings, a SQLite file in a missing directory)
+exits 2 with one line naming it.
 
 ``--http-stack auto|h11``: ``auto`` (the default) serves HTTP with uvicorn's ``httptools``
 parser on the ``uvloop`` event loop when both are installed (the ``mcp`` extra installs
@@ -73,6 +80,11 @@ when it ends (stdio EOF, HTTP session DELETE): nobody could reach them afterward
 
 from __future__ import annotations
 
+# isort: off
+from ..runtime import sdk_check  # noqa: F401  (first: a missing mcp SDK is one line)
+
+# isort: on
+
 import argparse
 import gc
 import importlib.util
@@ -93,19 +105,20 @@ from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.shared.exceptions import MCPError
 from pydantic import AnyHttpUrl, BaseModel, Field
 
+from ..cli_common import OneLineParser
+from ..errors import StoreUnavailable
 from ..protocol import TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED
 from ..runtime.engine import EngineConfig
-from ..runtime.mcp_server import (
-    McpTasks,
-    run_stdio,
-    tidy_http_errors,
-)
+from ..runtime.mcp_server import McpTasks, run_stdio, tidy_http_errors
 from ..runtime.slow_clients import guarded_protocol
+from ..runtime.store_url import check_store, shared_store_url, store_from_url
 from ..store import TaskStore
 from .flags import http_flags, http_flags_problem, limit_flags
 from .ops import add_ops_flags, check_ops_flags, ops_served
 
-__all__ = ["DictTokenVerifier", "build_server", "main", "make_store", "worker_app"]
+__all__ = ["DictTokenVerifier", "build_server", "load_tokens", "main", "worker_app"]
+
+PROG = f"python -m {__package__}.server"
 
 #: ``--http-stack``: ``auto`` = httptools + uvloop when installed, ``h11`` = h11 + asyncio
 HTTP_STACKS = ("auto", "h11")
@@ -140,25 +153,6 @@ class UserName(BaseModel):
 def user_name() -> Elicit[UserName]:
     """Resolver of ``test_tool_with_task``: ask the client for the user's name."""
     return Elicit("Your name?", UserName)
-
-
-def make_store(spec: str) -> TaskStore:
-    """``memory``, ``sqlite:PATH`` or ``redis://HOST:PORT/DB[?namespace=NS&lease=S]``."""
-    if spec == "memory":
-        from ..runtime.memory import InMemoryTaskStore
-
-        return InMemoryTaskStore()
-    if spec.startswith("sqlite:") and len(spec) > len("sqlite:"):
-        from ..runtime.sqlite import SqliteTaskStore
-
-        return SqliteTaskStore(spec[len("sqlite:") :])
-    if spec.startswith(("redis://", "rediss://", "unix://")):
-        from ..runtime.redis import RedisTaskStore
-
-        return RedisTaskStore.from_url(spec)
-    raise ValueError(
-        f"--store must be 'memory', 'sqlite:PATH' or 'redis://HOST:PORT/DB', not {spec!r}"
-    )
 
 
 def build_server(
@@ -273,17 +267,21 @@ def add_input_tools(mcp: MCPServer, tasks: McpTasks, *, on_workers: bool = False
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {__package__}.server",
-        description="Example MCP server with MCP tasks.",
-    )
+    parser = OneLineParser(prog=PROG, description="Example MCP server with MCP tasks.")
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp")
+    mode.add_argument(
+        "--http", metavar="HOST:PORT", type=host_port, help="serve Streamable HTTP at /mcp"
+    )
     mode.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
     parser.add_argument(
         "--store",
         default="memory",
         help="memory (default), sqlite:PATH or redis://HOST:PORT/DB (shared by instances)",
+    )
+    parser.add_argument(
+        "--no-store-check",
+        action="store_true",
+        help="start even when the store does not answer (task calls fail until it does)",
     )
     parser.add_argument("--tokens", metavar="FILE", help="JSON map of bearer token -> subject")
     parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without sessions")
@@ -335,9 +333,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
             "--tokens, --stateless, --http-stack and --no-task-endpoint apply to --http only"
         )
     problem = workers_problem(args) or on_workers_problem(args)
-    if problem is None:
-        tokens = load_tokens(args.tokens) if args.tokens and args.ops else None
-        problem = check_ops_flags(args, tokens)
+    if problem is not None:
+        parser.error(problem)
+    try:
+        args.token_map = load_tokens(args.tokens) if args.tokens else None
+    except ValueError as exc:
+        parser.error(str(exc))
+    problem = check_ops_flags(args, args.token_map if args.ops else None)
     if problem is not None:
         parser.error(problem)
     return args
@@ -349,7 +351,7 @@ def on_workers_problem(args: argparse.Namespace) -> str | None:
         return "--worker-retries: N >= 0"
     if args.worker_retries and not args.on_workers:
         return "--worker-retries applies with --on-workers only"
-    if args.on_workers and not str(args.store).startswith(SHARED_STORE_PREFIXES):
+    if args.on_workers and not shared_store_url(str(args.store)):
         return "--on-workers needs --store redis://HOST:PORT/DB (the workers share it)"
     return None
 
@@ -360,8 +362,36 @@ def worker_app() -> McpTasks:
     return build_server(on_workers=True)[1]
 
 
-#: ``--store`` prefixes of the shared (Redis) store: the only one workers can share.
-SHARED_STORE_PREFIXES = ("redis://", "rediss://", "unix://")
+def host_port(text: str) -> str:
+    """``--http HOST:PORT`` (``[::1]:8000`` for IPv6, ``:8000`` for 127.0.0.1), checked."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(
+            f"expected HOST:PORT with a port up to 65535, e.g. 127.0.0.1:8000, not {text!r}"
+        )
+    return text
+
+
+def load_tokens(path: str) -> dict[str, str]:
+    """``--tokens FILE``: a JSON object of bearer token -> subject (``ValueError``: why not)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            loaded = json.load(fh)
+    except OSError as exc:
+        raise ValueError(f"--tokens {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"--tokens {path}: not JSON ({exc})") from None
+    if not isinstance(loaded, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
+    ):
+        raise ValueError(
+            f'--tokens {path}: expected a JSON object of token -> subject strings, e.g. {{"s3cret": "alice"}}'
+        )
+    return loaded
+
+
+class StartError(Exception):
+    """The server cannot start as asked: one line, exit 2."""
 
 
 def workers_problem(args: argparse.Namespace) -> str | None:
@@ -379,7 +409,7 @@ def workers_problem(args: argparse.Namespace) -> str | None:
         missing.append("--stateless (a session lives in one worker's memory)")
     if not args.tokens:
         missing.append("--tokens FILE (one requestor on every worker)")
-    if not str(args.store).startswith(SHARED_STORE_PREFIXES):
+    if not shared_store_url(str(args.store)):
         missing.append("--store redis://HOST:PORT/DB (memory and SQLite stores are per process)")
     if missing:
         return f"--workers {args.workers} needs " + ", ".join(missing)
@@ -420,23 +450,31 @@ def engine_config(args: argparse.Namespace) -> EngineConfig | None:
         raise ValueError(f"limits: {exc}") from None
 
 
-def load_tokens(path: str) -> dict[str, str]:
-    """``--tokens FILE``: a JSON object of bearer token -> subject."""
-    with open(path, encoding="utf-8") as fh:
-        loaded = json.load(fh)
-    if not isinstance(loaded, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
-    ):
-        raise SystemExit("--tokens: expected a JSON object of token -> subject strings")
-    return loaded
+async def open_store(args: argparse.Namespace) -> TaskStore:
+    """``--store``, read once unless ``--no-store-check`` (:class:`StartError`: why not)."""
+    try:
+        store = store_from_url(args.store)
+    except ValueError as exc:
+        raise StartError(f"--store {exc}") from None
+    if args.no_store_check:
+        return store
+    try:
+        await check_store(store)
+    except StoreUnavailable as exc:
+        with anyio.CancelScope(shield=True):
+            await store.close()
+        raise StartError(
+            f"--store {args.store}: the store does not answer ({exc.message}): start it,"
+            " or pass --no-store-check to serve anyway"
+        ) from None
+    return store
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    tokens = load_tokens(args.tokens) if args.tokens else None
-    store = make_store(args.store)
+    store = await open_store(args)
     mcp, tasks = build_server(
         store=store,
-        tokens=tokens,
+        tokens=args.token_map,
         config=args.engine_config,
         on_workers=args.on_workers,
         worker_retries=args.worker_retries,
@@ -534,6 +572,9 @@ def main(argv: list[str] | None = None) -> None:
         anyio.run(_serve, args, backend_options=backend_options(args))
     except KeyboardInterrupt:
         pass
+    except StartError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

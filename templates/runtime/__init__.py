@@ -2,6 +2,7 @@
 ``SqliteTaskStore``, ``RedisTaskStore``), and each face's default handler on it:
 ``CoreTasks`` (2025-11-25) and, when the package has the tasks extension's face,
 ``ExtensionTasks`` (both from the generated ``faces`` module, which knows the faces).
+``store_from_url("memory:" | "sqlite:PATH" | "redis://...")`` makes a store from a URL.
 
 Built only on this package's own modules (plus the standard library, pydantic and anyio).
 """
@@ -22,6 +23,7 @@ from .engine import (
 from .faces import *  # noqa: F403 (each face's default handler: CoreTasks, ExtensionTasks)
 from .memory import InMemoryTaskStore
 from .sqlite import SqliteTaskStore
+from .store_url import check_store, store_from_url
 
 __all__ = [
     "DEFAULT",
@@ -35,5 +37,7 @@ __all__ = [
     "TaskContext",
     "TaskEngine",
     "TaskView",
+    "check_store",
+    "store_from_url",
 ]
 __all__ += faces.__all__

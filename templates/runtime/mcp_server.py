@@ -45,6 +45,7 @@ from .sdk_hooks import SdkHooks
 
 __all__ = [
     "McpTasks",
+    "TaskTools",
     "TaskSupportValue",
     "check_task_support",
     "malformed_answer",
@@ -102,7 +103,8 @@ class McpTasks:
     face without one gets its default on the engine. ``task_support``: tool name -> one of
     ``TASK_SUPPORT_VALUES`` (tools not listed are ``forbidden``: R-TOOL-2); a bad value is
     refused here, a tool the server does not declare when the server starts. :meth:`tool`
-    declares it beside ``@mcp.tool()``. ``list_without_identity``: declare ``tasks.list``
+    declares it beside ``@mcp.tool()``; ``tools``: a ``TaskTools`` whose ``tool`` did so
+    before this object (and its store) existed. ``list_without_identity``: declare ``tasks.list``
     even when requestors cannot be told apart (R-SEC-2). ``immediate_response``: the
     ``model-immediate-response`` text (R-CREATE-3). ``cancel_on_session_end``: cancel a
     session-bound requestor's unfinished tasks when its session ends.
@@ -118,6 +120,7 @@ class McpTasks:
         store: TaskStore | None = None,
         config: EngineConfig | None = None,
         task_support: Mapping[str, TaskSupportValue] | None = None,
+        tools: TaskTools | None = None,
         list_without_identity: bool = False,
         immediate_response: str | None = None,
         cancel_on_session_end: bool = True,
@@ -129,7 +132,8 @@ class McpTasks:
         self.engine = engine if engine is not None else TaskEngine(store, config)
         #: each face's handler, by face name (the revision it speaks)
         self.handlers = face_handlers(self.engine, handlers)
-        self.tools = TaskTools(task_support)
+        self.tools = tools if tools is not None else TaskTools()
+        self.tools.support.update(check_task_support(task_support or {}))
         self.sessions = Sessions(
             self.server, self.engine, self.handlers, cancel_on_session_end=cancel_on_session_end
         )
@@ -139,12 +143,15 @@ class McpTasks:
             self.sessions,
             list_without_identity=list_without_identity,
             immediate_response=immediate_response,
+            has_tool=self.has_tool,
         )
         #: the task endpoint of the last :meth:`streamable_http_app` (None: not in use)
         self.task_endpoint: Any = None
         #: the per-requestor session cap of the last :meth:`streamable_http_app`
         self.session_quota: SessionQuota | None = None
         self._tools_checked = False
+        #: a low-level ``Server``'s tools, from its last complete ``tools/list`` answer
+        self._listed: frozenset[str] | None = None
         SdkHooks(self).install()
 
     @property
@@ -190,27 +197,11 @@ class McpTasks:
             @mcp.tool()
             async def slow(...): ...
 
-        One declaration serves both faces. ``gather_first``: on the tasks extension's face,
-        a call without ``inputResponses`` runs inline so that the tool's SDK resolvers
-        (``Elicit``) answer ``input_required`` before any task exists (X-MRTR-1).
-
-        ``on_workers``: the tool's task work runs on worker processes (``python -m
-        PACKAGE.worker``, :mod:`.offload`), not in this one; needs a ``RedisTaskStore``.
-        ``retries``: how many more times such a tool runs, on another worker, when the
-        worker running it dies (0: its task fails then).
-        """
-        opts: dict[str, Any] = {
-            "gather_first": gather_first, "on_workers": on_workers, "retries": retries
-        }  # fmt: skip
-        if name is not None:
-            self.tools.declare(name, task_support, **opts)
-
-        def mark(fn: _F) -> _F:
-            key = name if name is not None else str(getattr(fn, "__name__", ""))
-            self.tools.declare(key, task_support, **opts)
-            return fn
-
-        return mark
+        One declaration serves both faces; see :meth:`TaskTools.tool` (``gather_first``,
+        ``on_workers`` and ``retries``, and declaring before the store is chosen)."""
+        return self.tools.tool(
+            name, task_support, gather_first=gather_first, on_workers=on_workers, retries=retries
+        )
 
     async def check_tools(self) -> None:
         """Refuse ``task_support`` entries for tools the server does not declare
@@ -221,8 +212,17 @@ class McpTasks:
             return
         self._check_names(tool.name for tool in await list_tools())
 
+    async def has_tool(self, name: str) -> bool:
+        """Whether the server has a tool ``name`` (a low-level ``Server``: in its last
+        ``tools/list`` answer, and True before there was one)."""
+        list_tools = getattr(self._server_obj, "list_tools", None)
+        if list_tools is not None and self._server_obj is not self.server:
+            return any(tool.name == name for tool in await list_tools())
+        return self._listed is None or name in self._listed
+
     def tools_listed(self, names: Iterable[str]) -> None:
         """A complete ``tools/list`` answer: a low-level ``Server``'s tools, known only now."""
+        names = self._listed = frozenset(names)
         if self._tools_checked:
             return
         try:

@@ -7,7 +7,7 @@ and call :meth:`Router.route`, which
 - picks the face of the request's revision and that face's handler (``CoreTasks``,
   ``ExtensionTasks``, or the user's subclass of the face's generated ``TasksHandlerBase``);
 - decides, per face, whether a ``tools/call`` becomes a task (R-TOOL-*, R-CREATE-4 on the
-  core face; X-CAP-4, X-CAP-5, X-CAP-8, X-CREATE-5, X-MRTR-1 on the extension's), and hands
+  core face, where an unknown tool is left to the SDK to answer as unknown; X-CAP-4, X-CAP-5, X-CAP-8, X-CREATE-5, X-MRTR-1 on the extension's), and hands
   it to the handler's hook with the work that runs the tool, or back as :class:`Pass`;
 - reads ``_meta``, the ``progressToken`` and the routing header into the handler's
   :class:`RequestContext`;
@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -61,6 +61,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: A tool run inside a task: ``run(task-scoped outbound, tools/call params)``, through the
 #: SDK's own pipeline (its validation, middleware, the tool, its result checks).
@@ -112,6 +114,39 @@ class TaskTools:
             self.on_workers[name] = 1 + retries
         else:
             self.on_workers.pop(name, None)
+
+    def tool(
+        self,
+        name: str | None = None,
+        task_support: str = protocol.TASK_SUPPORT_OPTIONAL,
+        *,
+        gather_first: bool = False,
+        on_workers: bool = False,
+        retries: int = 0,
+    ) -> Callable[[_F], _F]:
+        """Declare a tool's ``execution.taskSupport``: ``tools.tool("slow", "required")``, or
+        as a decorator beside ``@mcp.tool()`` (the function's name by default). On a
+        ``TaskTools`` of its own this needs no ``McpTasks`` yet (nor a store): give it to
+        ``McpTasks(..., tools=...)`` once the store is chosen. ``gather_first``: on the
+        tasks extension's face, a call without ``inputResponses`` runs inline so that the
+        tool's SDK resolvers answer ``input_required`` before any task exists (X-MRTR-1).
+
+        ``on_workers``: the tool's task work runs on worker processes (``python -m
+        PACKAGE.worker``, :mod:`.offload`), not in this one; needs a ``RedisTaskStore``.
+        ``retries``: how many more times such a tool runs, on another worker, when the
+        worker running it dies (0: its task fails then)."""
+        opts: dict[str, Any] = {
+            "gather_first": gather_first, "on_workers": on_workers, "retries": retries
+        }  # fmt: skip
+        if name is not None:
+            self.declare(name, task_support, **opts)
+
+        def mark(fn: _F) -> _F:
+            key = name if name is not None else str(getattr(fn, "__name__", ""))
+            self.declare(key, task_support, **opts)
+            return fn
+
+        return mark
 
     def unknown(self, names: Iterable[str]) -> list[str]:
         """The declared tools the server does not have."""
@@ -198,8 +233,11 @@ class Router:
         *,
         list_without_identity: bool = False,
         immediate_response: str | None = None,
+        has_tool: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self.handlers = handlers
+        #: whether the server has a tool of that name (None: assume it has)
+        self.has_tool = has_tool
         self.tools = tools
         self.sessions = sessions
         self.list_without_identity = list_without_identity
@@ -275,6 +313,9 @@ class Router:
         support = self.task_support(parsed.name, handler)
         if support is None and not augmented:
             return Pass(params)  # a tool we do not manage: the SDK answers as usual
+        if support is None and self.has_tool is not None and not await self.has_tool(parsed.name):
+            # no such tool: the SDK answers that, not that it "does not support" tasks
+            return Pass({k: v for k, v in params.items() if k != self.core.task_param})
         declared = req.version == protocol.REVISION  # this session speaks tasks (R-CAP-*)
         as_task = check_tool_call(parsed.name, support, augmented=augmented, declared=declared)
         if not as_task:

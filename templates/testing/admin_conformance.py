@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from ..protocol import CANCELLED, COMPLETED, INPUT_REQUIRED, REVISION, TOOLS_CALL, WORKING
 from ..store import TaskQuery, TaskRecord, TaskStore
+from .pytest_api import parametrize
 
 T0 = 1_764_000_000.0
 
@@ -76,13 +75,13 @@ class AdminConformance:
         assert by_id["a2"].status == COMPLETED and by_id["a3"].status == INPUT_REQUIRED
         assert by_id["b2"].tool == "report" and by_id["c1"].tool is None
 
-    @pytest.mark.parametrize("limit", [1, 2, 5])
+    @parametrize("limit", [1, 2, 5])
     async def test_list_all_pages_R_LIST_1(self, store: TaskStore, limit: int) -> None:
         """Paging by ``next`` gives every task once, in order, whatever the page size."""
         await self._fill(store)
         assert await walk(store, TaskQuery(), limit) == ["b2", "a3", "c1", "a2", "b1", "a1"]
 
-    @pytest.mark.parametrize(
+    @parametrize(
         ("query", "expected"),
         [
             ({"statuses": frozenset({WORKING})}, ["b2", "c1", "a1"]),

@@ -140,3 +140,24 @@ async def test_core_list_pages_are_full_beside_extension_tasks_R_LIST_1(
                     break
     assert all(len(p) == size for p in pages[:-1]) and 0 < len(pages[-1]) <= size, pages
     assert [tid for p in pages for tid in p] == core
+
+
+async def test_an_unknown_tool_called_as_a_task_is_unknown_on_both_faces(
+    http_server: HttpServer,
+) -> None:
+    """R-TOOL-2 refuses task augmentation of a tool that exists and forbids it; a tool that
+    does not exist answers as the server answers any call of an unknown tool, on each face
+    (X-CAP-5: on the extension's a call the server cannot make a task is a plain call)."""
+    from mcp_tasks.runtime.mcp_client import raw_request
+
+    unknown = {"content": [{"type": "text", "text": "Unknown tool: nosuch"}], "isError": True}
+    async with http_session(http_server.url) as s:
+        call = {"name": "nosuch", "arguments": {}, "task": {}}
+        assert await raw_request(s, "tools/call", call) == unknown
+        with pytest.raises(MCPError) as forbidden:  # a tool that exists: R-TOOL-2 as before
+            await raw_request(s, "tools/call", {"name": "greet", "arguments": {}, "task": {}})
+        assert forbidden.value.code == -32601 and "greet" in forbidden.value.message
+    with ExtClient(http_server.url) as ext:
+        answer = ext.result("tools/call", {"name": "nosuch", "arguments": {}})
+        assert answer["resultType"] == "complete"
+        assert {k: answer[k] for k in unknown} == unknown

@@ -34,7 +34,8 @@ from testkit.procs import free_port, python_env, stop_process, wait_listening
 
 pytestmark = pytest.mark.anyio
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+#: the handlers reference page, where the two examples live
+README = (Path(__file__).resolve().parents[2] / "docs" / "handlers.md").read_text()
 DOORS = ("endpoint", "sdk")
 QUEUED = "3 words, counted on the queue"
 #: runs a README block's ``main(port, task_endpoint)`` (its ``__main__`` part serves at 8000)

@@ -90,6 +90,33 @@ async def test_task_support_declared_beside_the_tool() -> None:
         assert result.content[0].text == "ok"  # type: ignore[union-attr]
 
 
+async def test_tools_declared_before_the_store_is_chosen(tmp_path: Any) -> None:
+    """``TaskTools`` takes the declarations at import time, with no ``McpTasks`` (nor a
+    store) yet; the store comes from a URL later (``store_from_url``), as from a flag."""
+    from mcp_tasks.runtime import store_from_url
+    from mcp_tasks.runtime.mcp_server import TaskTools
+
+    mcp = MCPServer("declared-early")
+    tools = TaskTools()
+
+    @tools.tool(task_support=protocol.TASK_SUPPORT_REQUIRED)
+    @mcp.tool()
+    async def slow() -> str:
+        return "ok"
+
+    store = store_from_url(f"sqlite:{tmp_path / 'tasks.db'}")  # say, from --store
+    tasks = McpTasks(mcp, store=store, tools=tools)
+    try:
+        async with _connected(mcp, tasks) as session:
+            assert await session.tasks.task_support("slow") == protocol.TASK_SUPPORT_REQUIRED
+            ids: list[str] = []
+            result = await session.tasks.run_tool("slow", on_status=lambda t: ids.append(t.taskId))
+            assert result.content[0].text == "ok"  # type: ignore[union-attr]
+            assert await store.get(ids[0]) is not None  # the task went to the chosen store
+    finally:
+        await store.close()
+
+
 async def test_unexpected_exception_answers_plain_internal_error(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,13 +17,16 @@ SERVER = f"{sys.executable} -m mcp_tasks.examples.server --stdio"
 TOKEN = "tok-alice"  # a subject of mcp_e2e.TOKENS
 
 
-def mcptask(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def mcptask(
+    *args: str, timeout: float = 120, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``mcptask args...``; its stdin ``input``, else empty (``/dev/null``)."""
     return subprocess.run(
         [sys.executable, "-m", "mcp_tasks.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        stdin=subprocess.DEVNULL,
+        **({"input": input} if input is not None else {"stdin": subprocess.DEVNULL}),
     )
 
 
@@ -209,3 +212,72 @@ def test_task_ids_may_start_with_a_dash() -> None:
     ]
     out = mcptask("tasks", "get", SERVER, "-no-such-task")
     assert out.returncode == 1 and "-32602" in out.stderr, out.stderr
+
+
+def test_detach_without_a_token_is_refused_where_the_task_would_die(
+    http_server: Any, token_server: Any
+) -> None:
+    """Without --token the server binds the task to this run's session, which ends (and
+    cancels the task, R-SEC-1) when mcptask exits: refused before any call, saying why."""
+    out = mcptask("call", http_server.url, "slow_compute", "seconds=5", "--detach")
+    assert out.returncode == 2 and out.stdout == "", out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert "--detach without --token" in line and "cancel" in line and "--token TOKEN" in line
+    # a subject-bound task outlives the run: detached as before
+    ok = mcptask("call", token_server.url, "slow_compute", "seconds=0", "--detach", "--token", TOKEN)
+    assert ok.returncode == 0 and ok.stdout.strip(), ok.stderr
+
+
+def test_detach_prints_no_sdk_noise(token_server: Any) -> None:
+    """The tool reports progress at once; the run ends while its stream may still deliver:
+    the id, and nothing else."""
+    for _ in range(3):
+        out = mcptask(
+            "call", token_server.url, "slow_compute", "seconds=2", "--detach", "--token", TOKEN
+        )
+        assert out.returncode == 0 and out.stdout.strip(), out.stderr
+        assert out.stderr == "", out.stderr
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_scripted_answers(http_server: Any, protocol: str) -> None:
+    """A script answers the server's questions: --answer key=value, or JSON on stdin (one
+    object for every question, or an array in order); empty stdin declines."""
+    pin = ["--protocol", protocol]
+    call = ["call", http_server.url, "confirm_delete", "path=/tmp/x", "--task", *pin]
+    answered = mcptask(*call, "--answer", "confirm=true")
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout.strip() == "deleted /tmp/x"
+    piped = mcptask(*call, input='{"confirm": true}')
+    assert piped.returncode == 0 and piped.stdout.strip() == "deleted /tmp/x", piped.stderr
+    declined = mcptask(*call)  # stdin empty (/dev/null)
+    assert declined.returncode == 0 and declined.stdout.strip() == "kept /tmp/x"
+    both = mcptask(
+        "call", http_server.url, "multi_input", "--task", *pin,
+        input='[{"name": "Ada", "confirm": true}, {"name": "Bob", "confirm": true}]',
+    )  # fmt: skip
+    assert both.returncode == 0, both.stderr
+    assert sorted(both.stdout.strip().removeprefix("answers: ").split(", ")) == [
+        "Ada accept",
+        "Bob accept",
+    ]
+
+
+def test_answers_on_stdin_that_are_not_json_are_one_line(http_server: Any) -> None:
+    out = mcptask("call", http_server.url, "confirm_delete", "path=/tmp/x", input="green\n")
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines()[-1] == (
+        'mcptask: stdin: expected a JSON object of answers such as {"name": "Ada"}, or an'
+        " array of them, or --answer key=value"
+    )
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_an_unknown_tool_is_unknown_also_as_a_task(http_server: Any, protocol: str) -> None:
+    """A task-augmented tools/call of a tool the server lacks answers that it is unknown,
+    not that it "does not support task-augmented execution" (R-TOOL-2 is about tools that
+    exist)."""
+    out = mcptask("call", http_server.url, "nosuch", "--task", "--protocol", protocol)
+    assert out.returncode != 0
+    assert "Unknown tool: nosuch" in out.stdout + out.stderr, out.stderr
+    assert "task-augmented" not in out.stderr

@@ -243,24 +243,39 @@ def test_a_killed_worker_is_replaced_its_tasks_fail_after_its_lease(workers: Wor
     assert proc.poll() is None
 
 
-def test_a_worker_that_cannot_start_stops_the_set(
-    tmp_path: Path,
-    redis_server: RedisServer,  # noqa: F811
-) -> None:
-    """A worker that exits within its start-up window stops the set (exit 1, saying why).
-    The window is ``testkit.patient_workers``' (the 5 s of the shipped parent can pass
-    before a loaded machine has even imported the server, and then the parent, rightly,
-    replaces the worker instead)."""
-    bad = write_tokens(tmp_path / "bad.json", {})
-    bad.write_text("[]")  # not a JSON object: every worker exits at once
+def test_a_worker_that_cannot_start_stops_the_set(tmp_path: Path, tokens_file: Path) -> None:
+    """A worker that exits within its start-up window stops the set (exit 1, saying why):
+    here every worker finds its Redis unreachable at start. The window is
+    ``testkit.patient_workers``' (the 5 s of the shipped parent can pass before a loaded
+    machine has even imported the server, and then the parent, rightly, replaces the worker
+    instead). A mistake the parent can see itself (a bad ``--tokens`` file) stops it before
+    any worker starts: one line, exit 2."""
     # the example server, its workers given a start-up window a loaded machine cannot miss
     argv = [sys.executable, "-m", "testkit.patient_workers"]
     argv += ["--http", f"127.0.0.1:{free_port()}", "--workers", str(WORKERS), "--stateless"]
-    argv += ["--tokens", str(bad), "--store", redis_server.url]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=python_env())
+    unreachable = f"redis://127.0.0.1:{free_port()}/0"
+    out = subprocess.run(
+        [*argv, "--tokens", str(tokens_file), "--store", unreachable],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=python_env(),
+    )
     assert out.returncode == 1, out.stderr
     assert "after its start: stopping the others" in out.stderr
-    assert "--tokens: expected a JSON object" in out.stderr
+    assert f"--store {unreachable}: the store does not answer" in out.stderr
+    bad = write_tokens(tmp_path / "bad.json", {})
+    bad.write_text("[]")  # not a JSON object
+    parent = subprocess.run(
+        [*argv, "--tokens", str(bad), "--store", unreachable],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=python_env(),
+    )
+    assert parent.returncode == 2, parent.stderr
+    assert "--tokens" in parent.stderr and "expected a JSON object" in parent.stderr
+    assert "stopping the others" not in parent.stderr
 
 
 @pinned(ENDPOINT)

@@ -84,8 +84,9 @@ class HttpServer:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self) -> HttpServer:
-        self.port = free_port()
+    def start(self, port: int | None = None) -> HttpServer:
+        """Start it on ``port`` (default: a free one) and wait until it listens."""
+        self.port = port if port is not None else free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log_path = self.log_dir / f"server-{self.port}.log"
         cmd = server_command(
@@ -110,6 +111,13 @@ class HttpServer:
         if proc is not None and proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=15)
+
+    def restart(self) -> HttpServer:
+        """SIGKILL by PID, then a new process on the same port and arguments (a crashed
+        server brought back; its clients see the port refuse connections meanwhile)."""
+        port = self.port
+        self.kill()
+        return self.start(port)
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None

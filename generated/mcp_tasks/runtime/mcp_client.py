@@ -22,6 +22,11 @@ engine, and serves ``tasks/get|result|list|cancel`` for them. It also receives
 ``notifications/tasks/status`` (never relied upon: R-NOTIFY-2), and on the tasks
 extension's face ``notifications/tasks``, which wake its polls early (X-NOTIF-6).
 
+Across a dropped connection (a server restart): requests about an existing task are sent
+again for ``retry_s`` (on an HTTP client from :func:`http_client`, whose failed requests end
+that request, not the session), then :class:`ConnectionLost` carries the task id
+(``mcp_retry``).
+
 Both faces: on a session that negotiated the tasks extension's revision (2026-07-28,
 ``session.protocol_version``), :attr:`TaskRequestor.ext` is the extension's requestor
 (``mcp_ext_client.ExtTaskRequestor``: ``tasks/get`` polled at ``pollIntervalMs``,
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +80,7 @@ from ..store import TaskStore
 from ._sdk import ClientSessionHooks, run_input_callback, send_raw_request
 from .core import CoreTasks
 from .engine import EngineConfig, TaskContext, TaskEngine
+from .mcp_retry import ConnectionLost, http_client, retrying
 
 if TYPE_CHECKING:  # absent from a package generated without the extension's schema
     from .mcp_ext_client import (  # type: ignore[import-not-found, unused-ignore]
@@ -83,16 +90,23 @@ if TYPE_CHECKING:  # absent from a package generated without the extension's sch
 
 __all__ = [
     "TERMINAL",
+    "ConnectionLost",
+    "ProgressCallback",
     "StatusCallback",
     "TaskNotSupported",
     "TaskRequestor",
     "TasksClientSession",
+    "http_client",
     "status_binding",
 ]
 
 log = logging.getLogger(__name__)
 
 StatusCallback = Callable[[protocol.Task], Awaitable[None] | None]
+#: ``on_progress(progress, total, message)``: a task's ``notifications/progress``
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+#: how long a requestor retries a request about a task across a dropped connection
+RETRY_S = 30.0
 CLIENT_TASK_METHODS = tuple(sorted(AUGMENTABLE["client"]))
 
 
@@ -103,7 +117,7 @@ class TaskNotSupported(Exception):
 
 
 def _ext_requestor(
-    session: ClientSession, default_poll_ms: int, wakeups: TaskWakeups | None
+    session: ClientSession, default_poll_ms: int, wakeups: TaskWakeups | None, retry_s: float
 ) -> ExtTaskRequestor | None:
     """The tasks extension's requestor when ``session`` negotiated its revision."""
     if session.protocol_version in (None, REVISION):
@@ -114,7 +128,9 @@ def _ext_requestor(
         return None
     if not is_modern(session):
         return None
-    return ExtTaskRequestor(session, default_poll_ms=default_poll_ms, wakeups=wakeups)
+    return ExtTaskRequestor(
+        session, default_poll_ms=default_poll_ms, wakeups=wakeups, retry_s=retry_s
+    )
 
 
 def status_binding(
@@ -161,7 +177,13 @@ def _wakeups() -> TaskWakeups | None:
 
 
 class TaskRequestor:
-    """Requestor helpers over a ``ClientSession`` that has been initialized."""
+    """Requestor helpers over a ``ClientSession`` that has been initialized.
+
+    ``retry_s``: requests about an existing task (``tasks/get``, ``tasks/result``,
+    ``tasks/cancel``, ``tasks/list``; on the extension ``tasks/update`` too) are sent again
+    across a dropped connection for that long (the session's HTTP client made by
+    :func:`http_client`, so that a failed connection ends one request, not the session);
+    then, or when the session itself ended, :class:`ConnectionLost` carries the task id."""
 
     def __init__(
         self,
@@ -169,10 +191,12 @@ class TaskRequestor:
         *,
         default_poll_ms: int = 500,
         wakeups: TaskWakeups | None = None,
+        retry_s: float = RETRY_S,
     ) -> None:
         self.session = session
         self.default_poll_ms = default_poll_ms
         self.wakeups = wakeups
+        self.retry_s = retry_s
         self._tools: dict[str, types.Tool] = {}
 
     # ---------------------------------------------------------------- negotiation
@@ -180,7 +204,7 @@ class TaskRequestor:
     def ext(self) -> ExtTaskRequestor | None:
         """The tasks extension face when the session negotiated its revision, else None
         (the 2025-11-25 face: every other method of this class)."""
-        return _ext_requestor(self.session, self.default_poll_ms, self.wakeups)
+        return _ext_requestor(self.session, self.default_poll_ms, self.wakeups, self.retry_s)
 
     def _legacy_only(self, what: str) -> None:
         if self.ext is not None:
@@ -237,6 +261,8 @@ class TaskRequestor:
         """Send a task-augmented ``tools/call``; answers ``CreateTaskResult`` (R-CREATE-2).
         2025-11-25 only (the extension's is ``ext.call_tool``)."""
         self._legacy_only("a task-augmented tools/call with a task parameter")
+        if check and await self.tool(name) is None:
+            raise TaskNotSupported(f"Unknown tool: {name} (the server's tools/list lacks it)")
         if check and not await self.may_call_as_task(name):
             raise TaskNotSupported(
                 f"tool {name!r} cannot be called as a task here (R-CAP-3, R-TOOL-1, R-TOOL-2)"
@@ -298,7 +324,14 @@ class TaskRequestor:
         return protocol.Task.model_validate(raw)
 
     async def _send(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        return await raw_request(self.session, method, params)
+        """A request about existing tasks: idempotent, so retried across a dropped
+        connection (:class:`ConnectionLost` with the task id when that does not help)."""
+        task_id = params.get("taskId")
+        return await retrying(
+            lambda: raw_request(self.session, method, params),
+            str(task_id) if task_id is not None else None,
+            self.retry_s,
+        )
 
     # ---------------------------------------------------------------- flows
     async def wait(
@@ -329,12 +362,42 @@ class TaskRequestor:
         ttl: int | None = None,
         progress_token: str | int | None = None,
         on_status: StatusCallback | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> types.CallToolResult:
         """Call a tool as a task and return its CallToolResult: poll, and on
         ``input_required`` or a terminal status fetch ``tasks/result`` (R-INPUT-3,
-        R-RESULT-1). A task that failed with a JSON-RPC error raises ``MCPError``.
+        R-RESULT-1). A task that failed with a JSON-RPC error raises ``MCPError``; a
+        connection that dropped for longer than ``retry_s`` raises :class:`ConnectionLost`
+        with the task id. ``on_progress(progress, total, message)`` gets the tool's
+        ``notifications/progress`` (R-PROGRESS-1; a token is made when none is given; the
+        session must be a :class:`TasksClientSession`, which routes them).
         On the tasks extension the call declares it and the server decides (X-CAP-4);
-        ``ttl`` has no request parameter there (the server sets ``ttlMs``)."""
+        ``ttl`` has no request parameter there (the server sets ``ttlMs``), and a task
+        reports no progress notifications (X-NOTIF-7): its progress is its
+        ``statusMessage``, which ``on_status`` sees."""
+        if on_progress is None:
+            return await self._run_tool(name, arguments, ttl, progress_token, on_status)
+        handlers = getattr(self.session, "progress_handlers", None)
+        if not isinstance(handlers, dict):
+            raise TypeError(
+                "on_progress needs a TasksClientSession (a plain ClientSession hands"
+                " notifications/progress to its message_handler)"
+            )
+        token = progress_token if progress_token is not None else f"p-{secrets.token_hex(8)}"
+        handlers[token] = on_progress
+        try:
+            return await self._run_tool(name, arguments, ttl, token, on_status)
+        finally:
+            handlers.pop(token, None)
+
+    async def _run_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        ttl: int | None,
+        progress_token: str | int | None,
+        on_status: StatusCallback | None,
+    ) -> types.CallToolResult:
         if (ext := self.ext) is not None:
             if not ext.server_offers_tasks():
                 raise TaskNotSupported("the server does not list the tasks extension (X-CAP-2)")
@@ -398,6 +461,9 @@ class TasksClientSession(ClientSessionHooks):
         **kwargs: Any,
     ) -> None:
         self.task_statuses: list[dict[str, Any]] = []
+        #: progress token -> ``on_progress`` of a ``run_tool`` in progress
+        self.progress_handlers: dict[str | int, ProgressCallback] = {}
+        kwargs["message_handler"] = self._progress_router(kwargs.get("message_handler"))
         self._on_task_status = on_task_status
         bindings = [*(notification_bindings or ()), status_binding(self._status_received)]
         self.task_wakeups = _wakeups()
@@ -424,6 +490,22 @@ class TasksClientSession(ClientSessionHooks):
             return await super().__aexit__(*exc)
         finally:
             await self.engine.__aexit__(None, None, None)
+
+    def _progress_router(self, handler: Any) -> Any:
+        """The session's ``message_handler``: a task's ``notifications/progress`` (sent
+        after the task-augmented call returned, so the SDK's own per-request progress
+        callback is gone) to its ``run_tool``'s ``on_progress``, then to ``handler``."""
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ProgressNotification):
+                p = message.params
+                route = self.progress_handlers.get(p.progress_token)
+                if route is not None:
+                    await route(p.progress, p.total, p.message)
+            if handler is not None:
+                await handler(message)
+
+        return on_message
 
     async def _status_received(self, task: dict[str, Any]) -> None:
         self.task_statuses.append(task)

@@ -40,6 +40,7 @@ from ..errors import RequestCancelled, TaskError, error_from_payload
 from ..extension import methods as ext_methods
 from ..extension import protocol as ext
 from ._sdk import answer_input_request, send_raw_request, to_sdk_error
+from .mcp_retry import retrying
 
 __all__ = [
     "ClaimedTask",
@@ -120,8 +121,11 @@ class ExtTaskRequestor:
         wakeups: TaskWakeups | None = None,
         max_rounds: int = 8,
         listen: bool = True,
+        retry_s: float = 30.0,
     ) -> None:
         self.session = session
+        #: how long a request about a task is sent again across a dropped connection
+        self.retry_s = retry_s
         self.default_poll_ms = default_poll_ms
         self.wakeups = wakeups or TaskWakeups()
         self.max_rounds = max_rounds
@@ -131,7 +135,13 @@ class ExtTaskRequestor:
     async def _send(
         self, method: str, params: Mapping[str, Any], *, task_id: str | None = None
     ) -> dict[str, Any]:
-        return await send_raw_request(self.session, method, params, declare=DECLARE, name=task_id)
+        if task_id is None:  # tools/call: never twice
+            return await send_raw_request(self.session, method, params, declare=DECLARE)
+        return await retrying(
+            lambda: send_raw_request(self.session, method, params, declare=DECLARE, name=task_id),
+            task_id,
+            self.retry_s,
+        )
 
     def server_offers_tasks(self) -> bool:
         """X-CAP-2: the server lists the extension in ``server/discover``."""

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 
 from ..errors import InternalError
 from ..protocol import (
@@ -49,6 +48,7 @@ from ..protocol import (
 )
 from ..store import SharedTaskStore, TaskRecord, TaskStore, UnstorableValue
 from .admin_conformance import AdminConformance
+from .pytest_api import ANYIO, fixture, parametrize, raises
 
 T0 = 1_764_000_000.0
 #: a lone surrogate: JSON carries it, UTF-8 cannot
@@ -87,12 +87,12 @@ class StoreConformance(AdminConformance):
     """Subclass and implement ``make_store``; every test runs against that store (with the
     operators' tests of ``admin_conformance``: ``tool`` kept, ``list_all``)."""
 
-    pytestmark = pytest.mark.anyio
+    pytestmark = ANYIO
 
     async def make_store(self, tmp_path: Path) -> TaskStore:
         raise NotImplementedError
 
-    @pytest.fixture
+    @fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[TaskStore]:
         s = await self.make_store(tmp_path)
         try:
@@ -149,7 +149,7 @@ class StoreConformance(AdminConformance):
 
     async def test_duplicate_id_raises_key_error_R_ID_1(self, store: TaskStore) -> None:
         await store.create(record("t1"))
-        with pytest.raises(KeyError):
+        with raises(KeyError):
             await store.create(record("t1", "bob"))
         got = await store.get("t1")
         assert got is not None and got.requestor == "alice"
@@ -165,7 +165,7 @@ class StoreConformance(AdminConformance):
         # working -> working is not a move
         assert await store.transition("t1", WORKING, now=T0 + 3) is None
 
-    @pytest.mark.parametrize("terminal", sorted(TERMINAL))
+    @parametrize("terminal", sorted(TERMINAL))
     async def test_terminal_is_final_R_STATE_3(
         self, store: TaskStore, terminal: TaskStatus
     ) -> None:
@@ -331,7 +331,7 @@ class StoreConformance(AdminConformance):
         assert [r.task_id for r in await store.list_tasks("alice", after=None, limit=9)] == [
             "t0", "t1", "t2"
         ]  # fmt: skip
-        with pytest.raises(KeyError):
+        with raises(KeyError):
             await store.create_limited(record("t2", status=WORKING), 100)
 
     async def test_set_ttl_moves_the_expiry_R_TTL_2(self, store: TaskStore) -> None:
@@ -401,7 +401,7 @@ class SharedStoreConformance(StoreConformance):
         """Another instance on ``store``'s backend (as another process would open it)."""
         raise NotImplementedError
 
-    @pytest.fixture
+    @fixture
     async def pair(self, tmp_path: Path) -> AsyncIterator[tuple[SharedTaskStore, SharedTaskStore]]:
         a = await self.make_store(tmp_path)
         b = await self.make_peer(a)
@@ -411,7 +411,7 @@ class SharedStoreConformance(StoreConformance):
             await a.close()
             await b.close()
 
-    @pytest.fixture
+    @fixture
     async def asking(
         self, pair: tuple[SharedTaskStore, SharedTaskStore]
     ) -> tuple[SharedTaskStore, SharedTaskStore]:
