@@ -359,9 +359,13 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 class _ClosedStreamNoise(logging.Filter):
     """Drops the SDK transport's log of a stream this run closed on purpose (the session
-    ends while a response stream still delivers, after ``--detach`` or Ctrl-C)."""
+    ends while a response stream still delivers, after ``--detach`` or Ctrl-C), and of the
+    session's end a restarted server no longer knows (its ``DELETE`` answered 404: the
+    line this run prints says what happened)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() == "Session termination failed: 404":
+            return False
         exc = record.exc_info[1] if record.exc_info else None
         return not any(
             isinstance(leaf, (anyio.BrokenResourceError, anyio.ClosedResourceError))

@@ -237,7 +237,8 @@ def add_input_tools(mcp: MCPServer, tasks: McpTasks, *, on_workers: bool = False
         if target is None:
             raise ValueError("confirm_delete needs `path` or `filename`")
         answer = await ctx.elicit(f"Delete {target}?", schema=Confirm)
-        return f"deleted {target}" if answer.action == "accept" else f"kept {target}"
+        yes = isinstance(answer, AcceptedElicitation) and answer.data.confirm
+        return f"deleted {target}" if yes else f"kept {target}"
 
     @tasks.tool(task_support=TASK_SUPPORT_OPTIONAL, **remote)
     @mcp.tool()

@@ -16,7 +16,7 @@ It is also the one bridge between this package's :class:`TaskError` and the SDK'
 from __future__ import annotations
 
 # isort: off
-from .sdk_check import SDK_MISSING  # noqa: F401  (first: a missing SDK is one line naming the extra)
+from .sdk_check import SDK_MISSING  # noqa: F401  (first: names the extra to install)
 
 # isort: on
 

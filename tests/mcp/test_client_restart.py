@@ -162,3 +162,36 @@ async def test_run_tool_reports_progress(sqlite_server: Callable[..., HttpServer
     assert text_of(result) == "done after 0.3s (no label)"
     assert got and got[-1] == (3.0, 3.0, "step 3/3")
     assert not s.progress_handlers  # unregistered once the run ended
+
+
+def test_mcptask_across_a_restart_prints_the_task_id_in_one_line(
+    sqlite_server: Callable[..., HttpServer], tmp_path: Path
+) -> None:
+    """``mcptask call --task`` whose server restarts (and forgets the session) ends with one
+    line naming the task and the command that asks for it again: no traceback, no SDK log
+    of the session's end the restarted server does not know."""
+    import subprocess
+    import sys
+
+    from testkit.wait import until
+
+    server = sqlite_server()
+    err_path = tmp_path / "mcptask.err"
+    argv = [sys.executable, "-m", "mcp_tasks.cli", "call", server.url, "slow_compute"]
+    argv += ["seconds=20", "--task", "--token", TOKEN]
+    with open(err_path, "w") as err:
+        cli = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True)
+    try:
+        until(lambda: "working" in err_path.read_text(), 60, what="the task is working")
+        server.restart()
+        out, _ = cli.communicate(timeout=120)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    errors = err_path.read_text()
+    task_id = errors.split("task ", 1)[1].split(":", 1)[0]
+    last = errors.strip().splitlines()[-1]
+    assert cli.returncode == 1 and out == "", errors
+    assert last.startswith(f"mcptask: lost the connection while following task {task_id}")
+    assert f"mcptask tasks get {server.url} {task_id}" in last
+    assert "Traceback" not in errors and "Session termination failed" not in errors, errors

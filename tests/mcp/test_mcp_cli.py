@@ -250,6 +250,8 @@ def test_scripted_answers(http_server: Any, protocol: str) -> None:
     assert answered.stdout.strip() == "deleted /tmp/x"
     piped = mcptask(*call, input='{"confirm": true}')
     assert piped.returncode == 0 and piped.stdout.strip() == "deleted /tmp/x", piped.stderr
+    refused = mcptask(*call, "--answer", "confirm=false")  # accepted, but "no"
+    assert refused.returncode == 0 and refused.stdout.strip() == "kept /tmp/x", refused.stderr
     declined = mcptask(*call)  # stdin empty (/dev/null)
     assert declined.returncode == 0 and declined.stdout.strip() == "kept /tmp/x"
     both = mcptask(
