@@ -46,9 +46,9 @@ from ..store import (
     TaskRecord,
     TaskStore,
     encode_json,
-    source_values,
     storable_id,
     storable_text,
+    transition_sources,
 )
 from .batching import GroupSender, Queued
 
@@ -278,9 +278,7 @@ class SqliteTaskStore(TaskStore, GroupSender[_Write]):
     async def transition(
         self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        if not (allowed := source_values(status, change.get("expected"))) or not storable_id(
-            task_id
-        ):
+        if not (allowed := transition_sources(task_id, status, change.get("expected"))):
             return None
         # Serialised before the lock: a result that is not JSON fails here, changing nothing.
         result_json, error_json = (

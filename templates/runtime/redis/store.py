@@ -34,9 +34,9 @@ from ...store import (
     TaskPage,
     TaskQuery,
     TaskRecord,
-    source_values,
     storable_id,
     storable_text,
+    transition_sources,
 )
 from ..background import close_group, open_group
 from .admin import list_all as _list_all
@@ -259,9 +259,7 @@ class RedisTaskStore(SharedTaskStore):
     async def transition(
         self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        if not (allowed := source_values(status, change.get("expected"))) or not storable_id(
-            task_id
-        ):
+        if not (allowed := transition_sources(task_id, status, change.get("expected"))):
             return None
         # Serialised first: a result that is not JSON fails here, changing nothing.
         result, error, message = (
