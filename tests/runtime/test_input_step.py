@@ -168,6 +168,15 @@ class AsksTwice:
         self.gate.release.set()
 
 
+async def answer_q2(engine: TaskEngine, again: TaskView) -> TaskView:
+    """``again`` asks ``q2`` alone: answer it and wait for the task to complete."""
+    assert again.record.status == INPUT_REQUIRED
+    assert [i.params["message"] for i in again.inputs] == ["q2"]
+    q2, tid = again.inputs[0], again.record.task_id
+    assert await engine.answer("alice", tid, {q2.key: {"n": 2}}, face=FACE) == {q2.key}
+    return await view_until(engine, tid, lambda v: v.record.status == COMPLETED)
+
+
 async def test_asking_again_while_the_answer_resumes_R_INPUT_1_R_INPUT_4(
     gated: tuple[TaskEngine, Gate, Seen],
 ) -> None:
@@ -189,11 +198,7 @@ async def test_asking_again_while_the_answer_resumes_R_INPUT_1_R_INPUT_4(
         finally:
             gate.release.set()
         tg.cancel_scope.cancel()
-    assert again.record.status == INPUT_REQUIRED
-    assert [i.params["message"] for i in again.inputs] == ["q2"]
-    q2 = again.inputs[0]
-    assert await engine.answer("alice", tid, {q2.key: {"n": 2}}, face=FACE) == {q2.key}
-    done = await view_until(engine, tid, lambda v: v.record.status == COMPLETED)
+    done = await answer_q2(engine, again)
     assert done.record.result is not None
     assert done.record.result["structuredContent"] == {"q1": {"n": 1}, "q2": {"n": 2}}
     # Every change of the task was reported, once, in order: asked, resumed, asked again,
@@ -241,11 +246,7 @@ async def test_asking_again_while_the_work_resumes_R_INPUT_1_R_INPUT_4(
         finally:
             gate.release.set()
         tg.cancel_scope.cancel()
-    assert again.record.status == INPUT_REQUIRED
-    assert [i.params["message"] for i in again.inputs] == ["q2"]
-    q2 = again.inputs[0]
-    assert await engine.answer("alice", tid, {q2.key: {"n": 2}}, face=FACE) == {q2.key}
-    done = await view_until(engine, tid, lambda v: v.record.status == COMPLETED)
+    done = await answer_q2(engine, again)
     assert done.record.result is not None
     assert done.record.result["structuredContent"] == {"q2": {"n": 2}}
     assert seen.changes == [
