@@ -24,7 +24,6 @@ used (cores) by the front end, the workers and ``redis-server``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -44,7 +43,7 @@ sys.path.insert(0, str(HERE / "peers"))
 
 from driver import Session  # noqa: E402
 from localhost import free_port, stop  # noqa: E402
-from scaleout import cpu_s, redis_server  # noqa: E402
+from scaleout import bench_parser, cpu_s, redis_server, report  # noqa: E402
 
 HOST = "127.0.0.1"
 LIMITS = ["--rate-limit", "1000000000/10", "--max-active", "100000"]
@@ -269,15 +268,11 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="a few seconds (tests)")
+    parser = bench_parser(__doc__)
     parser.add_argument("--baseline-rev", help="also the in-process row of this git revision")
     parser.add_argument(
         "--in-process-only", action="store_true", help="the in-process lifecycle rows alone"
     )
-    parser.add_argument("--reps", type=int, help="repetitions per row")
-    parser.add_argument("--window", type=float, help="seconds measured per repetition")
-    parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else Plan()
     if args.reps:
@@ -285,10 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.window:
         plan.window_s = args.window
     rows = asyncio.run(run(plan, args.baseline_rev, args.in_process_only))
-    print(markdown(rows))
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
-    return 0
+    return report(markdown(rows), rows, args.json)
 
 
 if __name__ == "__main__":

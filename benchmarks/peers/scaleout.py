@@ -324,14 +324,29 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def bench_parser(doc: str) -> argparse.ArgumentParser:
+    """A scale-out benchmark's command line: ``--quick``, ``--reps``, ``--window`` and
+    ``--json``; the benchmark adds its own options."""
+    parser = argparse.ArgumentParser(description=doc.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="a few seconds (tests)")
-    parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated")
-    parser.add_argument("--clients", type=int, help="concurrent clients (default 8; quick 4)")
-    parser.add_argument("--reps", type=int, help="repetitions")
+    parser.add_argument("--reps", type=int, help="repetitions per row")
     parser.add_argument("--window", type=float, help="seconds measured per repetition")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    return parser
+
+
+def report(table: str, rows: list[dict[str, Any]], path: Path | None) -> int:
+    """Print the table; write the rows as JSON to ``path`` when given."""
+    print(table)
+    if path:
+        path.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = bench_parser(__doc__)
+    parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated")
+    parser.add_argument("--clients", type=int, help="concurrent clients (default 8; quick 4)")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else ScalePlan()
     plan = ScalePlan(
@@ -342,10 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     workers = [int(w) for w in args.workers.split(",")]
     rows = run_scaleout(args.quick, workers, plan)
-    print(markdown(rows))
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
-    return 0
+    return report(markdown(rows), rows, args.json)
 
 
 if __name__ == "__main__":
