@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE / "peers"))
 
 from driver import Session  # noqa: E402
 from localhost import free_port, stop  # noqa: E402
-from scaleout import bench_parser, cpu_s, redis_server, report  # noqa: E402
+from scaleout import accepts, bench_parser, cpu_s, redis_server, report  # noqa: E402
 
 HOST = "127.0.0.1"
 LIMITS = ["--rate-limit", "1000000000/10", "--max-active", "100000"]
@@ -130,12 +130,7 @@ class Stack:
     async def _ready(self) -> bool:
         if not all("running jobs from" in p.read_text(errors="replace") for p in self.worker_logs):
             return False
-        try:
-            _, writer = await asyncio.open_connection(HOST, self.port)
-        except OSError:
-            return False
-        writer.close()
-        return True
+        return await accepts(self.port)
 
     def pids(self) -> dict[str, list[int]]:
         assert self.front is not None

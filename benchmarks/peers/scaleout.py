@@ -157,12 +157,7 @@ class Server:
         reply = await redis_command(self.redis_port, "ZCARD", f"{self.ns}:instances")
         if not reply.startswith(b":") or int(reply[1:]) < self.workers:
             return False
-        try:
-            _, writer = await asyncio.open_connection(HOST, self.port)
-        except OSError:
-            return False
-        writer.close()
-        return True
+        return await accepts(self.port)
 
     def pids(self) -> list[int]:
         assert self.proc is not None
@@ -322,6 +317,16 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"| {r['driver_cpu_util']:.2f} | {r['others_cpu_util']:.2f} | {shares} |"
         )
     return "\n".join(lines)
+
+
+async def accepts(port: int) -> bool:
+    """Whether ``port`` on the benchmark's host accepts a connection."""
+    try:
+        _, writer = await asyncio.open_connection(HOST, port)
+    except OSError:
+        return False
+    writer.close()
+    return True
 
 
 def bench_parser(doc: str) -> argparse.ArgumentParser:

@@ -40,6 +40,14 @@ from testkit.wait import until_async
 pytestmark = pytest.mark.anyio
 
 FACE = "another-face"
+#: a task asked twice, as reported: asked, resumed, asked again, resumed, done
+ASKED_TWICE = [
+    (INPUT_REQUIRED, 1),
+    (WORKING, 2),
+    (INPUT_REQUIRED, 3),
+    (WORKING, 4),
+    (COMPLETED, 5),
+]
 
 
 class Gate:
@@ -203,13 +211,7 @@ async def test_asking_again_while_the_answer_resumes_R_INPUT_1_R_INPUT_4(
     assert done.record.result["structuredContent"] == {"q1": {"n": 1}, "q2": {"n": 2}}
     # Every change of the task was reported, once, in order: asked, resumed, asked again,
     # resumed, done; no working while q2 was outstanding, no re-mark after it.
-    assert seen.changes == [
-        (INPUT_REQUIRED, 1),
-        (WORKING, 2),
-        (INPUT_REQUIRED, 3),
-        (WORKING, 4),
-        (COMPLETED, 5),
-    ], [(s.value, v) for s, v in seen.changes]
+    assert seen.changes == ASKED_TWICE, [(s.value, v) for s, v in seen.changes]
     assert done.record.version == 5
 
 
@@ -249,10 +251,4 @@ async def test_asking_again_while_the_work_resumes_R_INPUT_1_R_INPUT_4(
     done = await answer_q2(engine, again)
     assert done.record.result is not None
     assert done.record.result["structuredContent"] == {"q2": {"n": 2}}
-    assert seen.changes == [
-        (INPUT_REQUIRED, 1),
-        (WORKING, 2),
-        (INPUT_REQUIRED, 3),
-        (WORKING, 4),
-        (COMPLETED, 5),
-    ], [(s.value, v) for s, v in seen.changes]
+    assert seen.changes == ASKED_TWICE, [(s.value, v) for s, v in seen.changes]
