@@ -43,7 +43,15 @@ sys.path.insert(0, str(HERE / "peers"))
 
 from driver import Session  # noqa: E402
 from localhost import free_port, stop  # noqa: E402
-from scaleout import accepts, bench_parser, cpu_s, redis_server, report  # noqa: E402
+from scaleout import (  # noqa: E402
+    accepts,
+    bench_parser,
+    cpu_s,
+    drop_load,
+    measure_window,
+    redis_server,
+    report,
+)
 
 HOST = "127.0.0.1"
 LIMITS = ["--rate-limit", "1000000000/10", "--max-active", "100000"]
@@ -176,19 +184,12 @@ async def measure(
         pids = stack.pids()
         every = [*pids["front"], *pids["workers"], redis_pid]
         c0 = {p: cpu_s(p) for p in every}
-        t0 = time.perf_counter()
-        state["measure"] = True
-        await asyncio.sleep(plan.window_s)
-        state["measure"] = False
-        wall = time.perf_counter() - t0
+        wall = await measure_window(state, plan.window_s)
         used = {p: cpu_s(p) - c0[p] for p in every}
         state["stop"] = True
         await asyncio.gather(*jobs)
     finally:
-        for job in jobs:
-            job.cancel()
-        for s in sessions:
-            s.close()
+        drop_load(jobs, sessions)
     return {
         "tasks_per_s": len(lat) / wall,
         "p50_ms": _pct(lat, 50) * 1e3,

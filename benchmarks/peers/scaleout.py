@@ -208,21 +208,15 @@ async def measure(
         pids = srv.pids()
         sent0 = sum(s.sent for s in sessions)
         c0 = {p: cpu_s(p) for p in [*pids, redis_pid]}
-        d0, m0, t0 = time.process_time(), machine_busy_s(), time.perf_counter()
-        state["measure"] = True
-        await asyncio.sleep(plan.window_s)
-        state["measure"] = False
-        wall = time.perf_counter() - t0
+        d0, m0 = time.process_time(), machine_busy_s()
+        wall = await measure_window(state, plan.window_s)
         c1 = {p: cpu_s(p) for p in c0}
         driver, busy = time.process_time() - d0, machine_busy_s() - m0
         sent = sum(s.sent for s in sessions) - sent0
         state["stop"] = True
         await asyncio.gather(*jobs)
     finally:
-        for job in jobs:
-            job.cancel()
-        for s in sessions:
-            s.close()
+        drop_load(jobs, sessions)
     used = {p: c1[p] - c0[p] for p in c0}
     workers_cpu = [used[p] for p in srv.worker_pids]
     n = len(lat)
@@ -317,6 +311,23 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"| {r['driver_cpu_util']:.2f} | {r['others_cpu_util']:.2f} | {shares} |"
         )
     return "\n".join(lines)
+
+
+async def measure_window(state: dict[str, bool], window_s: float) -> float:
+    """Let the clients count what completes for ``window_s``: the wall time it took."""
+    t0 = time.perf_counter()
+    state["measure"] = True
+    await asyncio.sleep(window_s)
+    state["measure"] = False
+    return time.perf_counter() - t0
+
+
+def drop_load(jobs: list[asyncio.Task[None]], sessions: list[Session]) -> None:
+    """Cancel the client jobs and close their sessions."""
+    for job in jobs:
+        job.cancel()
+    for s in sessions:
+        s.close()
 
 
 async def accepts(port: int) -> bool:
