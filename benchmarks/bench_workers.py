@@ -44,6 +44,7 @@ sys.path.insert(0, str(HERE / "peers"))
 from driver import Session  # noqa: E402
 from localhost import free_port, stop  # noqa: E402
 from scaleout import (  # noqa: E402
+    ScalePlan,
     accepts,
     bench_parser,
     cpu_s,
@@ -59,12 +60,10 @@ TTL_MS = 60_000
 
 
 @dataclass
-class Plan:
-    clients: int = 8
+class Plan(ScalePlan):
+    """The scale-out plan, and fewer clients for the CPU-bound tool."""
+
     cpu_clients: int = 4
-    reps: int = 2
-    warmup_s: float = 1.0
-    window_s: float = 5.0
 
 
 QUICK = Plan(clients=2, cpu_clients=2, reps=1, warmup_s=0.3, window_s=1.0)
