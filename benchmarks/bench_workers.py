@@ -24,7 +24,6 @@ used (cores) by the front end, the workers and ``redis-server``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -44,7 +43,16 @@ sys.path.insert(0, str(HERE / "peers"))
 
 from driver import Session  # noqa: E402
 from localhost import free_port, stop  # noqa: E402
-from scaleout import cpu_s, redis_server  # noqa: E402
+from scaleout import (  # noqa: E402
+    ScalePlan,
+    accepts,
+    bench_parser,
+    cpu_s,
+    drop_load,
+    measure_window,
+    redis_server,
+    report,
+)
 
 HOST = "127.0.0.1"
 LIMITS = ["--rate-limit", "1000000000/10", "--max-active", "100000"]
@@ -52,12 +60,10 @@ TTL_MS = 60_000
 
 
 @dataclass
-class Plan:
-    clients: int = 8
+class Plan(ScalePlan):
+    """The scale-out plan, and fewer clients for the CPU-bound tool."""
+
     cpu_clients: int = 4
-    reps: int = 2
-    warmup_s: float = 1.0
-    window_s: float = 5.0
 
 
 QUICK = Plan(clients=2, cpu_clients=2, reps=1, warmup_s=0.3, window_s=1.0)
@@ -131,12 +137,7 @@ class Stack:
     async def _ready(self) -> bool:
         if not all("running jobs from" in p.read_text(errors="replace") for p in self.worker_logs):
             return False
-        try:
-            _, writer = await asyncio.open_connection(HOST, self.port)
-        except OSError:
-            return False
-        writer.close()
-        return True
+        return await accepts(self.port)
 
     def pids(self) -> dict[str, list[int]]:
         assert self.front is not None
@@ -182,19 +183,12 @@ async def measure(
         pids = stack.pids()
         every = [*pids["front"], *pids["workers"], redis_pid]
         c0 = {p: cpu_s(p) for p in every}
-        t0 = time.perf_counter()
-        state["measure"] = True
-        await asyncio.sleep(plan.window_s)
-        state["measure"] = False
-        wall = time.perf_counter() - t0
+        wall = await measure_window(state, plan.window_s)
         used = {p: cpu_s(p) - c0[p] for p in every}
         state["stop"] = True
         await asyncio.gather(*jobs)
     finally:
-        for job in jobs:
-            job.cancel()
-        for s in sessions:
-            s.close()
+        drop_load(jobs, sessions)
     return {
         "tasks_per_s": len(lat) / wall,
         "p50_ms": _pct(lat, 50) * 1e3,
@@ -269,15 +263,11 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="a few seconds (tests)")
+    parser = bench_parser(__doc__)
     parser.add_argument("--baseline-rev", help="also the in-process row of this git revision")
     parser.add_argument(
         "--in-process-only", action="store_true", help="the in-process lifecycle rows alone"
     )
-    parser.add_argument("--reps", type=int, help="repetitions per row")
-    parser.add_argument("--window", type=float, help="seconds measured per repetition")
-    parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else Plan()
     if args.reps:
@@ -285,10 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.window:
         plan.window_s = args.window
     rows = asyncio.run(run(plan, args.baseline_rev, args.in_process_only))
-    print(markdown(rows))
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
-    return 0
+    return report(markdown(rows), rows, args.json)
 
 
 if __name__ == "__main__":

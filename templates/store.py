@@ -96,6 +96,16 @@ def source_values(status: TaskStatus, expected: Collection[TaskStatus] | None) -
     return [s.value for s in allowed_sources(status, expected)]
 
 
+def transition_sources(
+    task_id: str, status: TaskStatus, expected: Collection[TaskStatus] | None
+) -> list[str]:
+    """``source_values`` for a transition of ``task_id``, for stores that compare in SQL or
+    Lua: none (nothing to move) when the ID cannot be stored (``storable_id``)."""
+    if not storable_id(task_id):
+        return []
+    return source_values(status, expected)
+
+
 def rfc3339(ts: float) -> str:
     """RFC 3339 UTC with milliseconds, e.g. ``2025-11-25T10:30:00.000Z`` (R-TTL-1).
 

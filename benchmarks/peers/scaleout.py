@@ -157,12 +157,7 @@ class Server:
         reply = await redis_command(self.redis_port, "ZCARD", f"{self.ns}:instances")
         if not reply.startswith(b":") or int(reply[1:]) < self.workers:
             return False
-        try:
-            _, writer = await asyncio.open_connection(HOST, self.port)
-        except OSError:
-            return False
-        writer.close()
-        return True
+        return await accepts(self.port)
 
     def pids(self) -> list[int]:
         assert self.proc is not None
@@ -213,21 +208,15 @@ async def measure(
         pids = srv.pids()
         sent0 = sum(s.sent for s in sessions)
         c0 = {p: cpu_s(p) for p in [*pids, redis_pid]}
-        d0, m0, t0 = time.process_time(), machine_busy_s(), time.perf_counter()
-        state["measure"] = True
-        await asyncio.sleep(plan.window_s)
-        state["measure"] = False
-        wall = time.perf_counter() - t0
+        d0, m0 = time.process_time(), machine_busy_s()
+        wall = await measure_window(state, plan.window_s)
         c1 = {p: cpu_s(p) for p in c0}
         driver, busy = time.process_time() - d0, machine_busy_s() - m0
         sent = sum(s.sent for s in sessions) - sent0
         state["stop"] = True
         await asyncio.gather(*jobs)
     finally:
-        for job in jobs:
-            job.cancel()
-        for s in sessions:
-            s.close()
+        drop_load(jobs, sessions)
     used = {p: c1[p] - c0[p] for p in c0}
     workers_cpu = [used[p] for p in srv.worker_pids]
     n = len(lat)
@@ -324,14 +313,56 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+async def measure_window(state: dict[str, bool], window_s: float) -> float:
+    """Let the clients count what completes for ``window_s``: the wall time it took."""
+    t0 = time.perf_counter()
+    state["measure"] = True
+    await asyncio.sleep(window_s)
+    state["measure"] = False
+    return time.perf_counter() - t0
+
+
+def drop_load(jobs: list[asyncio.Task[None]], sessions: list[Session]) -> None:
+    """Cancel the client jobs and close their sessions."""
+    for job in jobs:
+        job.cancel()
+    for s in sessions:
+        s.close()
+
+
+async def accepts(port: int) -> bool:
+    """Whether ``port`` on the benchmark's host accepts a connection."""
+    try:
+        _, writer = await asyncio.open_connection(HOST, port)
+    except OSError:
+        return False
+    writer.close()
+    return True
+
+
+def bench_parser(doc: str) -> argparse.ArgumentParser:
+    """A scale-out benchmark's command line: ``--quick``, ``--reps``, ``--window`` and
+    ``--json``; the benchmark adds its own options."""
+    parser = argparse.ArgumentParser(description=doc.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="a few seconds (tests)")
-    parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated")
-    parser.add_argument("--clients", type=int, help="concurrent clients (default 8; quick 4)")
-    parser.add_argument("--reps", type=int, help="repetitions")
+    parser.add_argument("--reps", type=int, help="repetitions per row")
     parser.add_argument("--window", type=float, help="seconds measured per repetition")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    return parser
+
+
+def report(table: str, rows: list[dict[str, Any]], path: Path | None) -> int:
+    """Print the table; write the rows as JSON to ``path`` when given."""
+    print(table)
+    if path:
+        path.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = bench_parser(__doc__)
+    parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated")
+    parser.add_argument("--clients", type=int, help="concurrent clients (default 8; quick 4)")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else ScalePlan()
     plan = ScalePlan(
@@ -342,10 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     workers = [int(w) for w in args.workers.split(",")]
     rows = run_scaleout(args.quick, workers, plan)
-    print(markdown(rows))
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
-    return 0
+    return report(markdown(rows), rows, args.json)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ from ..errors import (
 )
 from ..store import TaskRecord, TaskStore, storable_id
 from .audit import audit
+from .background import close_group, open_group
 from .config import EngineConfig
 from .coordination import Answers, choose
 from .cursor import CursorError
@@ -173,8 +174,7 @@ class TaskEngine:
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> TaskEngine:
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
+        tg = await open_group()
         self._tg = tg
         try:
             await self.store.start(tg)
@@ -183,8 +183,7 @@ class TaskEngine:
                 await self.status_changed(rec)
         except BaseException:
             self._tg = None
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
+            await close_group(tg)
             raise
         tg.start_soon(self._sweeper)
         tg.start_soon(self.settler.serve)
@@ -192,9 +191,7 @@ class TaskEngine:
 
     async def __aexit__(self, *exc: object) -> None:
         tg, self._tg = self._tg, None
-        if tg is not None:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
+        await close_group(tg)
         for task_id in self.settler.left():
             # Not lost for good: a durable store's recovery (or, on a shared store, the
             # lease this instance leaves behind) marks the task failed.

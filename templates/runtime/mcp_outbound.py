@@ -63,6 +63,24 @@ class TaskDispatchContext:
     def can_send_request(self) -> bool:
         return True  # answered through tasks/result or tasks/update, whatever the transport
 
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
+        """An explicit ``send_progress_notification`` goes to :meth:`progress`; other
+        notifications have no channel here and are dropped."""
+        if method == PROGRESS and params:
+            value, total = params.get("progress"), params.get("total")
+            if isinstance(value, int | float):
+                message = params.get("message")
+                await self.progress(
+                    value,
+                    total if isinstance(total, int | float) else None,
+                    message if isinstance(message, str) else None,
+                )
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        await self.tctx.report_progress(progress, total, message)
+
 
 class TaskOutbound(TaskDispatchContext):
     """Duck-types ``mcp.shared.dispatcher.DispatchContext`` for the tool running in a task.
@@ -130,22 +148,6 @@ class PollOutbound(TaskDispatchContext):
             return await self.tctx.request_input(method, dict(params or {}))
         except TaskError as exc:
             raise to_sdk_error(exc) from None
-
-    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
-        if method == PROGRESS and params:  # an explicit send_progress_notification
-            value, total = params.get("progress"), params.get("total")
-            if isinstance(value, int | float):
-                message = params.get("message")
-                await self.tctx.report_progress(
-                    value,
-                    total if isinstance(total, int | float) else None,
-                    message if isinstance(message, str) else None,
-                )
-
-    async def progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        await self.tctx.report_progress(progress, total, message)
 
 
 async def request_client_task(

@@ -34,6 +34,7 @@ from .. import protocol
 from ..errors import InternalError
 from ..protocol import TaskStatus
 from ..store import TaskRecord, TaskStore
+from .background import aclose_quietly, close_group, open_group
 from .guard import StoreGuard
 from .runs import Run, TaskContext
 
@@ -244,11 +245,7 @@ class ProgressRelay:
                 log.warning("worker progress relay: Redis unavailable, retrying", exc_info=True)
                 await anyio.sleep(1.0)
             finally:
-                with anyio.CancelScope(shield=True):
-                    try:
-                        await pubsub.aclose()
-                    except Exception:
-                        pass
+                await aclose_quietly(pubsub)
 
 
 class Offload:
@@ -281,17 +278,14 @@ class Offload:
         await docket.__aenter__()
         docket.register(tool_call)
         self._docket = docket
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
+        tg = await open_group()
         self._tg = tg
         tg.start_soon(self.relay.listen)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         tg, self._tg = self._tg, None
-        if tg is not None:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
+        await close_group(tg)
         docket, self._docket = self._docket, None
         if docket is not None:
             await docket.__aexit__(None, None, None)

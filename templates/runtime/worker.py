@@ -42,7 +42,6 @@ from ..errors import InternalError, MethodNotFound, TaskError
 from ..meta import RELATED_TASK_KEY
 from ..protocol import FAILED, NON_TERMINAL, TERMINAL, TOOLS_CALL, TaskStatus
 from ._sdk import (
-    PROGRESS,
     connection_from_envelope,
     lowlevel_server,
     sdk_request_runner,
@@ -143,20 +142,6 @@ class WorkerOutbound(TaskDispatchContext):
             return await self.tctx.request_input(method, body)
         except TaskError as exc:
             raise to_sdk_error(exc) from None
-
-    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
-        if method == PROGRESS and params:
-            value, total, message = (
-                params.get("progress"),
-                params.get("total"),
-                params.get("message"),
-            )
-            if isinstance(value, int | float):
-                await self.progress(
-                    value,
-                    total if isinstance(total, int | float) else None,
-                    message if isinstance(message, str) else None,
-                )
 
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -20,7 +20,6 @@ client raises the task's JSON-RPC error instead (X-ERR-3), as the SEP asks.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +39,7 @@ from mcp_tasks.runtime.mcp_ext_client import ExtTaskRequestor, TasksClientExtens
 from testkit.doors import door_of, http_targets
 from testkit.fastmcp_peer import SERVER_SCRIPT, peer_python
 from testkit.interop import SERVER_MODULE, HttpServer, PeerServer, interrupt_cli_task, node_env
+from testkit.ops import mcptask
 
 pytestmark = pytest.mark.anyio
 
@@ -203,11 +203,6 @@ async def test_stock_client_with_our_extension_over_stdio() -> None:
             result = await c.call_tool(tool, arguments)
             assert (result.is_error, text_of(result)) == (is_error, text), tool
             assert seen and seen[-1].status == ext.COMPLETED, (tool, seen)  # X-CAP-4
-
-
-def mcptask(*args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "mcp_tasks.cli", *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
 def test_mcptask_on_the_extension_face(url: str) -> None:

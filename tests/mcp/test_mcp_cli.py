@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,22 +11,10 @@ import pytest
 
 from mcp_tasks.cli import coerce_arguments
 from testkit.mcp_e2e import interrupt_cli_task
+from testkit.ops import mcptask
 
 SERVER = f"{sys.executable} -m mcp_tasks.examples.server --stdio"
 TOKEN = "tok-alice"  # a subject of mcp_e2e.TOKENS
-
-
-def mcptask(
-    *args: str, timeout: float = 120, input: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``mcptask args...``; its stdin ``input``, else empty (``/dev/null``)."""
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_tasks.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        **({"input": input} if input is not None else {"stdin": subprocess.DEVNULL}),
-    )
 
 
 @pytest.fixture(scope="module")

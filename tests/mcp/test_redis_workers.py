@@ -254,25 +254,23 @@ def test_a_worker_that_cannot_start_stops_the_set(tmp_path: Path, tokens_file: P
     argv = [sys.executable, "-m", "testkit.patient_workers"]
     argv += ["--http", f"127.0.0.1:{free_port()}", "--workers", str(WORKERS), "--stateless"]
     unreachable = f"redis://127.0.0.1:{free_port()}/0"
-    out = subprocess.run(
-        [*argv, "--tokens", str(tokens_file), "--store", unreachable],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=python_env(),
-    )
+
+    def start(tokens: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*argv, "--tokens", str(tokens), "--store", unreachable],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=python_env(),
+        )
+
+    out = start(tokens_file)
     assert out.returncode == 1, out.stderr
     assert "after its start: stopping the others" in out.stderr
     assert f"--store {unreachable}: the store does not answer" in out.stderr
     bad = write_tokens(tmp_path / "bad.json", {})
     bad.write_text("[]")  # not a JSON object
-    parent = subprocess.run(
-        [*argv, "--tokens", str(bad), "--store", unreachable],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=python_env(),
-    )
+    parent = start(bad)
     assert parent.returncode == 2, parent.stderr
     assert "--tokens" in parent.stderr and "expected a JSON object" in parent.stderr
     assert "stopping the others" not in parent.stderr

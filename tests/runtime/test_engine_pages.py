@@ -37,6 +37,13 @@ def full_until_last(pages: list[list[str]], size: int) -> bool:
     return all(len(p) == size for p in pages[:-1]) and 0 < len(pages[-1]) <= size
 
 
+async def assert_listed_in_full_pages(eng: TaskEngine, expected: list[str]) -> None:
+    """alice's listing is pages of 3, each full until the last, of ``expected`` in order."""
+    pages = await list_pages(eng)
+    assert full_until_last(pages, 3), pages
+    assert [tid for page in pages for tid in page] == expected
+
+
 async def test_list_pages_full_beside_another_faces_tasks_R_LIST_1(
     make_engine: Callable[..., TaskEngine], clock: Clock
 ) -> None:
@@ -51,9 +58,7 @@ async def test_list_pages_full_beside_another_faces_tasks_R_LIST_1(
                 await eng.start("alice", "another-face", "tools/call", instant, tool_error=FAILED)
             clock.now += 0.001
             core.append((await create_task(eng, ALICE, "tools/call", instant))["task"]["taskId"])
-        pages = await list_pages(eng)
-        assert full_until_last(pages, 3), pages
-        assert [tid for page in pages for tid in page] == core
+        await assert_listed_in_full_pages(eng, core)
 
 
 async def test_list_pages_full_past_expired_unswept_tasks_R_LIST_1_R_TTL_3(
@@ -70,9 +75,7 @@ async def test_list_pages_full_past_expired_unswept_tasks_R_LIST_1_R_TTL_3(
             if ttl > 1000:
                 live.append(created["task"]["taskId"])
         clock.now += 2
-        pages = await list_pages(eng)
-        assert full_until_last(pages, 3), pages
-        assert [tid for page in pages for tid in page] == live
+        await assert_listed_in_full_pages(eng, live)
 
 
 async def test_list_cursor_continues_where_reading_stopped_R_LIST_1_R_TTL_3(

@@ -9,7 +9,7 @@ answers were taken) until the work has begun asking again."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -40,6 +40,14 @@ from testkit.wait import until_async
 pytestmark = pytest.mark.anyio
 
 FACE = "another-face"
+#: a task asked twice, as reported: asked, resumed, asked again, resumed, done
+ASKED_TWICE = [
+    (INPUT_REQUIRED, 1),
+    (WORKING, 2),
+    (INPUT_REQUIRED, 3),
+    (WORKING, 4),
+    (COMPLETED, 5),
+]
 
 
 class Gate:
@@ -57,40 +65,37 @@ class Gate:
             await self.release.wait()
 
 
-class GatedMemory(InMemoryTaskStore):
+class Gated(TaskStore):
+    """A store whose ``transition`` passes its ``gate`` first (mixed in before a store)."""
+
+    gate: Gate
+
+    async def transition(
+        self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
+    ) -> TaskRecord | None:
+        await self.gate.passing(status)
+        # the store it is mixed into answers (never TaskStore's abstract method)
+        return await super().transition(  # type: ignore[safe-super]
+            task_id, status, now=now, **change
+        )
+
+
+class GatedMemory(Gated, InMemoryTaskStore):
     def __init__(self, gate: Gate) -> None:
         super().__init__()
         self.gate = gate
 
-    async def transition(
-        self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
-    ) -> TaskRecord | None:
-        await self.gate.passing(status)
-        return await super().transition(task_id, status, now=now, **change)
 
-
-class GatedSqlite(SqliteTaskStore):
+class GatedSqlite(Gated, SqliteTaskStore):
     def __init__(self, gate: Gate, path: Path) -> None:
         super().__init__(path)
         self.gate = gate
 
-    async def transition(
-        self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
-    ) -> TaskRecord | None:
-        await self.gate.passing(status)
-        return await super().transition(task_id, status, now=now, **change)
 
-
-class GatedRedis(RedisTaskStore):
+class GatedRedis(Gated, RedisTaskStore):
     def __init__(self, gate: Gate, url: str) -> None:
         super().__init__(url, namespace=unique_namespace())
         self.gate = gate
-
-    async def transition(
-        self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
-    ) -> TaskRecord | None:
-        await self.gate.passing(status)
-        return await super().transition(task_id, status, now=now, **change)
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])
@@ -136,22 +141,27 @@ async def view_until(engine: TaskEngine, tid: str, check: Callable[[TaskView], b
     return view
 
 
-async def test_asking_again_while_the_answer_resumes_R_INPUT_1_R_INPUT_4(
-    gated: tuple[TaskEngine, Gate, Seen],
-) -> None:
-    engine, gate, seen = gated
-    go, entered = anyio.Event(), anyio.Event()
+class AsksTwice:
+    """A work that asks ``q1`` (through ``first``, which sets ``go`` once it stops
+    waiting), then, once ``go`` is set, ``q2``; its result holds the answers it got.
+    :meth:`hold`: while the gate holds a resume, let the work ask again, then release."""
 
-    async def work(tc: TaskContext) -> dict[str, Any]:
+    def __init__(
+        self, gate: Gate, first: Callable[[TaskContext, dict[str, Any]], Awaitable[None]]
+    ) -> None:
+        self.gate, self.first = gate, first
+        self.go, self.entered = anyio.Event(), anyio.Event()
+
+    async def work(self, tc: TaskContext) -> dict[str, Any]:
         answers: dict[str, Any] = {}
 
         async def first() -> None:
-            answers["q1"] = await tc.request_input(ELICITATION_CREATE, {"message": "q1"})
-            go.set()  # no store write was held: ask again now
+            await self.first(tc, answers)
+            self.go.set()  # no store write was held: ask again now
 
         async def second() -> None:
-            await go.wait()
-            entered.set()
+            await self.go.wait()
+            self.entered.set()
             answers["q2"] = await tc.request_input(ELICITATION_CREATE, {"message": "q2"})
 
         async with anyio.create_task_group() as tg:
@@ -159,18 +169,36 @@ async def test_asking_again_while_the_answer_resumes_R_INPUT_1_R_INPUT_4(
             tg.start_soon(second)
         return {"content": [], "structuredContent": answers}
 
-    async def hold() -> None:
-        """While the answer's resume is held, the work asks again."""
-        await gate.held.wait()
-        go.set()
-        await entered.wait()
-        gate.release.set()
+    async def hold(self) -> None:
+        await self.gate.held.wait()
+        self.go.set()
+        await self.entered.wait()
+        self.gate.release.set()
 
-    rec = await engine.start("alice", FACE, TOOLS_CALL, work, tool_error=COMPLETED)
+
+async def answer_q2(engine: TaskEngine, again: TaskView) -> TaskView:
+    """``again`` asks ``q2`` alone: answer it and wait for the task to complete."""
+    assert again.record.status == INPUT_REQUIRED
+    assert [i.params["message"] for i in again.inputs] == ["q2"]
+    q2, tid = again.inputs[0], again.record.task_id
+    assert await engine.answer("alice", tid, {q2.key: {"n": 2}}, face=FACE) == {q2.key}
+    return await view_until(engine, tid, lambda v: v.record.status == COMPLETED)
+
+
+async def test_asking_again_while_the_answer_resumes_R_INPUT_1_R_INPUT_4(
+    gated: tuple[TaskEngine, Gate, Seen],
+) -> None:
+    engine, gate, seen = gated
+
+    async def ask_q1(tc: TaskContext, answers: dict[str, Any]) -> None:
+        answers["q1"] = await tc.request_input(ELICITATION_CREATE, {"message": "q1"})
+
+    asks = AsksTwice(gate, ask_q1)
+    rec = await engine.start("alice", FACE, TOOLS_CALL, asks.work, tool_error=COMPLETED)
     tid = rec.task_id
     q1 = (await view_until(engine, tid, lambda v: len(v.inputs) == 1)).inputs[0]
     async with anyio.create_task_group() as tg:
-        tg.start_soon(hold)
+        tg.start_soon(asks.hold)
         gate.armed = True
         try:
             assert await engine.answer("alice", tid, {q1.key: {"n": 1}}, face=FACE) == {q1.key}
@@ -178,22 +206,12 @@ async def test_asking_again_while_the_answer_resumes_R_INPUT_1_R_INPUT_4(
         finally:
             gate.release.set()
         tg.cancel_scope.cancel()
-    assert again.record.status == INPUT_REQUIRED
-    assert [i.params["message"] for i in again.inputs] == ["q2"]
-    q2 = again.inputs[0]
-    assert await engine.answer("alice", tid, {q2.key: {"n": 2}}, face=FACE) == {q2.key}
-    done = await view_until(engine, tid, lambda v: v.record.status == COMPLETED)
+    done = await answer_q2(engine, again)
     assert done.record.result is not None
     assert done.record.result["structuredContent"] == {"q1": {"n": 1}, "q2": {"n": 2}}
     # Every change of the task was reported, once, in order: asked, resumed, asked again,
     # resumed, done; no working while q2 was outstanding, no re-mark after it.
-    assert seen.changes == [
-        (INPUT_REQUIRED, 1),
-        (WORKING, 2),
-        (INPUT_REQUIRED, 3),
-        (WORKING, 4),
-        (COMPLETED, 5),
-    ], [(s.value, v) for s, v in seen.changes]
+    assert seen.changes == ASKED_TWICE, [(s.value, v) for s, v in seen.changes]
     assert done.record.version == 5
 
 
@@ -204,39 +222,19 @@ async def test_asking_again_while_the_work_resumes_R_INPUT_1_R_INPUT_4(
     the instant its task goes back to ``working``: the task ends up ``input_required`` with
     the new request, never ``working`` with it outstanding."""
     engine, gate, seen = gated
-    go, entered = anyio.Event(), anyio.Event()
     scopes: list[anyio.CancelScope] = []
 
-    async def work(tc: TaskContext) -> dict[str, Any]:
-        answers: dict[str, Any] = {}
+    async def ask_q1(tc: TaskContext, answers: dict[str, Any]) -> None:
+        with anyio.CancelScope() as scope:
+            scopes.append(scope)
+            await tc.request_input(ELICITATION_CREATE, {"message": "q1"})
 
-        async def first() -> None:
-            with anyio.CancelScope() as scope:
-                scopes.append(scope)
-                await tc.request_input(ELICITATION_CREATE, {"message": "q1"})
-            go.set()  # no store write was held: ask again now
-
-        async def second() -> None:
-            await go.wait()
-            entered.set()
-            answers["q2"] = await tc.request_input(ELICITATION_CREATE, {"message": "q2"})
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(first)
-            tg.start_soon(second)
-        return {"content": [], "structuredContent": answers}
-
-    async def hold() -> None:
-        await gate.held.wait()
-        go.set()
-        await entered.wait()
-        gate.release.set()
-
-    rec = await engine.start("alice", FACE, TOOLS_CALL, work, tool_error=COMPLETED)
+    asks = AsksTwice(gate, ask_q1)
+    rec = await engine.start("alice", FACE, TOOLS_CALL, asks.work, tool_error=COMPLETED)
     tid = rec.task_id
     await view_until(engine, tid, lambda v: len(v.inputs) == 1)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(hold)
+        tg.start_soon(asks.hold)
         gate.armed = True
         scopes[0].cancel()  # the work stops waiting for q1
         # Stuck working with q2 outstanding would never show q2 (bounded wait).
@@ -250,17 +248,7 @@ async def test_asking_again_while_the_work_resumes_R_INPUT_1_R_INPUT_4(
         finally:
             gate.release.set()
         tg.cancel_scope.cancel()
-    assert again.record.status == INPUT_REQUIRED
-    assert [i.params["message"] for i in again.inputs] == ["q2"]
-    q2 = again.inputs[0]
-    assert await engine.answer("alice", tid, {q2.key: {"n": 2}}, face=FACE) == {q2.key}
-    done = await view_until(engine, tid, lambda v: v.record.status == COMPLETED)
+    done = await answer_q2(engine, again)
     assert done.record.result is not None
     assert done.record.result["structuredContent"] == {"q2": {"n": 2}}
-    assert seen.changes == [
-        (INPUT_REQUIRED, 1),
-        (WORKING, 2),
-        (INPUT_REQUIRED, 3),
-        (WORKING, 4),
-        (COMPLETED, 5),
-    ], [(s.value, v) for s, v in seen.changes]
+    assert seen.changes == ASKED_TWICE, [(s.value, v) for s, v in seen.changes]

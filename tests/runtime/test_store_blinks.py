@@ -10,6 +10,7 @@ is on an event, a log record or a poll with a deadline."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from testkit.blinks import (
     FACES,
     Face,
     Gate,
+    Logs,
     SqliteLock,
     count_reads,
     result_of,
@@ -88,6 +90,32 @@ class HeldResult:
 # ---------------------------------------------------------------- Redis: one instance
 
 
+async def work_ends_in_outage(
+    server: RedisServer,
+    engine: TaskEngine,
+    logs: Logs,
+    n: int,
+    once_back: Callable[[list[tuple[Face, str]]], Awaitable[None]] | None = None,
+) -> tuple[list[tuple[Face, str]], HeldResult]:
+    """Start ``n`` tasks on both faces and hold the first one's ``tasks/result``; stop
+    Redis and let the work end (every outcome's first write fails: the log says so); start
+    Redis again, run ``once_back``, and wait for the held result's answer."""
+    gate = Gate()
+    tasks = await start_on_both_faces(engine, gate, n)
+    held = HeldResult(*tasks[0])
+    async with anyio.create_task_group() as tg:
+        await held.hold(tg)
+        server.stop()
+        gate.release.set()
+        await until_async(lambda: all(logs.mentions(tid) for _, tid in tasks))
+        server.start()
+        if once_back is not None:
+            await once_back(tasks)
+        with anyio.fail_after(60):
+            await held.done.wait()
+    return tasks, held
+
+
 async def test_outcome_of_work_ending_in_redis_outage_is_stored_once_back(
     tmp_path: Path,
 ) -> None:
@@ -100,20 +128,12 @@ async def test_outcome_of_work_ending_in_redis_outage_is_stored_once_back(
         store = redis_store(server.url, unique_namespace())
         try:
             async with TaskEngine(store, EngineConfig(**CONFIG)) as engine:
-                gate = Gate()
-                tasks = await start_on_both_faces(engine, gate, 3)
-                held = HeldResult(*tasks[0])
-                async with anyio.create_task_group() as tg:
-                    await held.hold(tg)
-                    server.stop()
-                    gate.release.set()
-                    # every outcome's first write failed (the store said so in the log)
-                    await until_async(lambda: all(logs.mentions(tid) for _, tid in tasks))
-                    server.start()
+
+                async def completed(tasks: list[tuple[Face, str]]) -> None:
                     for face, tid in tasks:
                         await face.assert_completed_exactly(tid)
-                    with anyio.fail_after(60):
-                        await held.done.wait()
+
+                tasks, held = await work_ends_in_outage(server, engine, logs, 3, completed)
                 assert held.error is None, held.error
                 assert held.answer is not None and held.answer["content"] == (
                     result_of(held.task_id)["content"]
@@ -133,17 +153,7 @@ async def test_redis_without_persistence_loses_tasks_but_nothing_hangs(tmp_path:
         store = redis_store(server.url, unique_namespace())
         try:
             async with TaskEngine(store, EngineConfig(**CONFIG)) as engine:
-                gate = Gate()
-                tasks = await start_on_both_faces(engine, gate, 2)
-                held = HeldResult(*tasks[0])
-                async with anyio.create_task_group() as tg:
-                    await held.hold(tg)
-                    server.stop()
-                    gate.release.set()
-                    await until_async(lambda: all(logs.mentions(tid) for _, tid in tasks))
-                    server.start()
-                    with anyio.fail_after(60):
-                        await held.done.wait()
+                tasks, held = await work_ends_in_outage(server, engine, logs, 2)
                 await until_async(lambda: engine.running == 0)
                 assert held.error is not None and held.error.code == -32602
                 for face, tid in tasks:

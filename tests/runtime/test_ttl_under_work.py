@@ -5,9 +5,7 @@ creation, which still ends work that runs longer (R-SEC-4). On every store, both
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -18,12 +16,12 @@ from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime import (
     EngineConfig,
     InMemoryTaskStore,
-    SqliteTaskStore,
     TaskContext,
     TaskEngine,
 )
 from mcp_tasks.store import TaskStore
 from testkit.blinks import CORE, EXTENSION, Face, result_of
+from testkit.engine_kit import engine_on
 from testkit.redis_fixtures import RedisServer, unique_namespace
 from testkit.wait import until_async
 
@@ -35,43 +33,19 @@ TTL_MS = 300
 WORK_S = 1.2
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], TaskStore]:
-    def make() -> TaskStore:
-        if request.param == "memory":
-            return InMemoryTaskStore()
-        if request.param == "sqlite":
-            return SqliteTaskStore(tmp_path / "tasks.db")
-        server: RedisServer = request.getfixturevalue("redis_server")
-        from mcp_tasks.runtime.redis import RedisTaskStore
-
-        return RedisTaskStore(server.url, namespace=unique_namespace())
-
-    return make
-
-
-@asynccontextmanager
-async def engine_on(store: TaskStore, **cfg: Any) -> AsyncIterator[TaskEngine]:
-    try:
-        async with TaskEngine(store, EngineConfig(**cfg)) as engine:
-            yield engine
-    finally:
-        await store.close()
-
-
 async def slow(tc: TaskContext) -> dict[str, Any]:
     await anyio.sleep(WORK_S)  # the work's own duration, not a check
     return result_of(tc.task_id)
 
 
 async def test_work_longer_than_its_ttl_completes_R_TTL_2_R_TTL_3(
-    make_store: Callable[[], TaskStore],
+    store_factory: Callable[[], TaskStore],
 ) -> None:
     """ttl 300 ms, work of 1.2 s: the task is not expired under its work; the client gets
     the result, and sees the actual ttl grow (the ttl it asked for in the CreateTaskResult);
     once terminal, the task is kept about its ttl longer, then expires."""
     cfg = {"sweep_interval_s": 0.05, "default_ttl_ms": TTL_MS}  # the extension asks no ttl
-    async with engine_on(make_store(), **cfg) as engine:
+    async with engine_on(store_factory(), **cfg) as engine:
         core, ext = Face(engine, CORE), Face(engine, EXTENSION)
         created = await core.handler.dispatch_augmented(
             "tools/call", {"name": "job", "task": {"ttl": TTL_MS}}, core.ctx, work=slow
@@ -198,7 +172,9 @@ async def test_short_ttl_on_a_shared_store_outlives_another_instances_sweep_R_TT
             long = await core.start(held, ttl=1000)
             control = await core.start(instant, ttl=1000)
             await core.ended(control)
-            await expired(core, control, elsewhere=True)  # the other instance's sweep went past the ttl
+            await expired(
+                core, control, elsewhere=True
+            )  # the other instance's sweep went past the ttl
             seen = await core.get(long)
             assert seen["status"] == "working" and seen["ttl"] > 1000  # renewed (R-TTL-2)
             release.set()

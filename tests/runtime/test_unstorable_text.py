@@ -6,9 +6,7 @@ one is stored with U+FFFD in its place. On every store, both faces."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,15 +14,12 @@ import pytest
 from mcp_tasks.errors import TaskError
 from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime import (
-    EngineConfig,
     InMemoryTaskStore,
-    SqliteTaskStore,
     TaskContext,
-    TaskEngine,
 )
 from mcp_tasks.store import TaskStore
 from testkit.blinks import CORE, EXTENSION, FACES, Face, runtime_logs
-from testkit.redis_fixtures import RedisServer, unique_namespace
+from testkit.engine_kit import engine_on
 from testkit.wait import until_async
 
 pytestmark = pytest.mark.anyio
@@ -32,25 +27,9 @@ pytestmark = pytest.mark.anyio
 LONE = "\ud800"
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> TaskStore:
-    if request.param == "memory":
-        return InMemoryTaskStore()
-    if request.param == "sqlite":
-        return SqliteTaskStore(tmp_path / "tasks.db")
-    server: RedisServer = request.getfixturevalue("redis_server")
-    from mcp_tasks.runtime.redis import RedisTaskStore
-
-    return RedisTaskStore(server.url, namespace=unique_namespace())
-
-
-@asynccontextmanager
-async def engine_on(store: TaskStore) -> AsyncIterator[TaskEngine]:
-    try:
-        async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as engine:
-            yield engine
-    finally:
-        await store.close()
+@pytest.fixture
+def store(store_factory: Callable[[], TaskStore]) -> TaskStore:
+    return store_factory()
 
 
 @pytest.mark.parametrize("face", FACES)
@@ -58,7 +37,7 @@ async def test_task_id_with_a_lone_surrogate_is_unknown_R_ERR_1_X_GET_8(
     store: TaskStore, face: str
 ) -> None:
     with runtime_logs() as logs:
-        async with engine_on(store) as engine:
+        async with engine_on(store, sweep_interval_s=3600) as engine:
             f = Face(engine, face)
             for method in (f.get, f.cancel):
                 with pytest.raises(TaskError) as err:
@@ -79,7 +58,7 @@ async def test_result_with_a_lone_surrogate_is_kept_as_it_was_R_RESULT_1_X_GET_9
         return result
 
     with runtime_logs() as logs:
-        async with engine_on(store) as engine:
+        async with engine_on(store, sweep_interval_s=3600) as engine:
             f = Face(engine, face)
             tid = await f.start(work)
             got = await f.ended(tid)
@@ -104,7 +83,7 @@ async def test_status_message_with_a_lone_surrogate_is_stored_replaced(store: Ta
         await release.wait()
         return {"content": []}
 
-    async with engine_on(store) as engine:
+    async with engine_on(store, sweep_interval_s=3600) as engine:
         f = Face(engine, CORE)
         tid = await f.start(work)
         seen = await until_async(
@@ -125,7 +104,7 @@ async def test_unencodable_result_fails_the_task_saying_why_R_STATE_4(
     async def work(tc: TaskContext) -> dict[str, Any]:
         return {"content": [], "structuredContent": {"x": float("nan")}}
 
-    async with engine_on(store) as engine:
+    async with engine_on(store, sweep_interval_s=3600) as engine:
         f = Face(engine, face)
         tid = await f.start(work)
         got = await f.ended(tid)

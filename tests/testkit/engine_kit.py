@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,16 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[]
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
+
+
+@asynccontextmanager
+async def engine_on(store: TaskStore, **cfg: Any) -> AsyncIterator[TaskEngine]:
+    """An engine on ``store`` with the config ``cfg``, running; the store closed after."""
+    try:
+        async with TaskEngine(store, EngineConfig(**cfg)) as engine:
+            yield engine
+    finally:
+        await store.close()
 
 
 @pytest.fixture

@@ -119,13 +119,16 @@ def http(
         return exc.code, dict(exc.headers), exc.read()
 
 
-def mcptask(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def mcptask(
+    *args: str, timeout: float = 120, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``mcptask args...``; its stdin ``input``, else empty (``/dev/null``)."""
     return subprocess.run(
         [sys.executable, "-m", "mcp_tasks.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        stdin=subprocess.DEVNULL,
+        **({"input": input} if input is not None else {"stdin": subprocess.DEVNULL}),
     )
 
 

@@ -3,10 +3,12 @@ listens on 127.0.0.1, stop one by its PID, and run servers for the length of a `
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -98,3 +100,21 @@ def started_servers(new: Callable[..., S]) -> Iterator[Callable[..., S]]:
             return stack.enter_context(running(new(*args, **kwargs)))
 
         yield make
+
+
+def quick_bench(script: Path, folder: Path, timeout: float) -> tuple[list[Any], str]:
+    """Run a benchmark script's ``--quick`` mode (with a Redis of its own, skipped or failed
+    under CI without redis-server): its JSON rows and its printed table."""
+    from testkit.redis_fixtures import redis_server_binary
+
+    redis_server_binary()
+    rows_path = folder / "rows.json"
+    out = subprocess.run(
+        [sys.executable, str(script), "--quick", "--json", str(rows_path)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows: list[Any] = json.loads(rows_path.read_text())
+    return rows, out.stdout

@@ -35,8 +35,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, Unpack
 
-import anyio
-import anyio.lowlevel
 import anyio.to_thread
 
 from ..errors import InternalError, StoreUnavailable
@@ -48,10 +46,11 @@ from ..store import (
     TaskRecord,
     TaskStore,
     encode_json,
-    source_values,
     storable_id,
     storable_text,
+    transition_sources,
 )
+from .batching import GroupSender, Queued
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -109,26 +108,18 @@ def _migrate(c: sqlite3.Connection) -> None:
         c.execute(_ADD_TOOL)
 
 
-class _Write:
-    """One queued write: the function, then its outcome once its batch committed."""
+class _Write(Queued):
+    """One queued write: the function; its outcome is the function's once its batch
+    committed."""
 
-    __slots__ = ("fn", "steps", "done", "lead", "value", "exc")
+    __slots__ = ("fn", "steps")
 
     def __init__(self, fn: Callable[[sqlite3.Connection], Any], steps: int) -> None:
+        super().__init__()
         self.fn = fn
         #: Statements that write: a write of one needs no savepoint (SQLite undoes a
         #: failed statement by itself, keeping the transaction).
         self.steps = steps
-        self.done = anyio.Event()
-        #: Set instead of an outcome: this caller commits the next batch.
-        self.lead = False
-        self.value: Any = None
-        self.exc: BaseException | None = None
-
-    def outcome(self) -> Any:
-        if self.exc is not None:
-            raise self.exc
-        return self.value
 
 
 def _commit(c: sqlite3.Connection, batch: list[_Write]) -> None:
@@ -174,7 +165,7 @@ def _row(row: tuple[Any, ...]) -> TaskRecord:
     )
 
 
-class SqliteTaskStore(TaskStore):
+class SqliteTaskStore(TaskStore, GroupSender[_Write]):
     """Tasks and results in an SQLite database file (``":memory:"`` works too, not durably)."""
 
     #: ``mcptask admin cancel`` may write the file from another process.
@@ -191,8 +182,7 @@ class SqliteTaskStore(TaskStore):
             self._conn.executescript(_SCHEMA)
             _migrate(self._conn)
         self._closed = False
-        self._queue: list[_Write] = []
-        self._committing = False
+        GroupSender.__init__(self)
         # Reads run inline with a connection of their own: in WAL mode a reader never waits
         # for the writer, and a hop to a worker thread costs several times a keyed SELECT.
         # Writes stay on the worker thread. ":memory:" is one database per connection, so it
@@ -204,32 +194,13 @@ class SqliteTaskStore(TaskStore):
             self._reader.execute("PRAGMA query_only=1")
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T], steps: int = 1) -> T:
-        """Queue the write ``fn``; return once the transaction holding it committed.
+        """Queue the write ``fn``; return once the transaction holding it committed (group
+        commit, :class:`~.batching.GroupSender`: a cancelled caller's write, once queued,
+        still commits, as a write in a thread would)."""
+        return await self._enqueue(_Write(fn, steps))  # type: ignore[no-any-return]
 
-        Whoever finds no commit running commits the queue; writes queued meanwhile form
-        the next batch, handed to its first caller. Waits are shielded: a cancelled
-        caller's write, once queued, still commits (as a write in a thread would)."""
-        w = _Write(fn, steps)
-        self._queue.append(w)
-        with anyio.CancelScope(shield=True):
-            if self._committing:
-                await w.done.wait()
-                if not w.lead:
-                    return w.outcome()  # type: ignore[no-any-return]
-            self._committing = True
-            await anyio.lowlevel.checkpoint()  # one tick: let concurrent writes queue
-            batch, self._queue = self._queue, []
-            try:
-                await anyio.to_thread.run_sync(self._commit_batch, batch)
-            finally:
-                if self._queue:  # the next batch's first caller commits it
-                    self._queue[0].lead = True
-                    self._queue[0].done.set()
-                else:
-                    self._committing = False
-                for b in batch:
-                    b.done.set()
-        return w.outcome()  # type: ignore[no-any-return]
+    async def _flush(self, batch: list[_Write]) -> None:
+        await anyio.to_thread.run_sync(self._commit_batch, batch)
 
     def _commit_batch(self, batch: list[_Write]) -> None:
         with self._lock:
@@ -307,9 +278,7 @@ class SqliteTaskStore(TaskStore):
     async def transition(
         self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        if not (allowed := source_values(status, change.get("expected"))) or not storable_id(
-            task_id
-        ):
+        if not (allowed := transition_sources(task_id, status, change.get("expected"))):
             return None
         # Serialised before the lock: a result that is not JSON fails here, changing nothing.
         result_json, error_json = (

@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import anyio
-import anyio.lowlevel
 from redis.exceptions import DataError, NoScriptError, RedisError
 
 from ...errors import StoreUnavailable
+from ..batching import GroupSender, Queued
 from ..observe import store_retry
 
 log = logging.getLogger(__name__.rpartition(".")[0])
@@ -75,29 +74,22 @@ RESUME = load("resume")
 Call = tuple[Script | None, list[Any]]
 
 
-class _Batch:
-    """One caller's calls, then their replies (or the error) once their pipeline returned."""
+class _Batch(Queued):
+    """One caller's calls; its outcome is their replies (or the error) once their pipeline
+    returned."""
 
-    __slots__ = ("calls", "done", "lead", "replies", "exc")
+    __slots__ = ("calls",)
 
     def __init__(self, calls: list[Call]) -> None:
+        super().__init__()
         self.calls = calls
-        self.done = anyio.Event()
-        #: Set instead of replies: this caller sends the next pipeline.
-        self.lead = False
-        self.replies: list[Any] = []
-        self.exc: Exception | None = None
-
-    def outcome(self) -> list[Any]:
-        if self.exc is not None:
-            raise self.exc
-        return self.replies
 
 
-class ScriptRunner:
+class ScriptRunner(GroupSender[_Batch]):
     """Runs commands, scripts and pipelines on one client; counts round trips."""
 
     def __init__(self, client: Any, where: str) -> None:
+        super().__init__()
         self.redis: Any = client
         #: The Redis address for the log (never for clients: it may say too much).
         self.where = where
@@ -109,8 +101,6 @@ class ScriptRunner:
         self._loaded: set[str] = set()
         #: Pipelines actually sent (several callers' round trips may share one).
         self.sent = 0
-        self._queue: list[_Batch] = []
-        self._sending = False
 
     def unavailable(self, exc: BaseException) -> StoreUnavailable:
         """The error for clients; logs what failed, once per outage."""
@@ -149,27 +139,8 @@ class ScriptRunner:
         if not calls:
             return []
         self.round_trips += 1
-        item = _Batch(calls)
-        self._queue.append(item)
-        with anyio.CancelScope(shield=True):  # a queued call is sent: wait for its reply
-            if self._sending:
-                await item.done.wait()
-                if not item.lead:
-                    return item.outcome()
-            self._sending = True
-            await anyio.lowlevel.checkpoint()  # one tick: let concurrent calls queue
-            batch, self._queue = self._queue, []
-            try:
-                await self._flush(batch)
-            finally:
-                if self._queue:  # the next batch's first caller sends it
-                    self._queue[0].lead = True
-                    self._queue[0].done.set()
-                else:
-                    self._sending = False
-                for b in batch:
-                    b.done.set()
-        return item.outcome()
+        replies: list[Any] = await self._enqueue(_Batch(calls))
+        return replies
 
     async def _flush(self, batch: list[_Batch]) -> None:
         calls = [c for b in batch for c in b.calls]
@@ -195,7 +166,7 @@ class ScriptRunner:
             replies, at = out[at : at + len(b.calls)], at + len(b.calls)
             error = next((r for r in replies if isinstance(r, Exception)), None)
             if error is None:
-                b.replies = replies
+                b.value = replies
             else:
                 b.exc = self.unavailable(error)
                 b.exc.__cause__ = error

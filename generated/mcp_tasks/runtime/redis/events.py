@@ -19,6 +19,7 @@ import anyio
 from redis.exceptions import RedisError
 
 from ...store import TaskWatch
+from ..background import aclose_quietly
 from .codec import text
 
 log = logging.getLogger(__name__.rpartition(".")[0])
@@ -103,11 +104,7 @@ class Events:
             except (RedisError, OSError) as exc:
                 log.debug("redis listener: %s: %s", type(exc).__name__, exc)
             finally:
-                with anyio.CancelScope(shield=True):
-                    try:
-                        await pubsub.aclose()
-                    except Exception:
-                        pass
+                await aclose_quietly(pubsub)
             self.fire_all()
             await anyio.sleep(delay)
             delay = min(delay * 2, 2.0)

@@ -41,10 +41,11 @@ from ...store import (
     TaskPage,
     TaskQuery,
     TaskRecord,
-    source_values,
     storable_id,
     storable_text,
+    transition_sources,
 )
+from ..background import close_group, open_group
 from .admin import list_all as _list_all
 from .codec import TERMINAL_VALUES, as_dict, decode, dumps, fields, text
 from .events import Events, TaskWatchHandle
@@ -265,9 +266,7 @@ class RedisTaskStore(SharedTaskStore):
     async def transition(
         self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
-        if not (allowed := source_values(status, change.get("expected"))) or not storable_id(
-            task_id
-        ):
+        if not (allowed := transition_sources(task_id, status, change.get("expected"))):
             return None
         # Serialised first: a result that is not JSON fails here, changing nothing.
         result, error, message = (
@@ -557,8 +556,7 @@ class RedisTaskStore(SharedTaskStore):
         tg.start_soon(self._heartbeat)
 
     async def __aenter__(self) -> RedisTaskStore:
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
+        tg = await open_group()
         self._tg = tg
         await self.start(tg)
         return self
@@ -572,9 +570,7 @@ class RedisTaskStore(SharedTaskStore):
         the connection pool if the store made it.
         """
         tg, self._tg = self._tg, None
-        if tg is not None:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
+        await close_group(tg)
         if self._started:
             self._started = False
             with anyio.CancelScope(shield=True), anyio.move_on_after(2):
