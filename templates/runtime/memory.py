@@ -81,7 +81,22 @@ class InMemoryTaskStore(TaskStore):
             idx.active += 1
         expires = record.expires_at
         if expires is not None:
-            heapq.heappush(self._expiry, (expires, record.task_id))
+            self._push_expiry(expires, record.task_id)
+
+    def _push_expiry(self, expires: float, task_id: str) -> None:
+        """Push onto the expiry heap. Entries of deleted tasks (dropped for a requestor's
+        cap, say) or of changed ttls wait for their own deadline; once they outnumber the
+        live tasks the heap is rebuilt from those, so it holds at most about twice as many
+        entries as there are tasks, however fast tasks come and go."""
+        heap = self._expiry
+        heapq.heappush(heap, (expires, task_id))
+        if len(heap) > 2 * len(self._tasks) + 1024:
+            self._expiry = [
+                (rec.expires_at, rec.task_id)
+                for rec in self._tasks.values()
+                if rec.expires_at is not None
+            ]
+            heapq.heapify(self._expiry)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         return self._tasks.get(task_id)
@@ -174,7 +189,7 @@ class InMemoryTaskStore(TaskStore):
         self._tasks[task_id] = new
         expires = new.expires_at
         if expires is not None:  # the old heap entry is dropped at its own deadline
-            heapq.heappush(self._expiry, (expires, task_id))
+            self._push_expiry(expires, task_id)
         return new
 
     async def count_active(self, requestor: str) -> int:

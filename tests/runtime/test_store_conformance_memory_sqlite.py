@@ -91,3 +91,23 @@ async def test_sqlite_opens_a_file_made_before_faces(tmp_path: Path) -> None:
         ]
     finally:
         await s2.close()
+
+
+@pytest.mark.anyio
+async def test_memory_expiry_heap_stays_bounded_by_the_tasks_kept_R_SEC_4() -> None:
+    """Tasks deleted before their ttl (a requestor's oldest finished tasks, dropped for its
+    cap) leave no heap entry behind for the rest of their ttl: however many come and go,
+    the expiry heap holds at most about twice the tasks kept, and expiry still works."""
+    store = InMemoryTaskStore()
+    kept: list[str] = []
+    for i in range(20_000):
+        task_id = f"t{i}"
+        await store.create(record(task_id, created_at=1_000.0 + i, ttl_ms=3_600_000))
+        kept.append(task_id)
+        if len(kept) > 100:
+            assert await store.delete(kept.pop(0))
+    assert len(store) == 100
+    assert len(store._expiry) <= 2 * len(store) + 1024
+    expired = await store.pop_expired(1_000.0 + 20_000 + 3_600, 1_000)
+    assert sorted(r.task_id for r in expired) == sorted(kept)
+    assert len(store) == 0
