@@ -119,8 +119,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_NO_TRACING = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
-
 
 def mcp_version() -> str:
     """The installed ``mcp`` distribution's version (``"unknown"`` when not installed)."""
@@ -513,8 +511,9 @@ def initialized(conn: Connection) -> bool:
 
 
 def tracing() -> bool:
-    """Whether OpenTelemetry has a tracer provider (else every span is a no-op that costs)."""
-    return not isinstance(trace.get_tracer_provider(), _NO_TRACING)
+    """Whether the SDK's spans record: its tracer is the API's proxy, a no-op (that costs)
+    until a tracer provider is set (``trace._TRACER_PROVIDER``; if that goes: assume so)."""
+    return getattr(trace, "_TRACER_PROVIDER", True) is not None
 
 
 class _TaskRunner(ServerRunner[Any]):
