@@ -234,8 +234,11 @@ class Router:
         list_without_identity: bool = False,
         immediate_response: str | None = None,
         has_tool: Callable[[str], Awaitable[bool]] | None = None,
+        ended: Callable[[str], bool] | None = None,
     ) -> None:
         self.handlers = handlers
+        #: whether a task ended in this process a moment ago (None: never assumed)
+        self.ended = ended
         #: whether the server has a tool of that name (None: assume it has)
         self.has_tool = has_tool
         self.tools = tools
@@ -258,6 +261,14 @@ class Router:
 
     def is_extension(self, version: str | None) -> bool:
         return self.extension is not None and version == self.extension.face
+
+    def answers_at_once(self, req: TaskRequest) -> bool:
+        """Whether ``req`` is a ``tasks/result`` of a task that ended here a moment ago:
+        answered without waiting (a front door need not watch for a client that leaves)."""
+        if req.method != protocol.TASKS_RESULT or self.ended is None:
+            return False
+        task_id = req.params.get("taskId")
+        return isinstance(task_id, str) and self.ended(task_id)
 
     # ------------------------------------------------------------------ routing
     async def route(self, req: TaskRequest) -> dict[str, Any] | Pass:

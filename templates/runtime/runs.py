@@ -286,6 +286,12 @@ class Runs:
             return None
         return got[1]
 
+    def ended(self, task_id: str) -> bool:
+        """Whether the work of ``task_id`` ended its task here a moment ago (``recent``): a
+        ``tasks/result`` of it is answered from the record at hand, waiting for nothing."""
+        rec = self.recent(task_id)
+        return rec is not None and rec.status in TERMINAL
+
     def forget(self, task_id: str) -> None:
         self._recent.pop(task_id, None)
 

@@ -17,6 +17,7 @@ from mcp_tasks.extension import handlers as ext_handlers
 from mcp_tasks.runtime import CoreTasks, ExtensionTasks, TaskEngine
 from mcp_tasks.runtime.mcp_server import McpTasks
 from mcp_tasks.runtime.memory import InMemoryTaskStore
+from testkit.doors import ENDPOINT
 from testkit.ext_wire import ExtClient
 from testkit.inproc import serving
 from testkit.sec_harness import RawHttp
@@ -117,3 +118,37 @@ def test_handlers_must_be_a_faces_generated_base() -> None:
         McpTasks(MCPServer("x"), engine=engine, handlers=[CoreTasks(engine), Noted(engine)])
     served = McpTasks(MCPServer("x"), engine=engine, handlers=[ExtensionTasks(engine)])
     assert isinstance(served.handlers[core_handlers.TasksHandlerBase.face], CoreTasks)
+
+
+def test_a_result_is_answered_at_once_only_for_a_task_that_just_ended_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """R-RESULT-2: ``tasks/result`` blocks until its task ends; the router tells a front door
+    which ones cannot block (their task ended in this process a moment ago), so that door
+    need not watch for a client that leaves meanwhile; a running task, an unknown one and
+    any other method still may."""
+    from mcp_tasks.runtime.router import TaskRequest
+
+    monkeypatch.setattr("mcp_tasks.runtime.runs.RECENT_S", 600.0)  # "a moment", on any machine
+    built: list[McpTasks] = []
+
+    def build() -> tuple[MCPServer, McpTasks]:
+        mcp, tasks = _build()()
+        built.append(tasks)
+        return mcp, tasks
+
+    with serving(ENDPOINT, build=build) as srv, RawHttp(srv.url) as c:
+        router = built[0].router
+        ended = c.create("wait_a_bit", {"seconds": 0})
+        c.ok("tasks/result", {"taskId": ended})
+        running = c.create("wait_a_bit", {"seconds": 30})
+
+        def asks(method: str, task_id: str) -> bool:
+            params = {"taskId": task_id}
+            return router.answers_at_once(TaskRequest("2025-11-25", method, params, 1, "x"))
+
+        assert asks("tasks/result", ended)
+        assert not asks("tasks/result", running)
+        assert not asks("tasks/result", "no-such-task")
+        assert not asks("tasks/get", ended)
+        c.call("tasks/cancel", {"taskId": running})

@@ -347,6 +347,22 @@ def test_server_runner_on_request() -> None:
     )
 
 
+def test_serverrunner_compose_server_middleware() -> None:
+    """ServerRunner._compose_server_middleware: a task's run leaves out the no-op span."""
+    from mcp.server._otel import OpenTelemetryMiddleware
+    from mcp.server.runner import ServerRunner
+
+    compose = getattr(ServerRunner, "_compose_server_middleware", None)
+    assert compose is not None, changed("ServerRunner._compose_server_middleware is gone")
+    assert _params(compose) == ["inner"], changed("_compose_server_middleware(inner) changed")
+    assert "_compose_server_middleware(" in inspect.getsource(ServerRunner._on_request), changed(
+        "ServerRunner.on_request no longer composes the middleware there"
+    )
+    assert any(isinstance(m, OpenTelemetryMiddleware) for m in Server("canary").middleware), (
+        changed("Server.middleware no longer starts with the OpenTelemetry span middleware")
+    )
+
+
 def test_mcp_param_rejection() -> None:
     """_streamable_http_modern._mcp_param_rejection: the Mcp-Param header check."""
     from mcp.server import _streamable_http_modern as modern

@@ -151,6 +151,7 @@ class McpTasks:
             list_without_identity=list_without_identity,
             immediate_response=immediate_response,
             has_tool=self.has_tool,
+            ended=self.engine.runs.ended,
         )
         #: the task endpoint of the last :meth:`streamable_http_app` (None: not in use)
         self.task_endpoint: Any = None
