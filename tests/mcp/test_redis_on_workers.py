@@ -406,7 +406,7 @@ def test_the_example_server_refuses_on_workers_without_redis(
         (["--store", "redis://h:1/0", "nocolon"], "expected MODULE:ATTR"),
         (["--store", "redis://h:1/0", "no_such_module_x:app"], "cannot import no_such_module_x"),
         (["--store", "redis://h:1/0", "mcp_tasks.protocol:nothing"], "has no attribute nothing"),
-        (["--store", "redis://h:1/0", "mcp_tasks.protocol:REVISION"], "got str"),
+        (["--store", "redis://h:1/0", "math:pi"], "got float"),
         (["--store", "memory", "mcp_tasks.examples.server:worker_app"], "expected redis://"),
     ],
 )
