@@ -456,8 +456,8 @@ def test_sigterm_lets_the_tool_finish_and_a_second_one_leaves_it_to_another_work
 
 def _readme_set_up() -> tuple[str, list[str]]:
     """The README's worker set-up: its app (``reports.py``) and its two commands."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Work on worker processes\n", 1)[1].split("\n## ", 1)[0]
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "workers.md").read_text()
+    section = readme.split("# Work on worker processes\n", 1)[1]
     app = section.split("```python\n", 1)[1].split("```", 1)[0]
     commands = section.split("```python\n", 1)[1].split("```", 1)[1]
     shell = commands.split("```\n", 1)[1].split("```", 1)[0]

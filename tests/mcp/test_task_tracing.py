@@ -82,11 +82,11 @@ def test_a_task_run_keeps_the_sdks_span_when_tracing_is_configured(
     assert spans[-1][1]["mcp.method.name"] == "tools/call"
 
 
-def test_without_a_tracer_provider_the_run_skips_the_no_op_span(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def check_without_a_tracer_provider() -> None:
     """At the task endpoint (the SDK's own door serves the task's ``tools/call`` request
     itself, in the request's span)."""
+    import mcp.server._otel as server_otel
+
     started: list[str] = []
     real = sdk_otel.otel_span
 
@@ -95,9 +95,28 @@ def test_without_a_tracer_provider_the_run_skips_the_no_op_span(
         return real(name, **kw)
 
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-    monkeypatch.setattr("mcp.server._otel.otel_span", counted)
+    server_otel.otel_span = counted
     with serving(ENDPOINT) as srv:
         assert _one_task(srv.url).startswith("done after 0s")
     # the requests the SDK serves (initialize...) keep their span; the task's run has none
     assert "initialize" in started
-    assert "tools/call slow_compute" not in started
+    assert "tools/call slow_compute" not in started, started
+
+
+def test_without_a_tracer_provider_the_run_skips_the_no_op_span() -> None:
+    """In a fresh interpreter: OpenTelemetry's API keeps a provider once any was set (its
+    proxies cache the real tracer), so "no provider" is only true of a process that never
+    had one, as a user's server without tracing is."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parents[1]
+    code = (
+        f"import runpy, sys; sys.path.insert(0, {str(tests)!r}); "
+        f"runpy.run_path({__file__!r})['check_without_a_tracer_provider']()"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -23,7 +23,11 @@ from testkit.doors import pinned
 from testkit.sec_harness import HttpServer, RawHttp, parse_body
 from testkit.wait import until
 
-README = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+_ROOT = Path(__file__).resolve().parents[2]
+#: the README with its security page (docs/security.md), whitespace folded
+README = " ".join(
+    " ".join((_ROOT / name).read_text() for name in ("README.md", "docs/security.md")).split()
+)
 
 
 @pinned("sdk")  # the task endpoint answers these -32600 (test_fair_limits.py)

@@ -23,22 +23,25 @@ It is also the one bridge between this package's :class:`TaskError` and the SDK'
 from __future__ import annotations
 
 # isort: off
-from .sdk_check import SDK_MISSING  # noqa: F401  (first: names the extra to install)
+from .sdk_check import SDK_MISSING  # noqa: F401  (first: a missing SDK is one line)
 
 # isort: on
 
 import logging
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientResponse, ClientSession
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.lowlevel.server import Server
+from mcp.server.runner import ServerRunner, _apply_middleware
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, check_accept_headers
 from mcp.shared.dispatcher import CallOptions, DispatchContext
@@ -57,10 +60,12 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, DEFAULT_NEGOTIATED_VERSION, JSONRPCRequest
 from mcp_types import methods as _methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from opentelemetry import trace
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import InternalError, InvalidParams, TaskError, error_from_payload
 from ..errors import describe_validation_error as _describe
+from ._sdk_assumptions import ASSUMPTIONS, MCP_SUPPORTED
 
 __all__ = [
     "ASSUMPTIONS",
@@ -120,51 +125,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-MCP_SUPPORTED = ">=2.3,<2.4"
-"""The ``mcp`` releases these assumptions were checked against (``pyproject.toml``)."""
-
-ASSUMPTIONS: tuple[tuple[str, str], ...] = (
-    ("MCPServer._lowlevel_server", "the low-level Server inside an MCPServer"),
-    ("ServerSession._connection", "the stable per-connection object (no public accessor)"),
-    ("ServerSession._request_outbound", "the request-scoped channel of a task-result call"),
-    ("ServerSession(outbound, connection)", "a task-scoped session is built this way"),
-    ("DispatchContext members", "the task-scoped outbound duck-types DispatchContext"),
-    ("Connection.exit_stack", "unwound when the connection (stdio, HTTP session) ends"),
-    ("mcp.shared._context_streams.create_context_streams", "the stdio relay's stream pair"),
-    ("ClientSession._stamp", "protocol-version stamping of a raw request"),
-    ("ClientSession._dispatcher", "raw requests that skip the SDK's result validation"),
-    ("ClientSession._on_request", "overridden: the stock one answers tasks/* with -32601"),
-    ("ClientSession._build_capabilities", "overridden: extended with capabilities.tasks"),
-    ("ClientSession.dispatch_input_request", "runs the elicitation/sampling callbacks"),
-    ("modern stamp _meta envelope", "a raw request's clientCapabilities can be extended"),
-    ("mcp_types.methods.parse_server_request", "a server request's typed model"),
-    ('"Validation error" message prefix', "how the SDK's HTTP transport reports a bad envelope"),
-    # the tasks extension's face (mcp_extension): public names, structural assumptions
-    ("Server.extensions", "what server/discover advertises under capabilities.extensions"),
-    ("Connection.from_envelope", "a task's session on the extension's face, from the envelope"),
-    ("NAME_BEARING_METHODS lacks tasks/*", "the Mcp-Name check of tasks/* requests is ours"),
-    ("CORE_RESULT_TYPES lacks task", "a resultType task answer passes the runner unsieved"),
-    # the lean path (mcp_lean): the Streamable HTTP endpoint and its session manager
-    ("Server._session_manager", "the session manager streamable_http_app() made"),
-    ("streamable_http_app route endpoint", "Route(path).app is the endpoint, maybe in .app"),
-    ("StreamableHTTPSessionManager._server_instances", "session id -> its transport"),
-    ("StreamableHTTPSessionManager._session_owners", "session id -> the credential"),
-    ("StreamableHTTPSessionManager._lifespan_state", "what the server's lifespan yielded"),
-    ("StreamableHTTPServerTransport idle accounting", "idle_scope, _idle_timeout, in-flight"),
-    ("Connection.initialize_accepted", "a session past its handshake"),
-    ("ServerRunner(server, connection, lifespan).on_request", "the SDK's request pipeline"),
-    ("_streamable_http_modern._mcp_param_rejection", "the Mcp-Param header check"),
-    ("StreamableHTTPServerTransport standalone stream", "_request_streams, GET key, event store"),
-    # the front doors (task endpoint, SDK hooks, identity): transport modules they read
-    ("mcp.shared.inbound envelope helpers", "classify, ladder rejection, routing headers, status"),
-    ("streamable_http session header and Accept", "Mcp-Session-Id, check_accept_headers(request)"),
-    ("TransportSecurityMiddleware(settings)", "validate_request(request, is_post=True) -> None"),
-    ("auth_context.get_access_token", "the verified bearer token of the request being served"),
-    ("InputRequiredResult.result_type default", "the resultType of an MRTR input round"),
-    ("Server.add_notification_handler", "client notifications reach the face's handler"),
-    ("mcp_types.version handshake versions", "HANDSHAKE_PROTOCOL_VERSIONS, the default version"),
-)
 
 
 def mcp_version() -> str:
@@ -557,12 +517,28 @@ def initialized(conn: Connection) -> bool:
     return bool(conn.initialize_accepted)
 
 
+def tracing() -> bool:
+    """Whether the SDK's spans record: its tracer is the API's proxy, a no-op (that costs)
+    until a tracer provider is set (``trace._TRACER_PROVIDER``; if that goes: assume so)."""
+    return getattr(trace, "_TRACER_PROVIDER", True) is not None
+
+
+class _TaskRunner(ServerRunner[Any]):
+    """The SDK's pipeline; its span middleware left out while :func:`tracing` is off."""
+
+    def _compose_server_middleware(self, inner: CallNext) -> CallNext:
+        if tracing():
+            return super()._compose_server_middleware(inner)
+        for middleware in reversed(self.server.middleware):
+            if type(middleware) is not OpenTelemetryMiddleware:
+                inner = partial(_apply_middleware, middleware, inner)
+        return inner
+
+
 def sdk_request_runner(server: Any, conn: Connection, lifespan: Any) -> Any:
     """``on_request(dctx, method, params)`` of the SDK's own pipeline for ``conn``: the
-    middleware, params validation, the handler and its result checks."""
-    from mcp.server.runner import ServerRunner
-
-    return ServerRunner(lowlevel_server(server), conn, lifespan).on_request
+    middleware (the span's only with :func:`tracing`), validation, the handler, its checks."""
+    return _TaskRunner(lowlevel_server(server), conn, lifespan).on_request
 
 
 #: id(input schema) -> (the schema, whether it declares Mcp-Param headers); bounded
