@@ -73,7 +73,7 @@ from ..store import TaskStore
 from ._sdk import ClientSessionHooks, run_input_callback, send_raw_request
 from .core import CoreTasks
 from .engine import EngineConfig, TaskContext, TaskEngine
-from .mcp_retry import ConnectionLost, http_client, retrying
+from .mcp_retry import ConnectionLost, http_client, poll_delay, retrying
 
 if TYPE_CHECKING:  # absent from a package generated without the extension's schema
     from .mcp_ext_client import (  # type: ignore[import-not-found, unused-ignore]
@@ -339,8 +339,7 @@ class TaskRequestor:
         task = first if first is not None else await self.get(task_id)
         await _call(on_status, task)
         while task.status not in TERMINAL and task.status != INPUT_REQUIRED:
-            interval = task.pollInterval if task.pollInterval is not None else self.default_poll_ms
-            await anyio.sleep(max(interval, 10) / 1000)
+            await anyio.sleep(poll_delay(task.pollInterval, self.default_poll_ms))
             previous = task.status
             task = await self.get(task_id)
             if task.status != previous or on_status is not None:

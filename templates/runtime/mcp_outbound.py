@@ -26,6 +26,7 @@ from ..protocol import (
     TERMINAL,
 )
 from ._sdk import PING, PROGRESS, Connection, connection_of, to_sdk_error
+from .mcp_retry import poll_delay
 from .runs import LazyEvent, TaskContext
 
 __all__ = [
@@ -176,7 +177,9 @@ async def request_client_task(
     current: Mapping[str, Any] = task
     while current.get("status") not in TERMINAL and current.get("status") != INPUT_REQUIRED:
         interval = current.get("pollInterval")
-        await anyio.sleep((interval if isinstance(interval, int) else default_poll_ms) / 1000)
+        await anyio.sleep(
+            poll_delay(interval if isinstance(interval, int) else None, default_poll_ms)
+        )
         current = await conn.send_raw_request(TASKS_GET, {"taskId": task_id})
         if on_status is not None:
             await on_status(dict(current))

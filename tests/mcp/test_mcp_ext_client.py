@@ -13,13 +13,18 @@ import pytest
 from mcp_tasks.extension import methods as ext_methods
 from mcp_tasks.extension import protocol as ext
 from mcp_tasks.runtime.mcp_ext_client import ExtTaskRequestor, TasksClientExtension
+from mcp_tasks.runtime.mcp_retry import poll_delay
 
 pytestmark = pytest.mark.anyio
 
 STAMP = "2026-12-01T00:00:00Z"
 ASK = {
     "method": "elicitation/create",
-    "params": {"mode": "form", "message": "ok?", "requestedSchema": {"type": "object", "properties": {}}},
+    "params": {
+        "mode": "form",
+        "message": "ok?",
+        "requestedSchema": {"type": "object", "properties": {}},
+    },
 }
 
 
@@ -109,3 +114,15 @@ async def test_answer_inputs_false_stops_at_input_required() -> None:
     requestor = Scripted([task(ext.INPUT_REQUIRED, 10, inputRequests={"a": ASK})])
     got = await requestor.wait("t-1", first=task(ext.WORKING, 10), answer_inputs=False)
     assert got.status == ext.INPUT_REQUIRED and requestor.updates == []
+
+
+def test_a_poll_never_comes_sooner_than_asked_and_is_jittered_R_GET_1_X_POLL_2() -> None:
+    """Both requestors (and the server polling a client's task) sleep ``poll_delay``: the
+    asked interval, never less, plus 2-10%; the default when none is asked; 10 ms at least.
+    The jitter keeps a 5000 ms poll off the instant uvicorn's 5 s keep-alive closes the
+    idle connection (a request sent on it fails, and ends the stock client's session)."""
+    delays = [poll_delay(5000, 500) for _ in range(2000)]
+    assert all(5.1 <= d <= 5.5 for d in delays)
+    assert len({round(d, 3) for d in delays}) > 100  # spread, not one fixed offset
+    assert all(0.51 <= poll_delay(None, 500) <= 0.55 for _ in range(100))
+    assert all(0.0102 <= poll_delay(0, 500) <= 0.011 for _ in range(100))

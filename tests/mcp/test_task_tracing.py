@@ -16,6 +16,7 @@ from opentelemetry.util.types import Attributes
 
 from testkit.doors import ENDPOINT
 from testkit.inproc import serving
+from testkit.procs import python_env
 from testkit.sec_harness import RawHttp
 
 
@@ -109,14 +110,13 @@ def test_without_a_tracer_provider_the_run_skips_the_no_op_span() -> None:
     had one, as a user's server without tracing is."""
     import subprocess
     import sys
-    from pathlib import Path
 
-    tests = Path(__file__).resolve().parents[1]
-    code = (
-        f"import runpy, sys; sys.path.insert(0, {str(tests)!r}); "
-        f"runpy.run_path({__file__!r})['check_without_a_tracer_provider']()"
-    )
+    code = f"import runpy; runpy.run_path({__file__!r})['check_without_a_tracer_provider']()"
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=python_env(),  # tests/ on PYTHONPATH, for testkit
     )
     assert out.returncode == 0, out.stdout + out.stderr

@@ -40,7 +40,7 @@ from ..errors import RequestCancelled, TaskError, error_from_payload
 from ..extension import methods as ext_methods
 from ..extension import protocol as ext
 from ._sdk import answer_input_request, send_raw_request, to_sdk_error
-from .mcp_retry import retrying
+from .mcp_retry import poll_delay, retrying
 
 __all__ = [
     "ClaimedTask",
@@ -270,8 +270,8 @@ class ExtTaskRequestor:
                 }
                 await self.update(task_id, await self._answer(wire))
             else:
-                interval = task.pollIntervalMs or self.default_poll_ms
-                await self.wakeups.sleep(task_id, max(interval, 10) / 1000)
+                delay = poll_delay(task.pollIntervalMs or None, self.default_poll_ms)
+                await self.wakeups.sleep(task_id, delay)
             task = await self.get(task_id)
 
     async def resolve(

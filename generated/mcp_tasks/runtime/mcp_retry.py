@@ -22,10 +22,18 @@ recover from (the server forgot the session after its restart: "Session terminat
 stdio server that exited: "Connection closed"), and a deadline that passes, raise
 :class:`ConnectionLost` carrying the task id, to ask again on a new session (with the same
 bearer token, R-SEC-1). A ``tools/call`` is never retried: it would start the work twice.
+
+Between two polls both requestors sleep :func:`poll_delay`: the interval the server asked
+for (R-GET-1, X-POLL-2), never less, plus a random 2-10%. The jitter spreads many
+requestors' polls, and keeps a poll off the instant a server closes an idle keep-alive
+connection: uvicorn's default keep-alive is 5 s, the interval FastMCP suggests is 5000 ms,
+and a request sent on a connection the server is closing fails with ``ReadError``, which
+the stock ``mcp`` HTTP client cannot recover from (its session ends).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
@@ -34,7 +42,13 @@ import httpx2
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
-__all__ = ["CONNECTION_FAILED", "ConnectionLost", "http_client", "is_connection_failure"]
+__all__ = [
+    "CONNECTION_FAILED",
+    "ConnectionLost",
+    "http_client",
+    "is_connection_failure",
+    "poll_delay",
+]
 
 #: the message of a request the connection failed (answered by :func:`http_client`)
 CONNECTION_FAILED: Final = "Connection failed"
@@ -44,6 +58,18 @@ MARK: Final = "io.github.mcptask/connection"
 _SERVER_HTTP_ERROR: Final = "Server returned an error response"
 #: what the SDK answers when this session cannot go on (its server is gone or forgot it)
 _SESSION_ENDED: Final = frozenset({"Connection closed", "Session terminated", "Session not found"})
+#: the shortest sleep between two polls, whatever the server suggests
+MIN_POLL_MS: Final = 10
+#: the jitter added to the asked interval, as fractions of it
+POLL_JITTER: Final = (0.02, 0.10)
+
+
+def poll_delay(interval_ms: int | float | None, default_ms: int) -> float:
+    """Seconds to sleep before the next poll: the asked interval (``default_ms`` when the
+    server gave none), at least :data:`MIN_POLL_MS`, plus 2-10% of it."""
+    asked = max(default_ms if interval_ms is None else interval_ms, MIN_POLL_MS)
+    return asked * (1 + random.uniform(*POLL_JITTER)) / 1000
+
 
 _T = TypeVar("_T")
 
