@@ -17,12 +17,9 @@ from mcp_tasks.protocol import CANCELLED, COMPLETED, FAILED, WORKING
 from mcp_tasks.runtime import SqliteTaskStore
 from mcp_tasks.runtime.ops import OPERATOR_CANCELLED_MESSAGE
 from testkit.ops import (
-    ADMIN_TOKEN,
     ALICE,
     BOB,
-    METRICS_TOKEN,
     OpsServer,
-    http,
     mcp_session,
     mcptask,
     start_task,
@@ -122,7 +119,7 @@ def _work_stopped(server: OpsServer, before: str) -> None:
     """The server's metrics count the running work: the cancelled task's is gone."""
     line = f'mcp_tasks_active{{status="working"}} {before}'
     until(
-        lambda: http(server.ops_url + "/metrics", token=METRICS_TOKEN)[2].decode(),
+        server.metrics,
         satisfied=lambda body: line in body,
         what=line,
     )
@@ -152,8 +149,7 @@ def test_admin_cli_through_the_admin_api(
     """--url reaches the memory store, which lives in the server process; the requestor's
     token is refused there."""
     server = ops_server_factory()
-    token = tmp_path / "admin.token"
-    token.write_text(ADMIN_TOKEN + "\n")
+    token = server.admin_token_file
     _lists_and_cancels(server, ["--url", server.ops_url, "--token-file", str(token)])
     forged = tmp_path / "forged.token"
     forged.write_text(ALICE + "\n")

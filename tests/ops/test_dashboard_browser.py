@@ -166,6 +166,11 @@ def test_dashboard_live_in_a_real_browser(
     until(lambda: set(statuses(driver)) == {failed}, "the failed filter")
     click(driver, '.tile[data-status="all"]')
     until(lambda: len(statuses(driver)) == 3, "every task again")
+    # the age filters offer what the admin API reads (NUMBER + s|m|h|d), named for people
+    ages = "return [...document.querySelectorAll('#f-older option')].map((o) => [o.value, o.text])"
+    assert driver.execute_script(ages) == [
+        ["", "any age"], ["1m", "1 minute"], ["15m", "15 minutes"], ["1h", "1 hour"], ["24h", "24 hours"]
+    ]  # fmt: skip
     _screenshot(server, driver, tmp_path)
 
 

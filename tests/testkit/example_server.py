@@ -8,15 +8,18 @@ and soak tests read like the engine's configuration.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from testkit.doors import door_args
-from testkit.procs import free_port, python_env, stop_process, wait_listening
+from testkit.procs import (
+    ChildProcess,
+    free_port,
+    python_env,
+    wait_listening,
+)
 
 SERVER_MODULE = "mcp_tasks.examples.server"
 #: Seconds for a server to listen (imports on a loaded 2-core machine).
@@ -57,7 +60,7 @@ def rss_kb(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for {pid}")
 
 
-class HttpServer:
+class HttpServer(ChildProcess):
     """One example server subprocess serving Streamable HTTP on 127.0.0.1.
 
     ``front_door`` has no default: whoever starts one says which door its task requests
@@ -99,29 +102,12 @@ class HttpServer:
         wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT, "server")
         return self
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown code runs."""
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
-
     def restart(self) -> HttpServer:
         """SIGKILL by PID, then a new process on the same port and arguments (a crashed
         server brought back; its clients see the port refuse connections meanwhile)."""
         port = self.port
         self.kill()
         return self.start(port)
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        stop_process(proc)
 
 
 class ServerPool:

@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from testkit.doors import door_args
-from testkit.procs import free_port, python_env, stop_process, wait_listening
+from testkit.procs import (
+    ChildProcess,
+    free_port,
+    python_env,
+    wait_listening,
+)
 
 #: requestors' bearer tokens (``--tokens``): token -> subject
 TOKENS = {"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}
@@ -24,7 +29,7 @@ ADMIN_TOKEN = "admin-token-0123456789abcdefgh"
 STARTUP_TIMEOUT = 60.0
 
 
-class OpsServer:
+class OpsServer(ChildProcess):
     """``python -m mcp_tasks.examples.server --http ... --tokens ... [--ops ...]``;
     ``front_door`` has no default (the fixtures pass their ``front_door`` parameter)."""
 
@@ -52,8 +57,10 @@ class OpsServer:
             args += ["--ops", f"127.0.0.1:{self.ops_port}"]
         if ops and metrics:
             args += ["--metrics-token-file", str(_write(tmp / "metrics.token", METRICS_TOKEN))]
-        if ops and admin:
-            args += ["--admin-token-file", str(_write(tmp / "admin.token", ADMIN_TOKEN))]
+        #: the admin token's file, as ``mcptask admin --token-file`` reads it (None: no admin)
+        self.admin_token_file = _write(tmp / "admin.token", ADMIN_TOKEN) if ops and admin else None
+        if self.admin_token_file is not None:
+            args += ["--admin-token-file", str(self.admin_token_file)]
         self.args = [*args, *door_args(front_door), *extra]
         self.front_door = front_door
         self.has_ops = ops
@@ -71,19 +78,11 @@ class OpsServer:
             wait_listening(self.proc, self.ops_port, self.log_path, STARTUP_TIMEOUT, "ops")
         return self
 
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        stop_process(proc)
-
-    def kill(self) -> None:
-        """SIGKILL by PID: no shutdown code runs (its running tasks stay non-terminal)."""
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=15)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+    def metrics(self) -> str:
+        """The ``/metrics`` page, read with the metrics token."""
+        status, _, body = http(self.ops_url + "/metrics", token=METRICS_TOKEN)
+        assert status == 200, (status, body[:200])
+        return body.decode()
 
 
 def _write(path: Path, text: str) -> Path:

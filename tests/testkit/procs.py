@@ -69,6 +69,36 @@ def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 15) -> Non
         proc.wait(timeout=grace)
 
 
+def kill_process(proc: subprocess.Popen[bytes] | None) -> None:
+    """SIGKILL by PID: no shutdown code runs (a crash); a no-op when it is not running."""
+    if proc is not None and proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=15)
+
+
+class ChildProcess:
+    """A process a test started, with its log file: ``stop`` (SIGTERM, then SIGKILL),
+    ``kill`` (SIGKILL: a crash), both by PID and no-ops when it is not running."""
+
+    proc: subprocess.Popen[bytes] | None = None
+    log_path: Path
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        stop_process(proc)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs (its running tasks stay non-terminal)."""
+        proc, self.proc = self.proc, None
+        kill_process(proc)
+
+
 class Server(Protocol):
     """A test server process: ``start`` it, ``stop`` it (by PID; a no-op when not running)."""
 

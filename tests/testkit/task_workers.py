@@ -7,13 +7,11 @@ are HTTP-serving processes on one port.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from testkit.procs import python_env, stop_process
+from testkit.procs import ChildProcess, python_env
 from testkit.wait import until
 
 WORKER_MODULE = "mcp_tasks.worker"
@@ -25,7 +23,7 @@ READY_LINE = "running jobs from"
 STARTUP_TIMEOUT = 60.0
 
 
-class WorkerProc:
+class WorkerProc(ChildProcess):
     """One worker subprocess on ``store`` (a ``redis://`` URL with the front ends'
     namespace); ``redelivery_s``: how long a dead worker's job waits for another."""
 
@@ -68,20 +66,7 @@ class WorkerProc:
         assert self.proc is not None
         return self.proc.pid
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
     def runs_of(self, task_id: str) -> int:
         """How many times this worker started the tool of ``task_id`` (its log)."""
         return sum(1 for line in self.log().splitlines() if f"task {task_id}: running" in line)
 
-    def kill(self) -> None:
-        """SIGKILL: no shutdown code runs."""
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        stop_process(proc)

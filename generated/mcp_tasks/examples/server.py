@@ -274,6 +274,21 @@ def add_input_tools(mcp: MCPServer, tasks: McpTasks, *, on_workers: bool = False
         return f"Hello, {name}!"
 
 
+#: the example's on/off flags (``store_true``), in the order ``--help`` lists them
+SWITCHES: tuple[tuple[str, str], ...] = (
+    ("--no-store-check", "start though the store does not answer (task calls fail till it does)"),
+    ("--stateless", "Streamable HTTP without sessions"),
+    ("--no-task-endpoint", "serve the task methods through the SDK's per-request machinery too"),
+    ("--on-workers", "task tools run on worker processes (python -m PACKAGE.worker; redis://)"),
+)
+
+#: the example's counts (``N``): flag, default, help
+COUNTS: tuple[tuple[str, int, str], ...] = (
+    ("--workers", 1, "N processes on one port (N > 1: --stateless, --tokens, a redis:// store)"),
+    ("--worker-retries", 0, "with --on-workers: rerun slow_compute up to N times on worker death"),
+)
+
+
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = OneLineParser(prog=PROG, description="Example MCP server with MCP tasks.")
     mode = parser.add_mutually_exclusive_group(required=True)
@@ -286,44 +301,18 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="memory",
         help="memory (default), sqlite:PATH or redis://HOST:PORT/DB (shared by instances)",
     )
-    parser.add_argument(
-        "--no-store-check",
-        action="store_true",
-        help="start even when the store does not answer (task calls fail until it does)",
-    )
     parser.add_argument("--tokens", metavar="FILE", help="JSON map of bearer token -> subject")
-    parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without sessions")
-    parser.add_argument(
-        "--no-task-endpoint",
-        action="store_true",
-        help="serve the task methods through the SDK's per-request machinery too (slower)",
-    )
+    for flag, about in SWITCHES:
+        parser.add_argument(flag, action="store_true", help=about)
     parser.add_argument(
         "--http-stack",
         choices=HTTP_STACKS,
         default="auto",
         help="auto (default): httptools + uvloop when installed; h11: h11 + plain asyncio",
     )
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        metavar="N",
-        help="N processes on the one port (N > 1: --stateless, --tokens, a redis:// store)",
-    )
     parser.add_argument("--worker-fd", type=int, help=argparse.SUPPRESS)  # set by --workers
-    parser.add_argument(
-        "--on-workers",
-        action="store_true",
-        help="task tools run on worker processes (python -m PACKAGE.worker; a redis:// store)",
-    )
-    parser.add_argument(
-        "--worker-retries",
-        type=int,
-        default=0,
-        metavar="N",
-        help="with --on-workers: slow_compute runs again up to N times when its worker dies",
-    )
+    for flag, default, about in COUNTS:
+        parser.add_argument(flag, type=int, default=default, metavar="N", help=about)
     limit_flags(parser)
     http_flags(parser)
     add_ops_flags(parser)
@@ -424,11 +413,21 @@ def workers_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+#: the limit flags (their ``argparse`` dest) that set an ``EngineConfig`` field as given
+LIMIT_FIELDS: tuple[tuple[str, str], ...] = (
+    ("max_active", "max_active_per_requestor"),
+    ("max_ttl", "max_ttl_ms"),
+    ("default_ttl", "default_ttl_ms"),
+    ("page_size", "page_size"),
+    ("max_tasks", "max_tasks_per_requestor"),
+    ("max_result_bytes", "max_result_bytes"),
+    ("max_result_bytes_per_requestor", "max_result_bytes_per_requestor"),
+)
+
+
 def engine_config(args: argparse.Namespace) -> EngineConfig | None:
     """The ``EngineConfig`` of the limit flags (``None`` when none is given: the defaults)."""
     fields: dict[str, Any] = {}
-    if args.max_active is not None:
-        fields["max_active_per_requestor"] = args.max_active
     if args.rate_limit is not None:
         calls, sep, window = str(args.rate_limit).partition("/")
         try:
@@ -438,18 +437,8 @@ def engine_config(args: argparse.Namespace) -> EngineConfig | None:
             raise ValueError("--rate-limit: expected CALLS/SECONDS, e.g. 1000/10") from None
         if fields["rate_limit_calls"] < 1 or not fields["rate_limit_window_s"] > 0:
             raise ValueError("--rate-limit: CALLS >= 1 and SECONDS > 0")
-    if args.max_ttl is not None:
-        fields["max_ttl_ms"] = args.max_ttl
-    if args.default_ttl is not None:
-        fields["default_ttl_ms"] = args.default_ttl
-    if args.page_size is not None:
-        fields["page_size"] = args.page_size
-    if args.max_tasks is not None:
-        fields["max_tasks_per_requestor"] = args.max_tasks
-    if args.max_result_bytes is not None:
-        fields["max_result_bytes"] = args.max_result_bytes
-    if args.max_result_bytes_per_requestor is not None:
-        fields["max_result_bytes_per_requestor"] = args.max_result_bytes_per_requestor
+    given = {field: getattr(args, dest) for dest, field in LIMIT_FIELDS}
+    fields.update({field: value for field, value in given.items() if value is not None})
     if not fields:
         return None
     try:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from .._handlers import HandlerBase
 from ..protocol import TASK_SUPPORT_OPTIONAL, TaskSupportValue
@@ -47,7 +47,7 @@ from .mcp_outbound import request_client_task
 from .mcp_sessions import SessionQuota, Sessions
 from .mcp_transport import malformed_answer, run_stdio, tidy_http_errors
 from .offload import Offload
-from .router import Router, TaskTools, check_task_support
+from .router import Router, TaskTools, ToolFn, check_task_support
 from .sdk_hooks import SdkHooks
 
 __all__ = [
@@ -62,8 +62,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _generated_base(default: type[HandlerBase]) -> str:
@@ -197,7 +195,7 @@ class McpTasks:
         gather_first: bool = False,
         on_workers: bool = False,
         retries: int = 0,
-    ) -> Callable[[_F], _F]:
+    ) -> Callable[[ToolFn], ToolFn]:
         """Declare a tool's ``execution.taskSupport``: ``tasks.tool("slow", TASK_SUPPORT_REQUIRED)``,
         or as a decorator beside ``@mcp.tool()`` (the function's name by default)::
 

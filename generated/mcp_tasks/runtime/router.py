@@ -69,7 +69,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+#: a tool function, which the ``tool`` decorators return unchanged
+ToolFn = TypeVar("ToolFn", bound=Callable[..., Any])
 
 #: A tool run inside a task: ``run(task-scoped outbound, tools/call params)``, through the
 #: SDK's own pipeline (its validation, middleware, the tool, its result checks).
@@ -130,7 +131,7 @@ class TaskTools:
         gather_first: bool = False,
         on_workers: bool = False,
         retries: int = 0,
-    ) -> Callable[[_F], _F]:
+    ) -> Callable[[ToolFn], ToolFn]:
         """Declare a tool's ``execution.taskSupport``: ``tools.tool("slow", "required")``, or
         as a decorator beside ``@mcp.tool()`` (the function's name by default). On a
         ``TaskTools`` of its own this needs no ``McpTasks`` yet (nor a store): give it to
@@ -148,7 +149,7 @@ class TaskTools:
         if name is not None:
             self.declare(name, task_support, **opts)
 
-        def mark(fn: _F) -> _F:
+        def mark(fn: ToolFn) -> ToolFn:
             key = name if name is not None else str(getattr(fn, "__name__", ""))
             self.declare(key, task_support, **opts)
             return fn

@@ -9,6 +9,17 @@ let TERMINAL = new Set();
 const LABEL = new Proxy({}, { get: (_, status) => String(status).replaceAll("_", " ") });
 const PAGE = 50;
 const AGE = { s: 1, m: 60, h: 3600, d: 86400 };
+const AGE_UNIT = { s: "second", m: "minute", h: "hour", d: "day" };
+
+// An age select's choices, from its data-ages ("5m 1h": the admin API's NUMBER+s|m|h|d).
+function ageChoices(select) {
+  const choices = select.dataset.ages.split(" ").map((age) => {
+    const n = Number(age.slice(0, -1));
+    const text = `${n} ${AGE_UNIT[age.slice(-1)]}${n === 1 ? "" : "s"}`;
+    return el("option", { value: age, text });
+  });
+  select.replaceChildren(el("option", { value: "", text: "any age" }), ...choices);
+}
 
 const state = { token: null, tasks: new Map(), cursor: null, selected: null, tools: new Set(),
   filters: { statuses: new Set(), requestor: "", tool: "", newer: "", older: "" },
@@ -366,6 +377,7 @@ function readFilters() {
 }
 
 function setup() {
+  for (const select of document.querySelectorAll("select[data-ages]")) ageChoices(select);
   $("filters").addEventListener("submit", (e) => { e.preventDefault(); readFilters(); loadList(true); });
   $("reset").addEventListener("click", () => { $("filters").reset(); readFilters(); loadList(true); });
   $("more").addEventListener("click", () => loadList(false));
