@@ -304,6 +304,8 @@ class TaskEndpoint:
         headers: Mapping[str, str] | None = None,
     ) -> TaskRequest:
         requestor = http_requestor(session_id, client_address(scope))
+        # only a tools/call runs a tool: the SDK's pipeline is not built for a tasks/* request
+        calls = conn is not None and message.method == protocol.TOOLS_CALL
         return TaskRequest(
             version=version,
             method=message.method,
@@ -313,7 +315,7 @@ class TaskEndpoint:
             identified=identifies(requestor),
             connection=conn,
             headers=headers,
-            run_tool=self._runner(conn) if conn is not None else None,
+            run_tool=self._runner(conn) if calls and conn is not None else None,
         )
 
     # ------------------------------------------------------------------ the extension
