@@ -183,7 +183,7 @@ class LocalCoordination(Coordination):
             return []
         ended: list[TaskRecord] = []
         for task_id, run in list(self.runs.items()):
-            if not run.busy:
+            if not run.busy or not run.started:  # ended, or its creation not yet written
                 continue
             rec = await self.guard.get(task_id)
             if self.runs.get(task_id) is not run or not run.busy:

@@ -113,8 +113,8 @@ class Run:
 
     __slots__ = (
         "_changed", "_step", "asked", "attempts", "busy", "created_at", "expires_at", "final",
-        "kept", "pending", "renewed", "requestor", "retry_at", "scope", "storing", "tool_error",
-        "ttl_lock", "ttl_ms",
+        "kept", "pending", "renewed", "requestor", "retry_at", "scope", "started", "storing",
+        "tool_error", "ttl_lock", "ttl_ms",
     )  # fmt: skip
 
     def __init__(
@@ -144,6 +144,9 @@ class Run:
         self.final: TaskRecord | None = None
         #: True until the work returned or raised (then only its outcome is left to store).
         self.busy = True
+        #: False while the task's creation is being written (the run is registered first):
+        #: a sweep that finds no record then must not take the task for one ended elsewhere
+        self.started = False
         #: the status a tool result with ``isError`` ends in (the face decides)
         self.tool_error = tool_error
         self.scope = anyio.CancelScope()
@@ -332,6 +335,7 @@ class Runs:
         work: Work,
         is_error_result: IsErrorResult | None,
     ) -> None:
+        run.started = True
         tg.start_soon(self._run, rec.task_id, run, tc, work, is_error_result)
         self.engine.coordination.started(tg, rec.task_id, run)
         self.engine.renewals.started(tg, rec.task_id, run)

@@ -197,3 +197,55 @@ async def test_engine_cancel_task_follows_the_cancel_rules_R_CANCEL_2(tmp_path: 
             while (got := await engine.store.get(done.task_id)) and got.status != COMPLETED:
                 await anyio.sleep(0.01)
         assert (await engine.cancel_task(done.task_id, "late"))[1] is False
+
+
+class _SlowCreate(SqliteTaskStore):
+    """A creation whose write waits (a lock held elsewhere, a loaded machine) until told."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.writing = anyio.Event()
+        self.release = anyio.Event()
+
+    async def create_limited(self, record: TaskRecord, max_active: int) -> bool:
+        self.writing.set()
+        await self.release.wait()
+        return await super().create_limited(record, max_active)
+
+
+async def test_a_sweep_during_a_creation_leaves_its_work_running_R_CANCEL_2(
+    tmp_path: Path,
+) -> None:
+    """The run is registered before its creation is written; the sweep that reads back the
+    tasks running here (for operators' cancels) finds no record for it then. That is not a
+    task ended elsewhere: its work must start and its outcome be stored (it was stopped
+    before it began, and the task stayed working forever)."""
+    store = _SlowCreate(tmp_path / "tasks.db")
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        await anyio.sleep(0.05)  # a work that awaits (a stopped one ends here)
+        return {"content": [{"type": "text", "text": "done"}]}
+
+    try:
+        async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as engine:
+            created: list[TaskRecord] = []
+
+            async def create() -> None:
+                created.append(
+                    await engine.start(
+                        "alice", engine_face(), TOOLS_CALL, work, tool_error=FAILED, tool="t"
+                    )
+                )
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(create)
+                with anyio.fail_after(10):
+                    await store.writing.wait()
+                await engine.sweep()  # the run is known, its record not yet written
+                store.release.set()
+            task_id = created[0].task_id
+            with anyio.fail_after(30):
+                while (got := await store.get(task_id)) is None or got.status != COMPLETED:
+                    await anyio.sleep(0.02)
+    finally:
+        await store.close()
