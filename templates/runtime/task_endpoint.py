@@ -297,8 +297,6 @@ class TaskEndpoint:
         headers: Mapping[str, str] | None = None,
     ) -> TaskRequest:
         requestor = http_requestor(session_id, client_address(scope))
-        # only a tools/call runs a tool: the SDK's pipeline is not built for a tasks/* request
-        calls = conn is not None and message.method == protocol.TOOLS_CALL
         return TaskRequest(
             version=version,
             method=message.method,
@@ -308,7 +306,12 @@ class TaskEndpoint:
             identified=identifies(requestor),
             connection=conn,
             headers=headers,
-            run_tool=self._runner(conn) if calls and conn is not None else None,
+            # only a tools/call runs a tool: no SDK pipeline is built for a tasks/* request
+            run_tool=(
+                self._runner(conn)
+                if conn is not None and message.method == protocol.TOOLS_CALL
+                else None
+            ),
         )
 
     # ------------------------------------------------------------------ the extension
