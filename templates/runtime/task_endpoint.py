@@ -47,13 +47,13 @@ from ._sdk import (
     Connection,
     InFlight,
     JSONRPCRequest,
-    accepts,
     connection_from_envelope,
     http_session,
     initialized,
     lifespan_state,
     mcp_param_rejection,
     modern_route,
+    post_checks_pass,
     sdk_request_runner,
     transport_security,
 )
@@ -69,6 +69,7 @@ __all__ = ["Outermost", "TaskEndpoint", "install"]
 log = logging.getLogger(__name__)
 
 _JSON = b"application/json"
+_JSON_TYPE = _JSON.decode()
 _SESSION_HEADER = MCP_SESSION_ID_HEADER.lower()
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
 #: how long a ``tasks/result`` waits here for its task to end before the SDK's path (which
@@ -116,11 +117,12 @@ def _json(doc: Any) -> bytes:
 
 
 def _headers(scope: Mapping[str, Any]) -> dict[str, str]:
-    """The request's headers, lower-case names, the first of repeated ones (as Starlette)."""
-    out: dict[str, str] = {}
-    for key, value in scope.get("headers", ()):
-        out.setdefault(key.decode("latin-1"), value.decode("latin-1"))
-    return out
+    """The request's headers, lower-case names (as ASGI sends them), the first of repeated
+    ones (as Starlette): read last to first, so the first one is written last."""
+    raw = scope.get("headers", ())
+    if not isinstance(raw, (list, tuple)):  # ASGI allows any iterable
+        raw = list(raw)
+    return {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(raw)}
 
 
 async def _read_body(receive: Any, limit: int) -> tuple[list[Any], bytes | None]:
@@ -224,7 +226,7 @@ class TaskEndpoint:
     async def reply(self, scope: Any, body: bytes, receive: Any = None) -> Reply | None:
         """The reply to a request served here, else ``None`` (the SDK answers)."""
         headers = _headers(scope)
-        if not headers.get("content-type", "").split(";")[0].strip() == _JSON.decode():
+        if not headers.get("content-type", "").split(";")[0].strip() == _JSON_TYPE:
             return None
         try:
             doc = pydantic_core.from_json(body)
@@ -236,7 +238,7 @@ class TaskEndpoint:
         if parsed is None or parsed[0].method not in self.methods:
             return None
         message, params = parsed
-        if not await self._transport_ok(scope):
+        if not await post_checks_pass(self.security, headers, self.manager.json_response):
             return None
         version = headers.get(_VERSION_HEADER)
         if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
@@ -244,16 +246,6 @@ class TaskEndpoint:
         if not self.router.is_extension(version):
             return None
         return await self._modern(scope, headers, doc, message, params)
-
-    async def _transport_ok(self, scope: Any) -> bool:
-        """Host/Origin and Accept as the SDK checks them, on both eras."""
-        from starlette.requests import Request
-
-        request = Request(scope)
-        if await self.security.validate_request(request, is_post=True) is not None:
-            return False
-        has_json, has_sse = accepts(request)
-        return has_json and (self.manager.json_response or has_sse)
 
     # ------------------------------------------------------------------ the handshake era
     async def _handshake(

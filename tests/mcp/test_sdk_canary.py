@@ -19,6 +19,7 @@ from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.session import ServerSession
+from mcp.server.streamable_http import check_accept_headers
 from mcp.shared.dispatcher import DispatchContext
 from mcp.shared.exceptions import MCPError
 
@@ -430,7 +431,9 @@ def test_streamable_http_session_header_and_accept() -> None:
 
     assert _sdk.MCP_SESSION_ID_HEADER.lower() == "mcp-session-id", changed("the session header")
     scope = {"type": "http", "headers": [(b"accept", b"application/json, text/event-stream")]}
-    assert _sdk.accepts(Request(scope)) == (True, True), changed("check_accept_headers(request)")
+    assert check_accept_headers(Request(scope)) == (True, True), changed(
+        "check_accept_headers(request)"
+    )
 
 
 def test_transport_security_middleware() -> None:
@@ -445,6 +448,66 @@ def test_transport_security_middleware() -> None:
         security_settings = None
 
     assert isinstance(_sdk.transport_security(Manager()), TransportSecurityMiddleware)
+
+
+class _OnlyGet:
+    """Headers that allow ``get`` of a lower-case name and nothing else."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        self._headers = headers
+
+    def get(self, name: str, default: Any = None) -> Any:
+        assert name == name.lower(), changed(f"a header check reads {name!r}")
+        return self._headers.get(name, default)
+
+
+_HEADER_CASES: list[list[tuple[bytes, bytes]]] = [
+    [(b"content-type", b"application/json"), (b"accept", b"application/json, text/event-stream")],
+    [(b"content-type", b"application/json; charset=utf-8"), (b"accept", b"*/*")],
+    [(b"content-type", b"text/plain"), (b"accept", b"application/json")],
+    [(b"accept", b"text/*;q=0.5, application/*")],
+    [(b"content-type", b"application/json"), (b"content-type", b"text/plain")],
+    [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json")],
+    [(b"host", b"evil.example"), (b"content-type", b"application/json")],
+    [(b"host", b"localhost:9"), (b"origin", b"http://evil.example")],
+    [(b"host", b"localhost:9"), (b"origin", b"http://localhost:9"), (b"host", b"evil.example")],
+    [],
+]
+
+
+@pytest.mark.anyio
+async def test_header_checks_read_request_headers_get() -> None:
+    """header checks read request.headers.get: a HeaderView answers them as a Request."""
+    from mcp.server.transport_security import (
+        TransportSecurityMiddleware,
+        TransportSecuritySettings,
+    )
+    from starlette.requests import Request
+
+    from mcp_tasks.runtime.task_endpoint import _headers
+
+    strict = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:9"],
+        allowed_origins=["http://localhost:9"],
+    )
+    checks = [
+        TransportSecurityMiddleware(None),
+        TransportSecurityMiddleware(strict),
+    ]
+    for raw in _HEADER_CASES:
+        scope = {"type": "http", "method": "POST", "headers": raw}
+        request, view = Request(scope), _sdk.HeaderView(_OnlyGet(_headers(scope)))
+        want = check_accept_headers(request)
+        assert check_accept_headers(view) == want, changed(f"Accept of {raw}")
+        for security in checks:
+            expected = await security.validate_request(request, is_post=True)
+            got = await security.validate_request(view, is_post=True)
+            assert (got is None) == (expected is None), changed(f"validate_request of {raw}")
+            if got is not None and expected is not None:
+                assert got.status_code == expected.status_code, changed(f"status of {raw}")
+            json_only = want[0] and (expected is None)
+            assert await _sdk.post_checks_pass(security, _headers(scope), True) == json_only
 
 
 def test_auth_context_get_access_token() -> None:

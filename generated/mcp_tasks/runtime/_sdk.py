@@ -38,12 +38,14 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientResponse, ClientSession
 from mcp.server._otel import OpenTelemetryMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.lowlevel.server import Server
 from mcp.server.runner import ServerRunner, _apply_middleware
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, check_accept_headers
+from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.dispatcher import CallOptions, DispatchContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import (
@@ -84,10 +86,10 @@ __all__ = [
     "ClientSessionHooks",
     "Connection",
     "HandlerResult",
+    "HeaderView",
     "InFlight",
     "JSONRPCRequest",
     "MCPError",
-    "accepts",
     "answer_input_request",
     "connection_from_envelope",
     "connection_of",
@@ -110,6 +112,7 @@ __all__ = [
     "method_of",
     "modern_route",
     "on_connection_close",
+    "post_checks_pass",
     "request_outbound",
     "run_input_callback",
     "sdk_request_runner",
@@ -389,15 +392,31 @@ class ClientSessionHooks(ClientSession):
 
 def transport_security(manager: Any) -> Any:
     """The SDK's Host/Origin check with the session manager's settings."""
-    from mcp.server.transport_security import TransportSecurityMiddleware
-
     return TransportSecurityMiddleware(manager.security_settings)
 
 
-def accepts(request: Any) -> tuple[bool, bool]:
-    """(accepts JSON, accepts SSE) of a request's ``Accept``, as the SDK reads it."""
+class HeaderView:
+    """A request as the SDK's header checks read it (``check_accept_headers``,
+    ``TransportSecurityMiddleware.validate_request``): only ``request.headers.get(name)``,
+    names in lower case. ``headers``: the request's headers by lower-case name, the first of
+    repeated ones (what Starlette's ``Headers.get`` answers), built once per request instead
+    of a Starlette ``Request`` whose headers are scanned and decoded at every lookup."""
+
+    __slots__ = ("headers",)
+
+    def __init__(self, headers: Mapping[str, str]) -> None:
+        self.headers = headers
+
+
+async def post_checks_pass(security: Any, headers: Mapping[str, str], json_only: bool) -> bool:
+    """Whether a POST with ``headers`` (lower-case names) passes the SDK's checks of its
+    Content-Type, Host and Origin (``security``: :func:`transport_security`) and ``Accept``
+    (JSON, and SSE unless the endpoint answers ``json_only``)."""
+    request: Any = HeaderView(headers)  # what the checks read of a Starlette Request
+    if await security.validate_request(request, is_post=True) is not None:
+        return False
     has_json, has_sse = check_accept_headers(request)
-    return bool(has_json), bool(has_sse)
+    return bool(has_json) and (json_only or bool(has_sse))
 
 
 def modern_route(doc: Any, scope: Any, headers: Mapping[str, str]) -> Any | None:
@@ -460,8 +479,6 @@ def http_session(manager: Any, session_id: str, user: Any) -> Any | None:
     this credential (``scope["user"]``); ``None`` when it would refuse it (unknown,
     deleted, terminated, idled out, another credential's): the caller then lets the SDK
     answer, so refusals keep the SDK's own shape."""
-    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
-
     transport = manager._server_instances.get(session_id)
     if transport is None or transport.is_terminated:
         return None
