@@ -90,6 +90,7 @@ from servers import (  # noqa: E402
     VENV129,
     Running,
     ServerSpec,
+    before_specs,
     server_specs,
 )
 from workloads import EXT_WORKLOADS, QUICK, WORKLOADS, Plan, w_list, workloads_of  # noqa: E402
@@ -181,16 +182,24 @@ async def _run_reps(
         else:  # quick: one process per server for every workload
             for name in order:
                 spec = next(s for s in specs if s.name == name)
-                srv = await Running(spec, tmp).start()
                 try:
-                    for workload, fn in workloads_of(spec).items():
-                        runs[workload][name].append(await fn(srv, plan))
-                        print(
-                            f"{workload:9s} {name:12s} "
-                            + summary(workload, runs[workload][name][-1])
-                        )
-                finally:
-                    srv.stop()
+                    await _run_quick(spec, plan, tmp, runs)
+                except (RuntimeError, RpcError, OSError, asyncio.IncompleteReadError) as exc:
+                    errors.append(f"rep {rep} {name}: {exc}")
+                    print("  ERROR", errors[-1], flush=True)
+
+
+async def _run_quick(
+    spec: ServerSpec, plan: Plan, tmp: Path, runs: dict[str, dict[str, list[dict[str, Any]]]]
+) -> None:
+    """Every workload of ``spec`` on one process of it (``--quick``)."""
+    srv = await Running(spec, tmp).start()
+    try:
+        for workload, fn in workloads_of(spec).items():
+            runs[workload][spec.name].append(await fn(srv, plan))
+            print(f"{workload:9s} {spec.name:12s} " + summary(workload, runs[workload][spec.name][-1]))
+    finally:
+        srv.stop()
 
 
 def summary(workload: str, r: dict[str, Any]) -> str:
@@ -287,7 +296,7 @@ def run_scale(args: argparse.Namespace, tmp: Path, errors: list[str]) -> list[di
         return []
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a few seconds, tiny sizes (tests)")
     ap.add_argument("--skip-setup", action="store_true", help="no npm ci / pip install")
@@ -297,13 +306,24 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated subset of ts,mcp129,floor,floor-sdk,ceiling,ours-memory,"
         "ours-h11,ours-sqlite,ours-redis,fastmcp,ours-ext,scaleout",
     )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also serve ours-memory and ours-ext from CHECKOUT's generated/ (e.g. a git"
+        " worktree of an earlier commit), rotated with the rest: a before/after table",
+    )
     ap.add_argument("--out", type=Path, help="results directory")
     ap.add_argument(
         "--update-readme",
         action="store_true",
         help="write the tables into benchmarks/README.md's markers",
     )
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     plan = QUICK if args.quick else Plan()
     if args.reps:
         plan.reps = args.reps
@@ -320,6 +340,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.servers:
             wanted = args.servers.split(",")
             specs = [s for s in specs if s.name in wanted]
+        if args.before is not None:
+            try:
+                specs += before_specs(specs, args.before)
+            except ValueError as exc:
+                print(exc, file=sys.stderr)
+                return 2
         runnable = [s for s in specs if s.missing is None]
         for s in specs:
             if s.missing:
@@ -346,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         "server_logs_tail": logs,
         "aggregate": agg,
         "ours_flags": list(OURS_FLAGS),
+        "before": None if args.before is None else str(args.before),
         "scaleout": scale,
     }
     report["targets"] = targets(agg, plan, {s.name for s in specs if s.face == EXT})
@@ -355,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     md = markdown(report)
     (out_dir / "peers-latest.md").write_text(md)
     pngs = plot(json_path, out_dir)
-    if args.update_readme and not args.quick and out_dir == RESULTS:
+    if args.update_readme and not args.quick and out_dir == RESULTS and args.before is None:
         update_readme(md)
     print(md)
     print(

@@ -12,6 +12,7 @@ from typing import Any
 
 import scaleout
 from servers import (
+    BEFORE,
     CEILING,
     CORE,
     EXT,
@@ -76,6 +77,9 @@ def aggregate(runs: dict[str, dict[str, list[dict[str, Any]]]], names: list[str]
                 row[f"{key}.x_ts_face"] = cross(key, workload, name, itemgetter(rate))
                 row[f"{key}.cpu_x_ts"] = cross(key, workload, name, itemgetter(cpu))
                 row[f"{key}.x_memory"] = ratio(key, name, itemgetter(rate), OURS_MEMORY)
+                if runs[key].get(name + BEFORE):  # the same server from an earlier checkout
+                    row[f"{key}.x_before"] = ratio(key, name, itemgetter(rate), name + BEFORE)
+                    row[f"{key}.cpu_x_before"] = ratio(key, name, itemgetter(cpu), name + BEFORE)
                 if floor:
                     row[f"{key}.cpu_x_floor"] = ratio(key, name, itemgetter(cpu), floor)
                     row[f"{key}.x_{CEILING}"] = ratio(key, name, itemgetter(rate), CEILING)
@@ -160,7 +164,7 @@ def targets(agg: dict[str, Any], plan: Plan, ext: Collection[str] = ()) -> list[
     target the floor misses too is out of reach on the SDK's transport here)."""
     out: list[dict[str, Any]] = []
     floor = agg.get("floor", {})
-    for name in [n for n in agg if n.startswith("ours-") and n != OURS_H11]:
+    for name in [n for n in agg if n.startswith("ours-") and n != OURS_H11 and BEFORE not in n]:
         kind = _kind(name, ext)
         for applies, what, get, ok in _checks(plan):
             if kind not in applies.split() and not (applies == "core" and kind != "ext"):
@@ -223,6 +227,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines += _list_memory_tables(report, names, label)
     lines += ext_markdown(report)
     lines += _scaleout_table(report)
+    lines += _before_table(report)
     lines += _targets_table(report)
     skipped = [f"{s['name']} ({s['missing']})" for s in specs if s.get("missing")]
     if skipped:
@@ -361,6 +366,35 @@ def _scaleout_table(report: dict[str, Any]) -> Lines:
         "",
         scaleout.markdown(report["scaleout"]),
     ]
+
+
+BEFORE_COLUMNS = "server | workload | before | after | after ÷ before | CPU after ÷ before".split(
+    " | "
+)
+
+
+def _before_table(report: dict[str, Any]) -> Lines:
+    """Our shipped rows against the same server from ``--before``'s checkout, in this run
+    (ratios taken within each repetition, then the median)."""
+    agg = report["aggregate"]
+    rows = []
+    for name in [n for n in agg if n + BEFORE in agg]:
+        mine, old = agg[name], agg[name + BEFORE]
+        for key in ("lifecycle", "poll", "ext_lifecycle", "ext_poll"):
+            rate, cpu, _extra = RATE_KEYS[key.removeprefix("ext_")]
+            if f"{key}.x_before" not in mine:
+                continue
+            rows.append(
+                [name, key, fmt(old.get(f"{key}.{rate}")), fmt(mine.get(f"{key}.{rate}")),
+                 fmt(mine.get(f"{key}.x_before"), 3), fmt(mine.get(f"{key}.cpu_x_before"), 3)]
+            )  # fmt: skip
+    if not rows:
+        return []
+    title = (
+        f"**Before and after** (`--before {report.get('before')}`: the same rows served from "
+        "that checkout's `generated/`, rotated with the rest; rates are tasks/s and gets/s)"
+    )
+    return _table(title, BEFORE_COLUMNS, rows)
 
 
 def _targets_table(report: dict[str, Any]) -> Lines:

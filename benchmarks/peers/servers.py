@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import localhost
@@ -40,6 +40,8 @@ FASTMCP = "fastmcp"
 CEILING = "ceiling"
 OURS_MEMORY = "ours-memory"  # the example server as shipped, memory store
 OURS_H11 = "ours-h11"  # the example server on uvicorn's h11 + plain asyncio (--http-stack h11)
+#: The suffix of a row that runs the same server from another checkout (``--before``).
+BEFORE = "@before"
 
 
 @dataclass
@@ -209,6 +211,32 @@ def ext_specs() -> list[ServerSpec]:
             face=EXT,
         ),
     ]
+
+
+def before_specs(specs: list[ServerSpec], checkout: Path) -> list[ServerSpec]:
+    """The shipped-default rows of ours among ``specs`` (``ours-memory``, ``ours-ext``) again,
+    served from ``checkout``'s ``generated/`` (an earlier commit's worktree): the same command
+    line, the package found first on ``PYTHONPATH``. Lifecycle and poll only, each rotated with
+    the rest, so before and after are measured in one run (``x_before`` ratios)."""
+    generated = checkout.resolve() / "generated"
+    if not (generated / "mcp_tasks" / "examples" / "server.py").is_file():
+        raise ValueError(f"--before {checkout}: no generated/mcp_tasks/examples/server.py there")
+    path = os.pathsep.join(p for p in (str(generated), os.environ.get("PYTHONPATH")) if p)
+    out = []
+    for spec in specs:
+        if spec.name not in (OURS_MEMORY, "ours-ext") or spec.missing:
+            continue
+        workloads = ("ext_lifecycle", "ext_poll") if spec.face == EXT else ("lifecycle", "poll")
+        out.append(
+            replace(
+                spec,
+                name=spec.name + BEFORE,
+                label=f"{spec.label}, before ({checkout})",
+                env={**spec.env, "PYTHONPATH": path},
+                workloads=workloads,
+            )
+        )
+    return out
 
 
 class RedisServer:

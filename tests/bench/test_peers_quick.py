@@ -9,6 +9,7 @@ benchmark makes it) and our server's row ("–" while the face is not served).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,60 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
         assert agg["fastmcp"]["ext_lifecycle.tasks_per_s"] > 0
         assert agg["fastmcp"]["ext_poll.gets_per_s"] > 0
         assert agg["fastmcp"]["ext_lifecycle.x_fastmcp"] == 1.0
+
+
+def _before_checkout(tmp_path: Path, server_py: str | None = None) -> Path:
+    """A checkout for ``--before``: this tree's ``generated/`` copied (its example server
+    replaced by ``server_py`` when given)."""
+    checkout = tmp_path / "before"
+    shutil.copytree(
+        BENCH.parents[1] / "generated",
+        checkout / "generated",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    if server_py is not None:
+        (checkout / "generated" / "mcp_tasks" / "examples" / "server.py").write_text(server_py)
+    return checkout
+
+
+def _quick_before(tmp_path: Path, checkout: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--out", str(tmp_path / "out"),
+         "--servers", "ours-memory,ours-ext", "--before", str(checkout)],
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )  # fmt: skip
+
+
+def test_before_rows_measure_the_same_servers_from_another_checkout(tmp_path: Path) -> None:
+    out = _quick_before(tmp_path, _before_checkout(tmp_path))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    report = json.loads((tmp_path / "out" / "peers-latest.json").read_text())
+    agg = report["aggregate"]
+    assert agg["ours-memory@before"]["lifecycle.tasks_per_s"] > 0
+    assert agg["ours-memory"]["lifecycle.x_before"] > 0
+    assert agg["ours-memory"]["poll.cpu_x_before"] > 0
+    assert "wakeup.p99_ms" not in agg["ours-memory@before"]  # lifecycle and poll only
+    if agg["ours-ext"].get("ext_lifecycle.tasks_per_s"):
+        assert agg["ours-ext"]["ext_poll.x_before"] > 0
+    # the before rows are a comparison, never held to the targets
+    assert not [t for t in report["targets"] if "@before" in t["server"]]
+    assert "**Before and after**" in (tmp_path / "out" / "peers-latest.md").read_text()
+
+
+def test_before_rows_run_the_other_checkouts_code(tmp_path: Path) -> None:
+    """The ``--before`` rows import the package from that checkout: one whose example server
+    exits at once fails those rows (named), and only those."""
+    checkout = _before_checkout(tmp_path, 'raise SystemExit("the before checkout")\n')
+    out = _quick_before(tmp_path, checkout)
+    assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
+    report = json.loads((tmp_path / "out" / "peers-latest.json").read_text())
+    assert report["errors"] and all("@before" in e for e in report["errors"])
+    assert report["aggregate"]["ours-memory"]["lifecycle.tasks_per_s"] > 0
+
+
+def test_before_names_a_checkout_without_generated_code(tmp_path: Path) -> None:
+    out = _quick_before(tmp_path, tmp_path)
+    assert out.returncode == 2
+    assert f"--before {tmp_path}: no generated/mcp_tasks/examples/server.py" in out.stderr
