@@ -113,13 +113,14 @@ class _WithDeadlines(_Protocol):  # type: ignore[misc]
         self._head_armed = True
 
     def data_received(self, data: bytes) -> None:
-        head_was_pending = self._head_pending()
         super().data_received(data)
         if self.transport.is_closing():
             self._disarm()
         elif self._head_pending():
-            # the head of a request (the first, or one after a kept-alive response)
-            if not (head_was_pending and self._head_armed):
+            # a head begun and not complete (the first, or one after a kept-alive response):
+            # its deadline runs from its first bytes, never restarted by the next ones; a head
+            # that arrives whole in one read (the common case) never sets a timer
+            if not self._head_armed:
                 self._watch_head()
         elif self._body_pending():
             self._head_armed = False

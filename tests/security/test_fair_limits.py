@@ -359,6 +359,37 @@ def test_slow_heads_and_bodies_are_closed(server_factory: Callable[..., HttpServ
     SOAK_REPORT.append(f"slowloris [{server.front_door}]: 40 of 40 stalled connections closed")
 
 
+def _read_response(sock: socket.socket) -> bytes:
+    """One whole HTTP response (head and Content-Length body) from ``sock``."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head
+
+
+def test_a_slow_head_after_a_kept_alive_answer_is_closed(
+    server_factory: Callable[..., HttpServer],
+) -> None:
+    """A kept-alive connection that begins its next request's head and never ends it is
+    closed at the head's deadline, like a new connection's (uvicorn's keep-alive timer
+    stops at the first byte)."""
+    server = server_factory(*SLOW)
+    sock = _connect(server.port)
+    sock.sendall(f"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+    assert _read_response(sock).startswith(b"HTTP/1.1 404"), "answered, connection kept"
+    sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127")  # a head that never ends
+    assert _closed_by_server(sock)
+    sock.close()
+
+
 def test_an_answer_never_read_is_dropped(server_factory: Callable[..., HttpServer]) -> None:
     """A client that never reads its (large) answer does not pin it: the connection is
     dropped at the send deadline, its unsent bytes with it, and the server goes on serving."""
