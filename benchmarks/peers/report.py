@@ -368,8 +368,8 @@ def _scaleout_table(report: dict[str, Any]) -> Lines:
     ]
 
 
-BEFORE_COLUMNS = "server | workload | before | after | after ÷ before | CPU after ÷ before".split(
-    " | "
+BEFORE_COLUMNS = (
+    "server | workload | before | after | after ÷ before | CPU after ÷ before".split(" | ")
 )
 
 

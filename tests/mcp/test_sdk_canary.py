@@ -506,8 +506,10 @@ async def test_header_checks_read_request_headers_get() -> None:
             assert (got is None) == (expected is None), changed(f"validate_request of {raw}")
             if got is not None and expected is not None:
                 assert got.status_code == expected.status_code, changed(f"status of {raw}")
-            json_only = want[0] and (expected is None)
-            assert await _sdk.post_checks_pass(security, _headers(scope), True) == json_only
+            passes = expected is None and want[0]
+            headers = _headers(scope)
+            assert await _sdk.post_checks_pass(security, headers, True) == passes  # JSON only
+            assert await _sdk.post_checks_pass(security, headers, False) == (passes and want[1])
 
 
 def test_auth_context_get_access_token() -> None:
