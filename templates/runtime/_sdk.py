@@ -416,8 +416,9 @@ def modern_route(doc: Any, scope: Any, headers: Mapping[str, str]) -> Any | None
     """The SDK's classification of a request of a per-request-envelope revision (its
     ``protocol_version``, ``client_info``, ``client_capabilities``), or None when the SDK
     would refuse it (a repeated routing header, a header/body mismatch, a bad envelope)."""
-    raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", ())]
-    if find_duplicated_routing_header(raw) is not None:
+    # the SDK's check reads only the names: the values are not decoded for it
+    names = ((k.decode("latin-1"), "") for k, _ in scope.get("headers", ()))
+    if find_duplicated_routing_header(names) is not None:
         return None
     route = classify_inbound_request(doc, headers=headers)
     return None if isinstance(route, InboundLadderRejection) else route
