@@ -79,6 +79,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # testkit: the FastMCP peer's venv (fas
 
 import scaleout  # noqa: E402
 from driver import RpcError  # noqa: E402
+from paired import pairs_of, run_paired  # noqa: E402
 from report import aggregate, markdown, scale_targets, targets  # noqa: E402
 from servers import (  # noqa: E402
     EXT,
@@ -133,7 +134,14 @@ async def run_one(
         srv.stop()
 
 
-async def run_all(specs: list[ServerSpec], plan: Plan, tmp: Path) -> dict[str, Any]:
+async def run_all(
+    specs: list[ServerSpec],
+    plan: Plan,
+    tmp: Path,
+    pairs: list[tuple[ServerSpec, ServerSpec]] | None = None,
+) -> dict[str, Any]:
+    """Every spec's workloads in rotating repetitions, then ``pairs`` (``--before``) in
+    alternating windows (``paired.py``)."""
     names = [s.name for s in specs]
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {
         w: {n: [] for n in names} for w in {**WORKLOADS, **EXT_WORKLOADS}
@@ -143,9 +151,10 @@ async def run_all(specs: list[ServerSpec], plan: Plan, tmp: Path) -> dict[str, A
         await REDIS.start()
     try:
         await _run_reps(specs, plan, tmp, names, runs, errors)
+        paired = await run_paired(pairs, plan, tmp, errors) if pairs else {}
     finally:
         REDIS.stop()
-    return {"runs": runs, "errors": errors}
+    return {"runs": runs, "errors": errors, "paired": paired}
 
 
 async def _run_reps(
@@ -311,8 +320,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         metavar="CHECKOUT",
         help="also serve ours-memory and ours-ext from CHECKOUT's generated/ (e.g. a git"
-        " worktree of an earlier commit), rotated with the rest: a before/after table",
+        " worktree of an earlier commit), in pairs of alternating windows with this"
+        " checkout's (benchmarks/peers/paired.py): a before/after table",
     )
+    ap.add_argument("--pairs", type=int, help="--before's pairs of windows per workload")
     ap.add_argument("--out", type=Path, help="results directory")
     ap.add_argument(
         "--update-readme",
@@ -327,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = QUICK if args.quick else Plan()
     if args.reps:
         plan.reps = args.reps
+    if args.pairs:
+        plan.pairs = args.pairs
     out_dir = args.out or (RESULTS / "tmp" if args.quick else RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)
     if not args.quick and not args.skip_setup:
@@ -340,9 +353,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.servers:
             wanted = args.servers.split(",")
             specs = [s for s in specs if s.name in wanted]
+        pairs: list[tuple[ServerSpec, ServerSpec]] = []
         if args.before is not None:
             try:
-                specs += before_specs(specs, args.before)
+                pairs = pairs_of(specs + before_specs(specs, args.before))
             except ValueError as exc:
                 print(exc, file=sys.stderr)
                 return 2
@@ -351,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
             if s.missing:
                 print(f"skipping {s.name}: {s.missing}", file=sys.stderr)
         info = machine()
-        result = asyncio.run(run_all(runnable, plan, tmp))
+        result = asyncio.run(run_all(runnable, plan, tmp, pairs))
         scale = run_scale(args, tmp, result["errors"])
         logs = {p.name: p.read_text()[-2000:] for p in tmp.glob("*.log") if p.stat().st_size}
     names = [s.name for s in runnable]
@@ -368,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
             {"name": s.name, "label": s.label, "missing": s.missing, "face": s.face} for s in specs
         ],
         "runs": result["runs"],
+        "paired": result["paired"],
         "errors": result["errors"],
         "server_logs_tail": logs,
         "aggregate": agg,

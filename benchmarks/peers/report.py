@@ -11,6 +11,7 @@ from operator import itemgetter
 from typing import Any
 
 import scaleout
+from paired import quartiles, ratios
 from servers import (
     BEFORE,
     CEILING,
@@ -77,9 +78,6 @@ def aggregate(runs: dict[str, dict[str, list[dict[str, Any]]]], names: list[str]
                 row[f"{key}.x_ts_face"] = cross(key, workload, name, itemgetter(rate))
                 row[f"{key}.cpu_x_ts"] = cross(key, workload, name, itemgetter(cpu))
                 row[f"{key}.x_memory"] = ratio(key, name, itemgetter(rate), OURS_MEMORY)
-                if runs[key].get(name + BEFORE):  # the same server from an earlier checkout
-                    row[f"{key}.x_before"] = ratio(key, name, itemgetter(rate), name + BEFORE)
-                    row[f"{key}.cpu_x_before"] = ratio(key, name, itemgetter(cpu), name + BEFORE)
                 if floor:
                     row[f"{key}.cpu_x_floor"] = ratio(key, name, itemgetter(cpu), floor)
                     row[f"{key}.x_{CEILING}"] = ratio(key, name, itemgetter(rate), CEILING)
@@ -369,30 +367,34 @@ def _scaleout_table(report: dict[str, Any]) -> Lines:
 
 
 BEFORE_COLUMNS = (
-    "server | workload | before | after | after ÷ before | CPU after ÷ before".split(" | ")
-)
+    "server | workload | pairs | before | after | after ÷ before | quartiles | CPU after ÷ before"
+).split(" | ")
 
 
 def _before_table(report: dict[str, Any]) -> Lines:
-    """Our shipped rows against the same server from ``--before``'s checkout, in this run
-    (ratios taken within each repetition, then the median)."""
-    agg = report["aggregate"]
+    """Our shipped rows against the same server from ``--before``'s checkout, measured in
+    pairs of alternating windows (``paired.py``): the median of the ratios taken within
+    each pair, their quartiles, and the median of the CPU ratios."""
     rows = []
-    for name in [n for n in agg if n + BEFORE in agg]:
-        mine, old = agg[name], agg[name + BEFORE]
-        for key in ("lifecycle", "poll", "ext_lifecycle", "ext_poll"):
-            rate, cpu, _extra = RATE_KEYS[key.removeprefix("ext_")]
-            if f"{key}.x_before" not in mine:
+    for key, by_name in (report.get("paired") or {}).items():
+        rate, cpu, _extra = RATE_KEYS[key.removeprefix("ext_")]
+        for name in [n for n in by_name if n + BEFORE in by_name]:
+            mine, old = by_name[name], by_name[name + BEFORE]
+            q = quartiles(ratios(mine, old))
+            cpus = [a[cpu] / b[cpu] for a, b in zip(mine, old, strict=False) if b.get(cpu)]
+            if q is None or not cpus:
                 continue
             rows.append(
-                [name, key, fmt(old.get(f"{key}.{rate}")), fmt(mine.get(f"{key}.{rate}")),
-                 fmt(mine.get(f"{key}.x_before"), 3), fmt(mine.get(f"{key}.cpu_x_before"), 3)]
+                [name, key, str(len(mine)), fmt(med([r[rate] for r in old])),
+                 fmt(med([r[rate] for r in mine])), fmt(q[1], 3), f"{q[0]:.3f}-{q[2]:.3f}",
+                 fmt(med(cpus), 3)]
             )  # fmt: skip
     if not rows:
         return []
     title = (
         f"**Before and after** (`--before {report.get('before')}`: the same rows served from "
-        "that checkout's `generated/`, rotated with the rest; rates are tasks/s and gets/s)"
+        "that checkout's `generated/`, both processes up at once and measured in alternating "
+        f"{report['plan'].get('pair_window_s')} s windows; rates are tasks/s and gets/s)"
     )
     return _table(title, BEFORE_COLUMNS, rows)
 

@@ -216,8 +216,8 @@ def ext_specs() -> list[ServerSpec]:
 def before_specs(specs: list[ServerSpec], checkout: Path) -> list[ServerSpec]:
     """The shipped-default rows of ours among ``specs`` (``ours-memory``, ``ours-ext``) again,
     served from ``checkout``'s ``generated/`` (an earlier commit's worktree): the same command
-    line, the package found first on ``PYTHONPATH``. Lifecycle and poll only, each rotated with
-    the rest, so before and after are measured in one run (``x_before`` ratios)."""
+    line, the package found first on ``PYTHONPATH``. Lifecycle and poll only, each measured
+    in pairs of windows with the row it repeats (``paired.py``), in the same run."""
     generated = checkout.resolve() / "generated"
     if not (generated / "mcp_tasks" / "examples" / "server.py").is_file():
         raise ValueError(f"--before {checkout}: no generated/mcp_tasks/examples/server.py there")

@@ -40,6 +40,11 @@ class Plan:
     wake_seconds: float = 0.5
     wake_rounds: int = 5
     fresh_process: bool = True
+    #: ``--before``'s paired windows (``paired.py``): how many pairs, each window's warm-up
+    #: and length
+    pairs: int = 20
+    pair_warmup_s: float = 0.2
+    pair_window_s: float = 1.0
 
 
 QUICK = Plan(
@@ -53,6 +58,9 @@ QUICK = Plan(
     big_list=200,
     list_reps=1,
     fresh_process=False,
+    pairs=2,
+    pair_warmup_s=0.1,
+    pair_window_s=0.3,
 )
 
 

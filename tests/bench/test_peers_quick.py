@@ -105,16 +105,22 @@ def test_before_rows_measure_the_same_servers_from_another_checkout(tmp_path: Pa
     out = _quick_before(tmp_path, _before_checkout(tmp_path))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     report = json.loads((tmp_path / "out" / "peers-latest.json").read_text())
-    agg = report["aggregate"]
-    assert agg["ours-memory@before"]["lifecycle.tasks_per_s"] > 0
-    assert agg["ours-memory"]["lifecycle.x_before"] > 0
-    assert agg["ours-memory"]["poll.cpu_x_before"] > 0
-    assert "wakeup.p99_ms" not in agg["ours-memory@before"]  # lifecycle and poll only
-    if agg["ours-ext"].get("ext_lifecycle.tasks_per_s"):
-        assert agg["ours-ext"]["ext_poll.x_before"] > 0
-    # the before rows are a comparison, never held to the targets
+    paired, pairs = report["paired"], report["plan"]["pairs"]
+    # lifecycle and poll only, each side measured once per pair, in pairs
+    assert set(paired) == {"lifecycle", "poll", "ext_lifecycle", "ext_poll"}
+    for workload, by_name in paired.items():
+        assert len(by_name) == 2, by_name.keys()
+        for name, results in by_name.items():
+            assert len(results) == pairs, (workload, name)
+            rate = "tasks_per_s" if "lifecycle" in workload else "gets_per_s"
+            assert all(r[rate] > 0 for r in results), (workload, name)
+    assert "ours-memory@before" in paired["poll"] and "ours-ext@before" in paired["ext_poll"]
+    # the before rows are a comparison: no row of the peer tables, never held to the targets
+    assert not [n for n in report["aggregate"] if "@before" in n]
     assert not [t for t in report["targets"] if "@before" in t["server"]]
-    assert "**Before and after**" in (tmp_path / "out" / "peers-latest.md").read_text()
+    md = (tmp_path / "out" / "peers-latest.md").read_text()
+    table = md.split("**Before and after**")[1].split("\n\n")[1]
+    assert table.count("\n| ours-") == 4, table  # lifecycle and poll on each face
 
 
 def test_before_rows_run_the_other_checkouts_code(tmp_path: Path) -> None:

@@ -365,11 +365,9 @@ class TaskEndpoint:
     async def _waiting(self, req: TaskRequest, receive: Any) -> dict[str, Any] | Pass | None:
         """A ``tasks/result`` routed with a bound wait (``None`` after :data:`RESULT_WAIT_S`:
         the SDK's path takes it over) and :class:`ClientGone` when the client leaves; no
-        watch for a task that ended here a moment ago (nothing to wait for)."""
-        if self.router.answers_at_once(req):
-            with anyio.move_on_after(RESULT_WAIT_S):
-                return await self.router.route(req)
-            return None
+        watch and no deadline for a task that ended here a moment ago (nothing to wait for)."""
+        if self.router.answers_at_once(req):  # its outcome is here: nothing to wait for
+            return await self.router.route(req)
         gone = False
         routed: dict[str, Any] | Pass | None = None
 
