@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -39,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -114,15 +115,36 @@ def control(pid: int, *args: str) -> None:
     subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True)
 
 
-def total_ir(out_dir: Path) -> int:
+def newest_total_ir(out_dir: Path) -> int:
     """The ``Ir`` total of the newest dump callgrind wrote in ``out_dir``."""
     dumps = sorted(out_dir.glob("cg.out*"), key=lambda p: p.stat().st_mtime)
-    for dump in reversed(dumps):
-        text = dump.read_text(errors="replace")
-        found = re.search(r"^(?:totals|summary):\s+(\d+)", text, re.M)
-        if found and "--dump" not in dump.name:
+    if dumps:
+        found = re.search(r"^(?:totals|summary):\s+(\d+)", dumps[-1].read_text(errors="replace"), re.M)
+        if found:
             return int(found.group(1))
     raise RuntimeError(f"no callgrind dump with a total in {out_dir}")
+
+
+@contextlib.asynccontextmanager
+async def warmed(
+    generated: Path, workload: str, warmup: int, wrapper: list[str]
+) -> AsyncIterator[tuple[int, Op]]:
+    """The example server from ``generated`` (under ``wrapper``, e.g. valgrind) with one
+    client past ``warmup`` operations: (the server's pid, one operation)."""
+    port = free_port()
+    proc = subprocess.Popen([*wrapper, *server_argv(port)], env=env_for(generated), cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        await wait_ready(port, proc)
+        op, close = await operation(workload, port)
+        for _ in range(warmup):
+            await op()
+        try:
+            yield proc.pid, op
+        finally:
+            close()
+    finally:
+        stop(proc, grace_s=30)
 
 
 async def instructions(
@@ -130,53 +152,34 @@ async def instructions(
 ) -> float:
     """Instructions per operation of ``workload`` on the server from ``generated``."""
     out_dir = Path(tempfile.mkdtemp(dir=tmp))
-    port = free_port()
-    argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--trace-children=no",
-            f"--callgrind-out-file={out_dir}/cg.out.%p", *server_argv(port)]  # fmt: skip
-    proc = subprocess.Popen(argv, env=env_for(generated), cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        await wait_ready(port, proc)
-        op, close = await operation(workload, port)
-        for _ in range(warmup):
-            await op()
-        control(proc.pid, "--instr=on")
-        control(proc.pid, "--zero")
+    valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--trace-children=no",
+                f"--callgrind-out-file={out_dir}/cg.out.%p"]  # fmt: skip
+    async with warmed(generated, workload, warmup, valgrind) as (pid, op):
+        control(pid, "--instr=on")
+        control(pid, "--zero")
         for _ in range(ops):
             await op()
-        control(proc.pid, "--dump")
-        close()
-        return total_ir(out_dir) / ops
-    finally:
-        stop(proc, grace_s=30)
+        control(pid, "--dump")
+        return newest_total_ir(out_dir) / ops
 
 
 async def syscalls(generated: Path, workload: str, ops: int, warmup: int) -> float | None:
     """System calls per operation (``strace -c -f`` attached over the measured operations)."""
     if shutil.which("strace") is None:
         return None
-    port = free_port()
-    proc = subprocess.Popen(server_argv(port), env=env_for(generated), cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    tracer: subprocess.Popen[str] | None = None
-    try:
-        await wait_ready(port, proc)
-        op, close = await operation(workload, port)
-        for _ in range(warmup):
-            await op()
-        tracer = subprocess.Popen(["strace", "-c", "-f", "-p", str(proc.pid)], text=True,
+    async with warmed(generated, workload, warmup, []) as (pid, op):
+        tracer = subprocess.Popen(["strace", "-c", "-f", "-p", str(pid)], text=True,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
-        await asyncio.sleep(1.0)  # attached to every thread
-        for _ in range(ops):
-            await op()
-        tracer.send_signal(signal.SIGINT)
-        _out, err = tracer.communicate(timeout=30)
-        close()
+        try:
+            await asyncio.sleep(1.0)  # attached to every thread
+            for _ in range(ops):
+                await op()
+            tracer.send_signal(signal.SIGINT)
+            _out, err = tracer.communicate(timeout=30)
+        finally:
+            if tracer.poll() is None:
+                tracer.kill()
         return strace_calls(err) / ops
-    finally:
-        if tracer is not None and tracer.poll() is None:
-            tracer.kill()
-        stop(proc)
 
 
 def strace_calls(summary: str) -> int:

@@ -78,7 +78,7 @@ sys.path.insert(0, str(PEERS))
 sys.path.insert(0, str(ROOT / "tests"))  # testkit: the FastMCP peer's venv (fastmcp_peer)
 
 import scaleout  # noqa: E402
-from driver import RpcError  # noqa: E402
+from driver import RUN_FAILURES  # noqa: E402
 from paired import pairs_of, run_paired  # noqa: E402
 from report import aggregate, markdown, scale_targets, targets  # noqa: E402
 from servers import (  # noqa: E402
@@ -178,7 +178,7 @@ async def _run_reps(
                     t0 = time.perf_counter()
                     try:
                         res = await run_one(spec, workload, plan, tmp, rep)
-                    except (RuntimeError, RpcError, OSError, asyncio.IncompleteReadError) as exc:
+                    except RUN_FAILURES as exc:
                         errors.append(f"rep {rep} {workload} {name}: {exc}")
                         print("  ERROR", errors[-1], flush=True)
                         continue
@@ -193,7 +193,7 @@ async def _run_reps(
                 spec = next(s for s in specs if s.name == name)
                 try:
                     await _run_quick(spec, plan, tmp, runs)
-                except (RuntimeError, RpcError, OSError, asyncio.IncompleteReadError) as exc:
+                except RUN_FAILURES as exc:
                     errors.append(f"rep {rep} {name}: {exc}")
                     print("  ERROR", errors[-1], flush=True)
 

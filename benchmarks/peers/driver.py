@@ -38,6 +38,11 @@ class RpcError(Exception):
         self.error = error
 
 
+#: What a workload run raises when a server fails it: reported as the run's error, the
+#: benchmark goes on with the next run.
+RUN_FAILURES = (RuntimeError, RpcError, OSError, asyncio.IncompleteReadError)
+
+
 class Conn:
     def __init__(self, host: str, port: int, path: str = "/mcp") -> None:
         self.host, self.port, self.path = host, port, path

@@ -22,11 +22,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from driver import RUN_FAILURES
 from servers import BEFORE, Running, ServerSpec
 from workloads import Plan, workloads_of
 
 Runs = dict[str, dict[str, list[dict[str, Any]]]]
-Failed = (RuntimeError, OSError, EOFError)
 
 
 def pairs_of(specs: list[ServerSpec]) -> list[tuple[ServerSpec, ServerSpec]]:
@@ -54,7 +54,7 @@ async def run_paired(
         for workload in before.workloads or ():
             try:
                 await _one_workload(after, before, workload, window, plan.pairs, tmp, runs, log)
-            except Failed as exc:
+            except RUN_FAILURES as exc:
                 errors.append(f"paired {workload} {after.name} and {before.name}: {exc}")
                 log(f"  ERROR {errors[-1]}")
     return runs
@@ -80,24 +80,19 @@ async def _one_workload(
                 got[spec.name].append(await workloads_of(spec)[workload](servers[spec.name], window))
         # both lists complete before either enters the runs: the pairs stay aligned
         runs.setdefault(workload, {}).update(got)
-        log(f"paired {workload:13s} {after.name}: {summary(got[after.name], got[before.name])}")
+        log(f"paired {workload:13s} {after.name}: {summary(workload, got[after.name], got[before.name])}")
     finally:
         for srv in servers.values():
             srv.stop()
 
 
-def rate_key(result: dict[str, Any]) -> str:
-    return "tasks_per_s" if "tasks_per_s" in result else "gets_per_s"
+def rate_key(workload: str) -> str:
+    return "tasks_per_s" if workload.endswith("lifecycle") else "gets_per_s"
 
 
-def ratios(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> list[float]:
-    """after ÷ before within each pair."""
-    out = []
-    for a, b in zip(mine, theirs, strict=False):
-        key = rate_key(a)
-        if a.get(key) and b.get(key):
-            out.append(a[key] / b[key])
-    return out
+def ratios(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], key: str) -> list[float]:
+    """after ÷ before of ``key`` within each pair."""
+    return [a[key] / b[key] for a, b in zip(mine, theirs, strict=False) if a.get(key) and b.get(key)]
 
 
 def quartiles(values: list[float]) -> tuple[float, float, float] | None:
@@ -108,8 +103,8 @@ def quartiles(values: list[float]) -> tuple[float, float, float] | None:
     return q1, q2, q3
 
 
-def summary(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> str:
-    q = quartiles(ratios(mine, theirs))
+def summary(workload: str, mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> str:
+    q = quartiles(ratios(mine, theirs, rate_key(workload)))
     if q is None:
         return "no pairs"
     return f"{len(mine)} pairs, after ÷ before median {q[1]:.3f} (quartiles {q[0]:.3f}-{q[2]:.3f})"

@@ -380,8 +380,8 @@ def _before_table(report: dict[str, Any]) -> Lines:
         rate, cpu, _extra = RATE_KEYS[key.removeprefix("ext_")]
         for name in [n for n in by_name if n + BEFORE in by_name]:
             mine, old = by_name[name], by_name[name + BEFORE]
-            q = quartiles(ratios(mine, old))
-            cpus = [a[cpu] / b[cpu] for a, b in zip(mine, old, strict=False) if b.get(cpu)]
+            q = quartiles(ratios(mine, old, rate))
+            cpus = ratios(mine, old, cpu)
             if q is None or not cpus:
                 continue
             rows.append(
