@@ -8,14 +8,17 @@ One window of the same server ranges over ±15% on a shared 2-core VM, so tasks/
 tell 3% from nothing; the instructions a request costs can. Each side (this checkout's
 ``generated/``, and ``--before``'s) serves the example server as shipped (the command line of
 ``peers_bench.py``'s ``ours-memory`` and ``ours-ext`` rows) under valgrind's callgrind, with
-instrumentation off until the measured requests. One client then, over HTTP:
+instrumentation off until the measured requests. ``--clients`` clients (default: the peers
+benchmark's 8 sessions, so requests queue on a busy server as they do there; ``--clients 1``
+measures the quiet path, one request at a time) then, over HTTP:
 
-- warms the path up (``--warmup`` operations: imports, caches, the first GC generations);
-- has callgrind count from zero, makes ``--ops`` operations one after another, has it dump;
+- warm the path up (``--warmup`` operations each: imports, caches, the first GC generations);
+- have callgrind count from zero, make ``--ops`` operations between them, each client one
+  after another, and have it dump;
 - the dump's total ``Ir`` (instructions executed, in every thread of the server: uvicorn,
   the SDK, our runtime, the tool, the event loop's idle turns) ÷ operations.
 
-Workloads (the peers benchmark's, one client): ``lifecycle`` (a task ``tools/call`` of
+Workloads (the peers benchmark's): ``lifecycle`` (a task ``tools/call`` of
 ``slow_compute(0)`` then ``tasks/result``, 2025-11-25 on a session), ``poll`` (``tasks/get`` of
 a completed task), ``ext_lifecycle`` (the extension's task ``tools/call`` then ``tasks/get``
 until terminal, stateless) and ``ext_poll``. Kernel time is not in ``Ir``: the syscalls per
@@ -53,11 +56,12 @@ sys.path.insert(0, str(ROOT / "tests"))  # testkit, which servers.py imports
 from driver import TERMINAL, Session, Stateless  # noqa: E402
 from localhost import HOST, free_port, stop  # noqa: E402
 from servers import OURS_FLAGS  # noqa: E402
+from workloads import Plan  # noqa: E402
 
 Op = Callable[[], Awaitable[Any]]
 WORKLOADS = ("lifecycle", "poll", "ext_lifecycle", "ext_poll")
-START_TIMEOUT_S = 180.0
-EXT_PAUSE_S = 0.02  # between two tasks/get of an extension lifecycle  # a Python server's start under callgrind takes tens of seconds
+START_TIMEOUT_S = 180.0  # a Python server's start under callgrind takes tens of seconds
+EXT_PAUSE_S = 0.02  # between two tasks/get of an extension lifecycle
 
 
 def server_argv(port: int) -> list[str]:
@@ -125,55 +129,70 @@ def newest_total_ir(out_dir: Path) -> int:
     raise RuntimeError(f"no callgrind dump with a total in {out_dir}")
 
 
+Run = Callable[[int], Awaitable[None]]
+
+
 @contextlib.asynccontextmanager
 async def warmed(
-    generated: Path, workload: str, warmup: int, wrapper: list[str]
-) -> AsyncIterator[tuple[int, Op]]:
-    """The example server from ``generated`` (under ``wrapper``, e.g. valgrind) with one
-    client past ``warmup`` operations: (the server's pid, one operation)."""
+    generated: Path, workload: str, warmup: int, clients: int, wrapper: list[str]
+) -> AsyncIterator[tuple[int, Run]]:
+    """The example server from ``generated`` (under ``wrapper``, e.g. valgrind) with
+    ``clients`` clients past ``warmup`` operations each: (the server's pid, ``run(n)``, which
+    makes ``n`` operations shared among the clients, each client's one after another)."""
     port = free_port()
     proc = subprocess.Popen([*wrapper, *server_argv(port)], env=env_for(generated), cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    opened: list[tuple[Op, Callable[[], None]]] = []
     try:
         await wait_ready(port, proc)
-        op, close = await operation(workload, port)
-        for _ in range(warmup):
-            await op()
-        try:
-            yield proc.pid, op
-        finally:
-            close()
+        for _ in range(clients):
+            opened.append(await operation(workload, port))
+
+        async def run(n: int) -> None:
+            async def one(op: Op, k: int) -> None:
+                for _ in range(k):
+                    await op()
+
+            share, extra = divmod(n, len(opened))
+            await asyncio.gather(
+                *(one(op, share + (i < extra)) for i, (op, _c) in enumerate(opened))
+            )
+
+        await run(warmup * clients)
+        yield proc.pid, run
     finally:
+        for _op, close in opened:
+            close()
         stop(proc, grace_s=30)
 
 
 async def instructions(
-    generated: Path, workload: str, ops: int, warmup: int, tmp: Path
+    generated: Path, workload: str, ops: int, args: argparse.Namespace, tmp: Path
 ) -> float:
     """Instructions per operation of ``workload`` on the server from ``generated``."""
     out_dir = Path(tempfile.mkdtemp(dir=tmp))
     valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--trace-children=no",
                 f"--callgrind-out-file={out_dir}/cg.out.%p"]  # fmt: skip
-    async with warmed(generated, workload, warmup, valgrind) as (pid, op):
+    async with warmed(generated, workload, args.warmup, args.clients, valgrind) as (pid, run):
         control(pid, "--instr=on")
         control(pid, "--zero")
-        for _ in range(ops):
-            await op()
+        await run(ops)
         control(pid, "--dump")
         return newest_total_ir(out_dir) / ops
 
 
-async def syscalls(generated: Path, workload: str, ops: int, warmup: int) -> float | None:
+async def syscalls(
+    generated: Path, workload: str, ops: int, args: argparse.Namespace
+) -> float | None:
     """System calls per operation (``strace -c -f`` attached over the measured operations)."""
     if shutil.which("strace") is None:
         return None
-    async with warmed(generated, workload, warmup, []) as (pid, op):
+    async with warmed(generated, workload, args.warmup, args.clients, []) as (pid, run):
         tracer = subprocess.Popen(["strace", "-c", "-f", "-p", str(pid)], text=True,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
         try:
             await asyncio.sleep(1.0)  # attached to every thread
-            for _ in range(ops):
-                await op()
+            await run(ops)
             tracer.send_signal(signal.SIGINT)
             _out, err = tracer.communicate(timeout=30)
         finally:
@@ -192,6 +211,10 @@ def strace_calls(summary: str) -> int:
     raise RuntimeError(f"no total in strace's summary: {summary[-500:]!r}")
 
 
+class Failed(Exception):
+    """A side could not be measured: its workload, side and checkout named."""
+
+
 async def measure(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     sides = {"after": ROOT / "generated", "before": args.before.resolve() / "generated"}
     rows = []
@@ -199,8 +222,11 @@ async def measure(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
         ops = args.ops if "poll" in workload else max(1, args.ops // 4)
         row: dict[str, Any] = {"workload": workload, "ops": ops}
         for side, generated in sides.items():
-            row[f"{side}_ir"] = await instructions(generated, workload, ops, args.warmup, tmp)
-            row[f"{side}_syscalls"] = await syscalls(generated, workload, ops, args.warmup)
+            try:
+                row[f"{side}_ir"] = await instructions(generated, workload, ops, args, tmp)
+                row[f"{side}_syscalls"] = await syscalls(generated, workload, ops, args)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                raise Failed(f"{workload}, {side} ({generated}): {exc}") from exc
         row["ir_ratio"] = row["after_ir"] / row["before_ir"]
         print(
             f"{workload:13s} Ir/op before {row['before_ir']:,.0f} after {row['after_ir']:,.0f}"
@@ -216,9 +242,10 @@ def fmt(v: float | None, digits: int = 1) -> str:
     return "–" if v is None else f"{v:,.{digits}f}"
 
 
-def markdown(rows: list[dict[str, Any]], before: Path, when: str) -> str:
+def markdown(rows: list[dict[str, Any]], before: Path, when: str, clients: int) -> str:
     lines = [
-        f"**Instructions per operation** (callgrind, one client; {when}; before: `{before}`)",
+        f"**Instructions per operation** (callgrind, {clients} client{'s' * (clients > 1)};"
+        f" {when}; before: `{before}`)",
         "",
         "| workload | ops | before Ir/op | after Ir/op | after ÷ before"
         " | syscalls/op before | after |",
@@ -237,7 +264,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--before", type=Path, required=True, metavar="CHECKOUT",
                     help="a checkout (e.g. a git worktree) whose generated/ is the before side")
     ap.add_argument("--ops", type=int, default=400, help="tasks/get per poll row (lifecycles: 1/4)")
-    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=50, help="operations per client before counting")
+    ap.add_argument("--clients", type=int, default=Plan().sessions,
+                    help="clients at once (default: the peers benchmark's sessions)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--quick", action="store_true", help="a few operations (tests)")
     ap.add_argument("--out", type=Path, default=HERE / "results")
@@ -245,6 +274,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.workloads = args.workloads.split(",")
     if unknown := set(args.workloads) - set(WORKLOADS):
         ap.error(f"--workloads: unknown {', '.join(sorted(unknown))} (one of {', '.join(WORKLOADS)})")
+    if args.clients < 1:
+        ap.error(f"--clients: {args.clients} (at least 1)")
     if args.quick:
         args.ops, args.warmup = 8, 4
     return args
@@ -262,11 +293,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     with tempfile.TemporaryDirectory(prefix="bench-ir-") as d:
-        rows = asyncio.run(measure(args, Path(d)))
+        try:
+            rows = asyncio.run(measure(args, Path(d)))
+        except Failed as exc:  # the last results stay as they were
+            print(f"bench_instructions: {exc}", file=sys.stderr)
+            return 1
     args.out.mkdir(parents=True, exist_ok=True)
-    report = {"date": when, "before": str(args.before), "ops": args.ops, "rows": rows}
+    report = {"date": when, "before": str(args.before), "ops": args.ops,
+              "clients": args.clients, "rows": rows}  # fmt: skip
     (args.out / "instructions-latest.json").write_text(json.dumps(report, indent=1))
-    md = markdown(rows, args.before, when)
+    md = markdown(rows, args.before, when, args.clients)
     (args.out / "instructions-latest.md").write_text(md)
     print(md)
     return 0
