@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from testkit.procs import before_checkout
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks" / "bench_instructions.py"
 
@@ -24,18 +26,6 @@ def _valgrind() -> None:
         if os.environ.get("CI"):
             pytest.fail("CI: valgrind is required (.ci/run installs it)")
         pytest.skip("valgrind is not installed")
-
-
-def _before(tmp_path: Path, server_py: str | None = None) -> Path:
-    """A checkout for ``--before``: this tree's ``generated/`` (its example server replaced
-    by ``server_py`` when given)."""
-    checkout = tmp_path / "before"
-    shutil.copytree(
-        ROOT / "generated", checkout / "generated", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    if server_py is not None:
-        (checkout / "generated" / "mcp_tasks" / "examples" / "server.py").write_text(server_py)
-    return checkout
 
 
 def _run(
@@ -52,7 +42,7 @@ def _run(
 
 def test_counts_instructions_per_operation_of_both_sides(tmp_path: Path) -> None:
     _valgrind()
-    before = _before(tmp_path)
+    before = before_checkout(ROOT, tmp_path)
     out = _run(tmp_path, "--before", str(before), "--workloads", "poll,ext_lifecycle",
                "--clients", "2")  # fmt: skip
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
@@ -76,7 +66,7 @@ def test_counts_instructions_per_operation_of_both_sides(tmp_path: Path) -> None
 
 def test_a_before_side_that_cannot_serve_is_named_and_nothing_written(tmp_path: Path) -> None:
     _valgrind()
-    before = _before(tmp_path, 'raise SystemExit("the before checkout")\n')
+    before = before_checkout(ROOT, tmp_path, 'raise SystemExit("the before checkout")\n')
     out = _run(tmp_path, "--before", str(before), "--workloads", "poll", "--clients", "1")
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
     assert "bench_instructions: poll, before (" in out.stderr

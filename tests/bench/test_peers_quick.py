@@ -9,10 +9,11 @@ benchmark makes it) and our server's row ("–" while the face is not served).
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from testkit.procs import before_checkout
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "peers_bench.py"
 
@@ -78,17 +79,7 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
 
 
 def _before_checkout(tmp_path: Path, server_py: str | None = None) -> Path:
-    """A checkout for ``--before``: this tree's ``generated/`` copied (its example server
-    replaced by ``server_py`` when given)."""
-    checkout = tmp_path / "before"
-    shutil.copytree(
-        BENCH.parents[1] / "generated",
-        checkout / "generated",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    if server_py is not None:
-        (checkout / "generated" / "mcp_tasks" / "examples" / "server.py").write_text(server_py)
-    return checkout
+    return before_checkout(BENCH.parents[1], tmp_path, server_py)
 
 
 def _quick_before(tmp_path: Path, checkout: Path) -> subprocess.CompletedProcess[str]:

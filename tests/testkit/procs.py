@@ -148,3 +148,17 @@ def quick_bench(script: Path, folder: Path, timeout: float) -> tuple[list[Any], 
     assert out.returncode == 0, out.stdout + out.stderr
     rows: list[Any] = json.loads(rows_path.read_text())
     return rows, out.stdout
+
+
+def before_checkout(root: Path, folder: Path, server_py: str | None = None) -> Path:
+    """A checkout for a benchmark's ``--before``: ``root``'s ``generated/`` copied into
+    ``folder/before`` (its example server replaced by ``server_py`` when given)."""
+    import shutil
+
+    checkout = folder / "before"
+    shutil.copytree(
+        root / "generated", checkout / "generated", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    if server_py is not None:
+        (checkout / "generated" / "mcp_tasks" / "examples" / "server.py").write_text(server_py)
+    return checkout
