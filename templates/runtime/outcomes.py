@@ -227,9 +227,10 @@ class Settler:
     def __len__(self) -> int:
         return len(self.kept)
 
-    async def store(self, task_id: str, run: Run, outcome: Outcome) -> bool:
-        """One write of ``outcome``; True once settled (stored, or nothing is left to store:
-        the task already ended elsewhere or is gone), False when the store did not take it."""
+    async def store(self, task_id: str, run: Run, outcome: Outcome, size: int) -> bool:
+        """One write of ``outcome`` (``size`` bytes of result and error, for the byte cap);
+        True once settled (stored, or nothing is left to store: the task already ended
+        elsewhere or is gone), False when the store did not take it."""
         engine = self.engine
         run.storing = True
         try:
@@ -239,6 +240,7 @@ class Settler:
             except UnstorableValue as exc:
                 log.error("task %s: its outcome cannot be stored: %s", task_id, exc.reason)
                 outcome = run.kept = unstorable(exc)
+                size = run.kept_bytes = json_size(outcome[3])
                 rec = await self._write(task_id, outcome)
         except TaskError:
             return False  # the store's own log says why (once per outage)
@@ -251,7 +253,7 @@ class Settler:
             run.final = rec
             engine.runs.remember(rec)
             await engine.status_changed(rec)
-            await engine.ended(rec, json_size(rec.result) + json_size(rec.error))
+            await engine.ended(rec, size)
         return True
 
     async def _write(self, task_id: str, outcome: Outcome) -> TaskRecord | None:
@@ -266,9 +268,9 @@ class Settler:
             error=error,
         )
 
-    def keep(self, task_id: str, run: Run, outcome: Outcome) -> None:
-        """The store did not take ``outcome``: keep it for the settler."""
-        run.kept = outcome
+    def keep(self, task_id: str, run: Run, outcome: Outcome, size: int) -> None:
+        """The store did not take ``outcome`` (``size`` bytes): keep it for the settler."""
+        run.kept, run.kept_bytes = outcome, size
         run.attempts = 1
         run.retry_at = time.monotonic() + self.engine.config.retry_delay_s(1)
         self.kept[task_id] = run
@@ -309,7 +311,7 @@ class Settler:
             return
         if self._gone_past_keeping(run):
             log.warning("task %s: its ttl ended before the store took its outcome", task_id)
-        elif await self.store(task_id, run, run.kept):
+        elif await self.store(task_id, run, run.kept, run.kept_bytes):
             if run.final is not None:
                 log.warning(
                     "task %s: its kept outcome is stored (write %d)", task_id, run.attempts + 1

@@ -33,7 +33,7 @@ from ..protocol import (
     TaskStatus,
 )
 from ..store import TaskRecord
-from .limits import bounded_outcome
+from .limits import bounded_outcome, json_size
 from .progress import progress_text
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class Run:
 
     __slots__ = (
         "_changed", "_step", "asked", "attempts", "busy", "created_at", "expires_at", "final",
-        "kept", "pending", "renewed", "requestor", "retry_at", "scope", "started", "storing",
+        "kept", "kept_bytes", "pending", "renewed", "requestor", "retry_at", "scope", "started", "storing",
         "tool_error", "ttl_lock", "ttl_ms",
     )  # fmt: skip
 
@@ -141,8 +141,10 @@ class Run:
         self.renewed = False
         #: made by the first renewal: one ttl change at a time (``outcomes.Renewals``)
         self.ttl_lock: anyio.Lock | None = None
-        #: the outcome the store did not take yet, its writes so far, the next one's time
+        #: the outcome the store did not take yet (and its bytes of result and error), its
+        #: writes so far, the next one's time
         self.kept: Outcome | None = None
+        self.kept_bytes = 0
         self.attempts = 0
         self.retry_at = 0.0
         self.storing = False
@@ -256,15 +258,17 @@ async def outcome_of(
         return (FAILED, err.message, None, err.to_error())
 
 
-def bounded(task_id: str, outcome: Outcome, engine: TaskEngine) -> Outcome:
+def bounded(task_id: str, outcome: Outcome, engine: TaskEngine) -> tuple[Outcome, int]:
     """``outcome``, or the ``ResultTooLarge`` failure kept instead of a result or error over
-    ``EngineConfig.max_result_bytes`` (R-SEC-4)."""
+    ``EngineConfig.max_result_bytes`` (R-SEC-4), and the bytes of result and error it keeps
+    (measured once: the requestor's byte cap counts them when it is stored)."""
     status, message, result, error = outcome
-    _, too_large = bounded_outcome(result, error, engine.config.max_result_bytes)
+    size, too_large = bounded_outcome(result, error, engine.config.max_result_bytes)
     if too_large is None:
-        return outcome
+        return outcome, size
     engine.log.warning("task %s: %s", task_id, too_large.message)
-    return (FAILED, too_large.message, None, too_large.to_error())
+    error = too_large.to_error()
+    return (FAILED, too_large.message, None, error), json_size(error)
 
 
 #: How long (seconds) and how many of the records that work stored as it ended its task
@@ -367,12 +371,14 @@ class Runs:
                     err = InternalError(message=INTERRUPTED_MESSAGE)
                     outcome = (FAILED, INTERRUPTED_MESSAGE, None, err.to_error())
                 settler = self.engine.settler
-                if outcome is not None:
-                    outcome = bounded(task_id, outcome, self.engine)
-                if outcome is not None and not await settler.store(task_id, run, outcome):
-                    settler.keep(task_id, run, outcome)  # the run stays until it is stored
-                else:
+                if outcome is None:
                     self.end(task_id, run)
+                else:
+                    outcome, size = bounded(task_id, outcome, self.engine)
+                    if await settler.store(task_id, run, outcome, size):
+                        self.end(task_id, run)
+                    else:
+                        settler.keep(task_id, run, outcome, size)  # the run stays till stored
 
     def end(self, task_id: str, run: Run) -> None:
         """The run is over (its outcome stored, or nothing left to store): it leaves the
