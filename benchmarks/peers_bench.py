@@ -330,7 +330,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="write the tables into benchmarks/README.md's markers",
     )
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.pairs is not None and args.pairs < 1:
+        ap.error(f"--pairs: {args.pairs} (at least 1)")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -338,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = QUICK if args.quick else Plan()
     if args.reps:
         plan.reps = args.reps
-    if args.pairs:
+    if args.pairs is not None:
         plan.pairs = args.pairs
     out_dir = args.out or (RESULTS / "tmp" if args.quick else RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)

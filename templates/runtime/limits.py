@@ -101,12 +101,17 @@ def json_size(value: Any) -> int:
         return len(json.dumps(value, separators=(",", ":")))
 
 
+def outcome_size(result: dict[str, Any] | None, error: dict[str, Any] | None) -> int:
+    """Bytes an outcome keeps: its result and error as JSON (what the byte caps count)."""
+    return json_size(result) + json_size(error)
+
+
 def bounded_outcome(
     result: dict[str, Any] | None, error: dict[str, Any] | None, limit: int
 ) -> tuple[int, ResultTooLarge | None]:
     """(bytes the outcome keeps, the ``ResultTooLarge`` to keep instead when its result or
     error is over ``limit`` bytes)."""
-    size = json_size(result) + json_size(error)
+    size = outcome_size(result, error)
     if size <= limit:
         return size, None
     return size, ResultTooLarge(size, limit)

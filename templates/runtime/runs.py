@@ -113,7 +113,7 @@ class Run:
 
     __slots__ = (
         "_changed", "_step", "asked", "attempts", "busy", "created_at", "expires_at", "final",
-        "kept", "kept_bytes", "pending", "renewed", "requestor", "retry_at", "scope", "started", "storing",
+        "kept", "pending", "renewed", "requestor", "retry_at", "scope", "started", "storing",
         "tool_error", "ttl_lock", "ttl_ms",
     )  # fmt: skip
 
@@ -134,10 +134,8 @@ class Run:
         self.renewed = False
         #: made by the first renewal: one ttl change at a time (``outcomes.Renewals``)
         self.ttl_lock: anyio.Lock | None = None
-        #: the outcome the store did not take yet (and its bytes of result and error), its
-        #: writes so far, the next one's time
+        #: the outcome the store did not take yet, its writes so far, the next one's time
         self.kept: Outcome | None = None
-        self.kept_bytes = 0
         self.attempts = 0
         self.retry_at = 0.0
         self.storing = False
@@ -371,7 +369,7 @@ class Runs:
                     if await settler.store(task_id, run, outcome, size):
                         self.end(task_id, run)
                     else:
-                        settler.keep(task_id, run, outcome, size)  # the run stays till stored
+                        settler.keep(task_id, run, outcome)  # the run stays until stored
 
     def end(self, task_id: str, run: Run) -> None:
         """The run is over (its outcome stored, or nothing left to store): it leaves the

@@ -129,3 +129,13 @@ def test_before_names_a_checkout_without_generated_code(tmp_path: Path) -> None:
     out = _quick_before(tmp_path, tmp_path)
     assert out.returncode == 2
     assert f"--before {tmp_path}: no generated/mcp_tasks/examples/server.py" in out.stderr
+
+
+def test_pairs_below_one_are_refused(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--out", str(tmp_path), "--pairs", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "--pairs: 0 (at least 1)" in out.stderr, out.stderr

@@ -51,7 +51,7 @@ import anyio.abc
 from ..errors import InternalError, TaskError
 from ..protocol import FAILED, NON_TERMINAL
 from ..store import TaskRecord, UnstorableValue
-from .limits import json_size
+from .limits import outcome_size
 
 if TYPE_CHECKING:
     from .engine import TaskEngine
@@ -247,7 +247,7 @@ class Settler:
             except UnstorableValue as exc:
                 log.error("task %s: its outcome cannot be stored: %s", task_id, exc.reason)
                 outcome = run.kept = unstorable(exc)
-                size = run.kept_bytes = json_size(outcome[3])
+                size = outcome_size(outcome[2], outcome[3])
                 rec = await self._write(task_id, outcome)
         except TaskError:
             return False  # the store's own log says why (once per outage)
@@ -275,9 +275,9 @@ class Settler:
             error=error,
         )
 
-    def keep(self, task_id: str, run: Run, outcome: Outcome, size: int) -> None:
-        """The store did not take ``outcome`` (``size`` bytes): keep it for the settler."""
-        run.kept, run.kept_bytes = outcome, size
+    def keep(self, task_id: str, run: Run, outcome: Outcome) -> None:
+        """The store did not take ``outcome``: keep it for the settler."""
+        run.kept = outcome
         run.attempts = 1
         run.retry_at = time.monotonic() + self.engine.config.retry_delay_s(1)
         self.kept[task_id] = run
@@ -318,7 +318,7 @@ class Settler:
             return
         if self._gone_past_keeping(run):
             log.warning("task %s: its ttl ended before the store took its outcome", task_id)
-        elif await self.store(task_id, run, run.kept, run.kept_bytes):
+        elif await self.store(task_id, run, run.kept, outcome_size(run.kept[2], run.kept[3])):
             if run.final is not None:
                 log.warning(
                     "task %s: its kept outcome is stored (write %d)", task_id, run.attempts + 1
