@@ -24,6 +24,7 @@ import anyio
 import anyio.abc
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
 
 from ...errors import StoreUnavailable
 from ...models import TaskStatus
@@ -45,7 +46,7 @@ from .events import Events, TaskWatchHandle
 from .inputs import Inputs
 from .keys import LEX_PREFIX, Keys, all_member, lexkey
 from .leases import Leases
-from .observed import CountingBackoff
+from .observed import on_connect_counting_reconnects
 from .scripting import (
     ANSWER_INPUTS,
     CREATE,
@@ -71,8 +72,9 @@ def _client(url: str, socket_timeout_s: float) -> Any:
         decode_responses=True,
         socket_timeout=socket_timeout_s,
         socket_connect_timeout=min(socket_timeout_s, 2.0),
-        retry=Retry(CountingBackoff(cap=0.2, base=0.02), 2),
+        retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
         health_check_interval=30,
+        redis_connect_func=on_connect_counting_reconnects,
     )
 
 
