@@ -216,7 +216,8 @@ class Failed(Exception):
 
 
 async def measure(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
-    sides = {"after": ROOT / "generated", "before": args.before.resolve() / "generated"}
+    # the before side first: a checkout that cannot serve fails before the after side is counted
+    sides = {"before": args.before.resolve() / "generated", "after": ROOT / "generated"}
     rows = []
     for workload in args.workloads:
         ops = args.ops if "poll" in workload else max(1, args.ops // 4)

@@ -8,7 +8,7 @@ import pytest
 # module's. Registered before any of them is imported.
 pytest.register_assert_rewrite("testkit")
 
-from testkit.doors import front_door  # noqa: E402  (after the rewrite is registered)
+from testkit.doors import front_door, one_door_for_agnostic  # noqa: E402  (after the rewrite)
 
 __all__ = ["front_door"]
 
@@ -17,3 +17,17 @@ __all__ = ["front_door"]
 def anyio_backend() -> str:
     """anyio's pytest plugin runs ``@pytest.mark.anyio`` tests on asyncio."""
     return "asyncio"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest parametrizes front_door with its own params
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    one_door_for_agnostic(metafunc)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``pytest -n N --dist loadgroup`` (pytest-xdist), a module's tests run on one
+    worker, so its module-scoped servers start once; tests marked with an ``xdist_group`` of
+    their own (``testkit.typecheck.TYPECHECK``) keep it."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from testkit.typecheck import TYPECHECK, assert_mypy_strict, mypy_strict
+
 USER_CODE = """\
 from mcptask_gen.pipeline import build
 from mcp_tasks.protocol import REVISION
@@ -18,16 +20,10 @@ revision: str = REVISION
 """
 
 
+@TYPECHECK
 def test_mypy_resolves_both_packages_outside_the_repo(tmp_path: Path) -> None:
     (tmp_path / "user.py").write_text(USER_CODE)
-    out = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / ".c"), "user.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
+    out = assert_mypy_strict("user.py", cwd=tmp_path)
     assert "mcptask_gen.ir.IR" in out.stdout and "mcp_tasks.runtime.mcp_server.McpTasks" in out.stdout
 
 
@@ -35,6 +31,7 @@ def test_mypy_resolves_both_packages_outside_the_repo(tmp_path: Path) -> None:
 _TEST_ONLY = ("pytest", "_pytest", "pytest_timeout", "py.py", "_hypothesis_pytestplugin.py")
 
 
+@TYPECHECK
 def test_the_generated_package_type_checks_without_pytest(tmp_path: Path) -> None:
     """A user's ``mypy --strict`` of the package, in an environment with its dependencies
     but without pytest (only the store-conformance suite runs on it): a Python whose
@@ -52,13 +49,9 @@ def test_the_generated_package_type_checks_without_pytest(tmp_path: Path) -> Non
     assert subprocess.run([python, "-c", "import pytest"], capture_output=True).returncode == 1
     work = tmp_path / "work"
     shutil.copytree(Path(mcp_tasks.__file__).parent, work / "mcp_tasks")
-    out = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--python-executable", str(python)]
-        + ["--cache-dir", str(tmp_path / ".c"), "-p", "mcp_tasks"],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=900,
+    # a cache of its own: that Python's site-packages are other paths
+    out = mypy_strict(
+        "--python-executable", python, "-p", "mcp_tasks", cwd=work, cache_dir=tmp_path / ".c"
     )
     assert out.returncode == 0, out.stdout + out.stderr
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from testkit.typecheck import TYPECHECK, assert_mypy_strict
+
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
 #: the reference pages the README links to, whose code is held to the same standard
@@ -34,19 +36,13 @@ def _write_blocks(directory: Path) -> list[str]:
     return names
 
 
+@TYPECHECK
 def test_every_python_block_passes_mypy_strict(tmp_path: Path) -> None:
     """From a directory outside the repository, with this environment's mypy: the packages
     resolve through the editable install alone (no MYPYPATH, no repository config)."""
     assert len(PYTHON_BLOCKS) >= 4
     names = _write_blocks(tmp_path)
-    out = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / ".cache")] + names,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
+    assert_mypy_strict(*names, cwd=tmp_path)
 
 
 @pytest.mark.parametrize("index", range(len(PYTHON_BLOCKS)))

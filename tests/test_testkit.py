@@ -14,7 +14,7 @@ from testkit.wait import WaitTimeout, until, until_async
 
 TESTS = Path(__file__).resolve().parent
 #: Python files under tests/ that are neither tests, conftests nor helpers: commands.
-COMMANDS = {"generator/regen.py"}  # the README's regeneration command
+COMMANDS = {"generator/regen.py", "install_peers.py"}  # the README's commands
 SYS_PATH_EDIT = re.compile(r"sys\.path\s*(\.\s*(insert|append|extend|remove|pop|clear)\b|\[|[+]?=)")
 
 

@@ -35,7 +35,7 @@ def _run(
         [sys.executable, str(BENCH), "--quick", "--out", str(tmp_path / "out"), *args],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=240,
         env=env,
     )
 
@@ -43,13 +43,13 @@ def _run(
 def test_counts_instructions_per_operation_of_both_sides(tmp_path: Path) -> None:
     _valgrind()
     before = before_checkout(ROOT, tmp_path)
-    out = _run(tmp_path, "--before", str(before), "--workloads", "poll,ext_lifecycle",
-               "--clients", "2")  # fmt: skip
+    # the smallest run that shows the report's shape: one workload, two clients
+    out = _run(tmp_path, "--before", str(before), "--workloads", "poll", "--clients", "2")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     report = json.loads((tmp_path / "out" / "instructions-latest.json").read_text())
     assert report["clients"] == 2 and report["before"] == str(before)
     rows = {r["workload"]: r for r in report["rows"]}
-    assert set(rows) == {"poll", "ext_lifecycle"}
+    assert set(rows) == {"poll"}
     for workload, row in rows.items():
         assert row["ops"] >= 1
         # a request of our server runs hundreds of thousands of instructions; both sides
@@ -61,7 +61,7 @@ def test_counts_instructions_per_operation_of_both_sides(tmp_path: Path) -> None
             assert row["before_syscalls"] > 0 and row["after_syscalls"] > 0, (workload, row)
     md = (tmp_path / "out" / "instructions-latest.md").read_text()
     assert "callgrind, 2 clients" in md
-    assert md.count("\n| poll |") == 1 and md.count("\n| ext_lifecycle |") == 1
+    assert md.count("\n| poll |") == 1
 
 
 def test_a_before_side_that_cannot_serve_is_named_and_nothing_written(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
         [sys.executable, str(BENCH), "--quick", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=240,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     report = json.loads((tmp_path / "peers-latest.json").read_text())
@@ -88,7 +88,7 @@ def _quick_before(tmp_path: Path, checkout: Path) -> subprocess.CompletedProcess
          "--servers", "ours-memory,ours-ext", "--before", str(checkout)],
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=240,
     )  # fmt: skip
 
 

@@ -14,7 +14,7 @@ def test_bench_generate_quick() -> None:
         check=True,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=240,
     ).stdout
     for row in (
         "both schemas, cold",

@@ -21,6 +21,7 @@ from testkit.gen import (
     run_cli,
     tree,
 )
+from testkit.typecheck import TYPECHECK
 
 
 @pytest.mark.parametrize("schema", [SCHEMA_EXT, SCHEMA_EXT_DRAFT], ids=["release", "draft"])
@@ -199,10 +200,12 @@ def test_extension_only_package_has_no_runtime_and_imports(
     assert pkg.protocol.EXTENSIONS == {"extension": "io.modelcontextprotocol/tasks"}
 
 
+@TYPECHECK
 def test_extension_only_output_passes_mypy_strict_and_ruff(ext_only: Path) -> None:
     assert_mypy_and_ruff_clean(ext_only)
 
 
+@TYPECHECK
 def test_2025_only_output_passes_mypy_strict_and_ruff(tmp_path: Path) -> None:
     out = tmp_path / "core_tasks"
     assert run_cli(SCHEMA, "-o", out).exit_code == 0

@@ -21,12 +21,14 @@ from testkit.gen import (
     SCHEMA_ORIGINAL,
     VENV_BIN,
     assert_mypy_and_ruff_clean,
+    assert_ruff_clean,
     copy_pkg,
     run_cli,
     tree,
     with_prompts_get_augmentable,
     write_schema,
 )
+from testkit.typecheck import TYPECHECK
 
 
 def test_generated_dir_is_fresh() -> None:
@@ -164,11 +166,14 @@ def test_pyproject_config_and_flags_win(tmp_path: Path, monkeypatch: pytest.Monk
     assert result.exit_code == 2 and "unknown key 'shema'" in result.output
 
 
-def test_generated_package_passes_mypy_strict_and_ruff(generated_pkg: Path) -> None:
-    """The generated package is mypy --strict and ruff clean."""
-    assert_mypy_and_ruff_clean(generated_pkg)
+def test_generated_package_passes_ruff(generated_pkg: Path) -> None:
+    """The generated package is ruff clean. Its ``mypy --strict`` is the suite's one check of
+    the same modules (``test_handwritten_mypy.py``: this package is byte-identical to
+    ``generated/mcp_tasks``: ``test_snapshots.py``)."""
+    assert_ruff_clean(generated_pkg)
 
 
+@TYPECHECK
 def test_original_2025_11_25_schema_generates_a_clean_package(tmp_path: Path) -> None:
     """The schema as first published (Task.ttl not nullable) is a revision to regenerate against too."""
     out = tmp_path / "orig_tasks"

@@ -1,4 +1,5 @@
-"""Fixtures for the interoperability tests: ``npm ci`` for the TypeScript peers, and our
+"""Fixtures for the interoperability tests: the TypeScript peers' ``node_modules`` (installed
+before the suite by ``tests/install_peers.py``), and our
 example server over Streamable HTTP, one per front door (``http_server_pool``, for fixtures
 whose parameters are :func:`testkit.doors.http_targets`; ``http_server``), from
 ``testkit.mcp_e2e`` as the mcp tests have them."""
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from testkit.interop import npm_ci
+from testkit.interop import node_modules_ready, require_peer
 from testkit.mcp_e2e import http_server, http_server_pool
 
 __all__ = ["http_server", "http_server_pool"]
@@ -15,5 +16,6 @@ __all__ = ["http_server", "http_server_pool"]
 
 @pytest.fixture(scope="session")
 def node_modules() -> None:
-    """``npm ci`` (pinned by package-lock.json) when node_modules is missing or stale."""
-    npm_ci()
+    """``node_modules`` from the current package-lock.json: skipped without it (failed under
+    ``CI``), naming ``tests/install_peers.py``."""
+    require_peer(node_modules_ready(), "tests/interop/node_modules (npm ci)")

@@ -64,7 +64,7 @@ def test_conformance_server_scenarios(example_server: HttpServer, tmp_path: Path
         env=node_env(),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=240,
         stdin=subprocess.DEVNULL,
     )
     report = out.stdout[-6000:] + out.stderr[-3000:]

@@ -61,7 +61,7 @@ def drive(python: Path, url: str, *args: str) -> dict[str, Any]:
         [str(python), str(CLIENT_SCRIPT), url, *args],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=240,
         stdin=subprocess.DEVNULL,
     )
     lines = [line for line in out.stdout.splitlines() if line.strip()]

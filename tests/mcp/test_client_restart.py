@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_tasks.runtime.mcp_client import ConnectionLost, TasksClientSession, http_client
 from testkit.mcp_e2e import HttpServer, text_of
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.door_agnostic]  # restarts: the door is not what is tested (testkit.doors)
 
 TOKEN = "tok-alice"  # a subject of testkit.mcp_e2e.TOKENS
 

@@ -13,6 +13,8 @@ from mcp_tasks.cli import coerce_arguments
 from testkit.mcp_e2e import interrupt_cli_task
 from testkit.ops import mcptask
 
+pytestmark = pytest.mark.door_agnostic  # the CLI: the door is not what is tested (testkit.doors)
+
 SERVER = f"{sys.executable} -m mcp_tasks.examples.server --stdio"
 TOKEN = "tok-alice"  # a subject of mcp_e2e.TOKENS
 

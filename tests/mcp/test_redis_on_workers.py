@@ -25,13 +25,14 @@ import redis
 
 from mcp_tasks.runtime.offload import attempts_key
 from mcp_tasks.runtime.worker import NOT_RETRIED_MESSAGE
+from testkit.example_server import ServerPool
 from testkit.ext_wire import ExtClient
-from testkit.mcp_e2e import HttpServer, http_session, text_of
+from testkit.mcp_e2e import TOKENS, HttpServer, http_session, text_of, write_tokens
 from testkit.redis_fixtures import RedisServer, redis_server, unique_namespace  # noqa: F401
 from testkit.task_workers import WorkerProc
 from testkit.wait import until, until_async
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.door_agnostic]  # workers: the door is not what is tested (testkit.doors)
 
 ALICE = {"Authorization": "Bearer tok-alice"}
 #: how many more times the front end lets slow_compute run when its worker dies
@@ -64,6 +65,10 @@ class Setup:
         w = WorkerProc(self.store, self.log_dir).start()
         self.workers.append(w)
         return w
+
+    def one_worker(self) -> WorkerProc:
+        """The worker of a shared setup (started on first use)."""
+        return self.workers[0] if self.workers else self.worker()
 
     def attempts(self, task_id: str) -> int:
         """How many runs of the task workers began (the store's counter)."""
@@ -98,6 +103,24 @@ def setup(
         s.close()
 
 
+@pytest.fixture(scope="module")
+def shared(
+    http_server_pool: ServerPool,
+    front_door: str,
+    redis_server: RedisServer,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Setup]:
+    """One front end and one worker for the tests that neither kill nor restart them: each
+    test's tasks are its own (task ids), and what it checks is per task."""
+    log_dir = tmp_path_factory.mktemp("workers")
+    tokens = write_tokens(log_dir / "tokens.json", TOKENS)
+    s = Setup(lambda *args: http_server_pool.get(front_door, *args), tokens, redis_server, log_dir)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
 def _slow(seconds: float, label: str) -> dict[str, Any]:
     return {"name": "slow_compute", "arguments": {"seconds": seconds, "label": label}}
 
@@ -105,18 +128,18 @@ def _slow(seconds: float, label: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- what a tool keeps
 
 
-async def test_core_task_runs_on_a_worker_with_progress_to_the_token(setup: Setup) -> None:
+async def test_core_task_runs_on_a_worker_with_progress_to_the_token(shared: Setup) -> None:
     """2025-11-25: the front end stores the task and a worker runs the tool; the client
     gets the result through ``tasks/result`` and the tool's progress notifications to the
     original token (R-PROGRESS-1), relayed by the front end that holds the session."""
-    worker = setup.worker()
+    worker = shared.one_worker()
     progress: list[types.ProgressNotificationParams] = []
 
     async def on_message(message: Any) -> None:
         if isinstance(message, types.ProgressNotification):
             progress.append(message.params)
 
-    async with http_session(setup.front.url, token="tok-alice", message_handler=on_message) as s:
+    async with http_session(shared.front.url, token="tok-alice", message_handler=on_message) as s:
         created = await s.tasks.call_tool_as_task(
             "slow_compute", {"seconds": 1, "label": "far"}, progress_token="p-7"
         )
@@ -126,14 +149,14 @@ async def test_core_task_runs_on_a_worker_with_progress_to_the_token(setup: Setu
     assert text_of(result) == "done after 1s (far)"
     assert all(p.progress_token == "p-7" for p in progress)  # R-PROGRESS-1
     assert worker.runs_of(task_id) == 1
-    assert "running" not in setup.front.log()
+    assert "running" not in shared.front.log()
 
 
-def test_extension_task_runs_on_a_worker_with_progress_as_status_message(setup: Setup) -> None:
+def test_extension_task_runs_on_a_worker_with_progress_as_status_message(shared: Setup) -> None:
     """The extension face: the task's ``statusMessage`` shows the tool's progress while it
     runs on the worker (X-NOTIF-7), and ``tasks/get`` inlines the result when it completes."""
-    worker = setup.worker()
-    with ExtClient(setup.front.url, headers=ALICE) as alice:
+    worker = shared.one_worker()
+    with ExtClient(shared.front.url, headers=ALICE) as alice:
         task_id = alice.result("tools/call", _slow(1.5, "ext"))["taskId"]
         seen = until(
             lambda: alice.result("tasks/get", {"taskId": task_id}),
@@ -149,11 +172,11 @@ def test_extension_task_runs_on_a_worker_with_progress_as_status_message(setup: 
 
 
 @pytest.mark.parametrize(("action", "outcome"), [("accept", "deleted"), ("decline", "kept")])
-async def test_core_elicitation_from_a_worker(setup: Setup, action: str, outcome: str) -> None:
+async def test_core_elicitation_from_a_worker(shared: Setup, action: str, outcome: str) -> None:
     """R-INPUT-1..4 from a worker: the tool's ``elicitation/create`` goes through the shared
     store to the ``tasks/result`` stream of the front end, stamped with the related task
     (R-INPUT-2); the answer goes back to the worker and the tool goes on."""
-    setup.worker()
+    shared.one_worker()
     asked: list[dict[str, Any]] = []
     statuses: list[str] = []
 
@@ -164,7 +187,7 @@ async def test_core_elicitation_from_a_worker(setup: Setup, action: str, outcome
         return types.ElicitResult(action="decline")
 
     async with http_session(
-        setup.front.url, token="tok-alice", elicitation_callback=on_elicit
+        shared.front.url, token="tok-alice", elicitation_callback=on_elicit
     ) as s:
         result = await s.tasks.run_tool(
             "confirm_delete",
@@ -177,11 +200,11 @@ async def test_core_elicitation_from_a_worker(setup: Setup, action: str, outcome
     assert related["taskId"]  # R-INPUT-2
 
 
-def test_extension_elicitation_from_a_worker(setup: Setup) -> None:
+def test_extension_elicitation_from_a_worker(shared: Setup) -> None:
     """X-UPD-1 from a worker: ``tasks/get`` lists the tool's elicitation as an input request
     (``input_required``), ``tasks/update`` answers it, and the worker's tool completes."""
-    setup.worker()
-    with ExtClient(setup.front.url, headers=ALICE) as alice:
+    shared.one_worker()
+    with ExtClient(shared.front.url, headers=ALICE) as alice:
         call = {"name": "confirm_delete", "arguments": {"path": "/tmp/e"}}
         task_id = alice.result("tools/call", call)["taskId"]
         asking = alice.wait(task_id, frozenset({"input_required"}))
@@ -195,12 +218,12 @@ def test_extension_elicitation_from_a_worker(setup: Setup) -> None:
     assert "deleted /tmp/e" in str(done["result"])
 
 
-async def test_cancel_reaches_the_tool_on_the_worker(setup: Setup) -> None:
+async def test_cancel_reaches_the_tool_on_the_worker(shared: Setup) -> None:
     """R-CANCEL-2 across processes: ``tasks/cancel`` on the front end stops the tool on the
     worker (woken by the store's change event); the task stays cancelled, and the worker
     stores no outcome after it."""
-    worker = setup.worker()
-    async with http_session(setup.front.url, token="tok-alice") as s:
+    worker = shared.one_worker()
+    async with http_session(shared.front.url, token="tok-alice") as s:
         created = await s.tasks.call_tool_as_task("slow_compute", {"seconds": 120, "label": "c"})
         task_id = created.task.taskId
         until(lambda: worker.runs_of(task_id) == 1, 30, what="the worker runs the tool")

@@ -30,7 +30,7 @@ from testkit.redis_fixtures import (  # noqa: F401
 )
 from testkit.wait import until, until_async
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.door_agnostic]  # instances sharing a store: the door is not what is tested (testkit.doors)
 
 
 def _text(result: dict[str, Any]) -> str:

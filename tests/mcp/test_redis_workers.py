@@ -37,7 +37,7 @@ from testkit.procs import free_port, python_env
 from testkit.redis_fixtures import RedisServer, redis_server, unique_namespace  # noqa: F401
 from testkit.wait import until
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.door_agnostic]  # server worker processes: the door is not what is tested (testkit.doors)
 
 WORKERS = 2
 #: Seconds past ``STARTUP_S`` a worker runs before the test kills it (see its comment).
@@ -260,7 +260,7 @@ def test_a_worker_that_cannot_start_stops_the_set(tmp_path: Path, tokens_file: P
             [*argv, "--tokens", str(tokens), "--store", unreachable],
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=240,
             env=python_env(),
         )
 

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from testkit.doors import FRONT_DOORS
+from testkit.doors import DEFAULT_DOOR
 from testkit.outage_runs import RUNS, one_run
 from testkit.redis_fixtures import redis_server_binary
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.door_agnostic]  # store outages: the door is not what is tested (testkit.doors)
 
 
-#: each Redis run's two instances take one front door each; the SQLite run, one per door
+#: each Redis run's two instances take one front door each; the SQLite run, the shipped one
 CASES = [
     *((run, "both") for run in RUNS if run.startswith("redis")),
-    *(("sqlite-lock", door) for door in FRONT_DOORS),
+    ("sqlite-lock", DEFAULT_DOOR),
 ]
 
 

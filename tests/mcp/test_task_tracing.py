@@ -116,7 +116,7 @@ def test_without_a_tracer_provider_the_run_skips_the_no_op_span() -> None:
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=240,
         env=python_env(),  # tests/ on PYTHONPATH, for testkit
     )
     assert out.returncode == 0, out.stdout + out.stderr

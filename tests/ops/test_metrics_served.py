@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from mcp_tasks.protocol import COMPLETED, FAILED, INPUT_REQUIRED, REVISION
@@ -14,6 +15,8 @@ from testkit.doors import ENDPOINT
 from testkit.ops import ALICE, BOB, METRICS_TOKEN, McpHttp, OpsServer, http, mcp_session, start_task
 from testkit.redis_fixtures import RedisServer, unique_namespace
 from testkit.wait import until
+
+pytestmark = pytest.mark.door_agnostic  # operators' surfaces: the door is not what is tested (testkit.doors)
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 #: every family the README's table names (a counter's samples end in ``_total``)

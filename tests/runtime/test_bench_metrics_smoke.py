@@ -11,7 +11,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_metrics.py"
 
 def test_bench_metrics_quick() -> None:
     out = subprocess.run(
-        [sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, timeout=300
+        [sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, timeout=240
     )
     assert out.returncode == 0, out.stderr
     for needle in ("server lifecycle: metrics off", "engine lifecycle: metrics off", "on/off ="):

@@ -17,7 +17,7 @@ def test_bench_redis_quick(redis_server: RedisServer) -> None:
         [sys.executable, str(BENCH), "--quick", "--url", redis_server.url],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=240,
     )
     assert out.returncode == 0, out.stderr
     for needle in ("lifecycle", "tasks/s", "round trips per task lifecycle", "p50", "p99"):

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_scaleout_quick(tmp_path: Path) -> None:
-    rows, stdout = quick_bench(BENCH, tmp_path, timeout=300)
+    rows, stdout = quick_bench(BENCH, tmp_path, timeout=240)
     assert [r["workers"] for r in rows] == [1, 2]
     assert all(r["tasks"] > 0 and r["x_1_worker"] is not None for r in rows)
     assert [len(shares) for shares in rows[1]["worker_cpu_share"]] == [2]

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_bench_workers_quick(tmp_path: Path) -> None:
-    rows, stdout = quick_bench(BENCH, tmp_path, timeout=600)
+    rows, stdout = quick_bench(BENCH, tmp_path, timeout=240)
     assert [(r["workload"], r["row"]) for r in rows] == [
         (w, n) for w in ("lifecycle", "cpu") for n in ("in-process", "1 worker", "2 workers")
     ]

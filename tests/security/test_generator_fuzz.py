@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from mcptask_gen.cli import main
 from testkit.json_tree import drop_at, json_paths, set_at
+from testkit.typecheck import TYPECHECK, mypy_strict
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO.parent / "shared" / "mcp-schema" / "2025-11-25" / "schema.json"
@@ -283,6 +284,7 @@ def test_random_schema_mutations(
     _run_random(random_mutation(), RENDERED, 8, tmp_path_factory, fuzz_counter)
 
 
+@TYPECHECK
 def test_a_successful_mutation_passes_mypy_strict(tmp_path: Path) -> None:
     """The sample: the docstring-injection schema (hostile text in every description)."""
     doc = MUTATIONS["docstring_injection"](copy.deepcopy(BASE))
@@ -290,13 +292,7 @@ def test_a_successful_mutation_passes_mypy_strict(tmp_path: Path) -> None:
     out = tmp_path / "pkg_mypy"
     assert check_outcome(_write(tmp_path, "sample", doc), out) == 0
     files = [str(out / f"{m}.py") for m in RENDERED] + [str(out / "__init__.py")]
-    proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *files],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = mypy_strict(*files, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:]
     importlib.invalidate_caches()
 

@@ -7,4 +7,31 @@ pytest rewrites the asserts of every module here (``tests/conftest.py``).
 
 This module imports nothing: ``benchmarks/`` imports :mod:`testkit.fastmcp_peer` (standard
 library only) without pytest.
+
+A new test that needs a server: which fixture
+-------------------------------------------------
+
+The suite runs on four pytest-xdist workers, a module on one worker (``tests/conftest.py``), in
+about ten minutes on two cores; a server process costs about a second of CPU to start, so
+share one unless the test needs its own.
+
+- **Shared** (the default): ``http_server`` (``testkit.mcp_e2e``, module scope, one per front
+  door) or a module-scoped :class:`testkit.example_server.ServerPool` keyed by the server's
+  flags (``pool.get(door, "--tokens", path)``); the Redis of the session, ``redis_server`` /
+  ``redis_url``. Isolate the test by what it owns, not by the process: its own bearer token
+  (one requestor), its own session, its own Redis namespace (``unique_namespace()``).
+- **Its own** (``http_server_factory``, ``server_factory``, ``ops_server_factory``,
+  ``fresh_redis_server``): only a test that kills, restarts or stops the server, exhausts a
+  server-wide limit (sessions in all, tasks kept in all, file descriptors), needs flags no
+  other test uses, or reads the server's whole log or metrics as its own.
+- **Front doors**: a fixture that starts our server over HTTP takes ``front_door``, so its
+  tests run through both doors. Where the door is not what is tested (workers, operators'
+  surfaces, the CLI, restarts, outages), mark the module ``pytest.mark.door_agnostic``: one
+  door (:mod:`testkit.doors`).
+- **Waiting**: :mod:`testkit.wait` (``until``, ``until_async``), never a bare sleep; a server
+  is stopped by PID, killed after :data:`testkit.procs.STOP_GRACE_S`.
+- **Type checks**: :func:`testkit.typecheck.mypy_strict`, marked ``TYPECHECK``: one cache for
+  every check of the run.
+- **Peers** (node_modules, the FastMCP venv): installed before the suite by
+  ``tests/install_peers.py``, never in a test.
 """

@@ -16,6 +16,13 @@ test of something only one door has pins it, saying why in its docstring::
 
     @pinned("endpoint")  # the task endpoint's own counters
     def test_counts(...): ...
+
+Both doors run only where the door is what is tested (the endpoint, the router, the wire,
+security and isolation, end-to-end protocol tests). Where it is not (workers, operators'
+surfaces, the CLI, restarts, outages), the module or test is marked ``door_agnostic``
+(``pytestmark = pytest.mark.door_agnostic``) and runs through :data:`DEFAULT_DOOR`, the one the
+shipped server uses; ``tests/conftest.py`` applies the marker, and ``pytest -m door_agnostic``
+selects those tests.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ import pytest
 ENDPOINT = "endpoint"
 SDK = "sdk"
 FRONT_DOORS = (ENDPOINT, SDK)
+#: the door a ``door_agnostic`` test runs through: the shipped server's (the task endpoint)
+DEFAULT_DOOR = ENDPOINT
+#: the marker of tests where the door is not what is tested
+DOOR_AGNOSTIC = "door_agnostic"
 
 
 def _known(door: str) -> str:
@@ -69,3 +80,19 @@ def door_of(target: str) -> str | None:
 def pinned(door: str) -> pytest.MarkDecorator:
     """Run a test (or, as ``pytestmark``, a module) through ``door`` only."""
     return pytest.mark.parametrize("front_door", [_known(door)], indirect=True)
+
+
+def one_door_for_agnostic(metafunc: pytest.Metafunc) -> None:
+    """``pytest_generate_tests`` (first of them): a ``door_agnostic`` test that uses
+    :func:`front_door` runs through :data:`DEFAULT_DOOR` only (a test pinned to a door keeps
+    its pin)."""
+    if "front_door" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker(DOOR_AGNOSTIC) is None:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", "")
+        if "front_door" in (names.split(",") if isinstance(names, str) else names):
+            return  # pinned() already chose
+    # as a mark, as pinned() does: pytest then leaves the fixture's own params out
+    metafunc.definition.add_marker(pinned(DEFAULT_DOOR))

@@ -88,8 +88,19 @@ class HttpServer(ChildProcess):
         return self.proc.pid
 
     def start(self, port: int | None = None) -> HttpServer:
-        """Start it on ``port`` (default: a free one) and wait until it listens."""
-        self.port = port if port is not None else free_port()
+        """Start it on ``port`` (default: a free one) and wait until it listens. A free port
+        that another test process took in the meantime (the suite runs on several xdist
+        workers) is given up for another one."""
+        for _attempt in range(4 if port is None else 1):
+            try:
+                return self._start(port if port is not None else free_port())
+            except RuntimeError as exc:
+                if port is not None or "address already in use" not in str(exc).lower():
+                    raise
+        raise RuntimeError(f"server: no free port after 4 tries:\n{self.log()}")
+
+    def _start(self, port: int) -> HttpServer:
+        self.port = port
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log_path = self.log_dir / f"server-{self.port}.log"
         cmd = server_command(

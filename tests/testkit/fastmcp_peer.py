@@ -3,10 +3,11 @@
 FastMCP 4 serves the 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``) and
 nothing of 2025-11-25 tasks; it pins many dependencies (Docket, redis-py 8, ...), so it
 never shares our ``.venv``. :func:`ensure_venv` creates ``tests/interop/.venv-fastmcp``
-(gitignored) on demand with exactly :data:`PINS` (plus what they need), and reuses it while
-its stamp matches (the pins and the Python version). Creating it takes about a minute and
-needs the package registry; :func:`peer_python` turns "cannot install" into a pytest skip,
-or a failure under ``CI``. Standard library only: ``benchmarks/peers_bench.py`` uses it too.
+(gitignored) with exactly :data:`PINS` (plus what they need), and reuses it while its stamp
+matches (the pins and the Python version). Creating it takes about a minute and needs the
+package registry: ``tests/install_peers.py`` does it before the suite, and
+:func:`peer_python` gives the tests a skip (a failure under ``CI``) while it is missing.
+Standard library only: ``benchmarks/peers_bench.py`` uses it too.
 
 Scripts run with the venv's Python: ``fastmcp_server.py PORT`` (a FastMCP tasks server with
 the example server's tool contract) and ``fastmcp_client.py URL`` (the FastMCP client
@@ -94,12 +95,9 @@ def ensure_venv(venv: Path = VENV) -> Path:
 
 
 def peer_python() -> Path:
-    """For tests: :func:`ensure_venv`, a skip when it cannot be made, a failure under CI."""
-    import pytest
+    """For tests: the venv's Python when it is ready (``tests/install_peers.py`` makes it
+    before the suite; no test installs), else a skip, or a failure under ``CI``."""
+    from testkit.interop import require_peer
 
-    try:
-        return ensure_venv()
-    except PeerUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI: the FastMCP peer venv is required: {exc}")
-        pytest.skip(f"FastMCP peer unavailable (no package registry?): {exc}")
+    require_peer(is_ready(), "the FastMCP peer venv tests/interop/.venv-fastmcp")
+    return venv_python()

@@ -8,7 +8,6 @@ imported with :mod:`testkit.importing` (never through ``sys.path``).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from mcptask_gen.cli import main
+from testkit.typecheck import assert_mypy_strict
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
@@ -80,21 +80,14 @@ def with_prompts_get_augmentable(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def assert_mypy_and_ruff_clean(pkg: Path) -> None:
-    """The package directory ``pkg`` passes ``mypy --strict`` and the repository's ruff."""
-    mypy = subprocess.run(
-        [
-            str(VENV_BIN / "mypy"),
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            os.devnull,
-            pkg.name,
-        ],
-        cwd=pkg.parent,
-        capture_output=True,
-        text=True,
-    )
-    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
+    """The package directory ``pkg`` passes ``mypy --strict`` (on the suite's cache: mark the
+    test ``testkit.typecheck.TYPECHECK``) and the repository's ruff."""
+    assert_mypy_strict(pkg.name, cwd=pkg.parent)
+    assert_ruff_clean(pkg)
+
+
+def assert_ruff_clean(pkg: Path) -> None:
+    """The package directory ``pkg`` passes the repository's ruff."""
     ruff = subprocess.run(
         [
             str(VENV_BIN / "ruff"),

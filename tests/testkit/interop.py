@@ -56,7 +56,9 @@ __all__ = [
     "node_env",
     "node_path",
     "node_process",
+    "node_modules_ready",
     "npm_ci",
+    "require_peer",
     "run_confirm_delete",
     "run_node",
     "stdio_command_session",
@@ -114,11 +116,17 @@ def _install_lock() -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def node_modules_ready() -> bool:
+    """``node_modules`` is installed from the current lockfile (by its stamp)."""
+    return STAMP.is_file() and STAMP.read_text().strip() == _lock_hash()
+
+
 def npm_ci() -> None:
-    """``npm ci`` in tests/interop when node_modules is missing or stale."""
+    """``npm ci`` in tests/interop when node_modules is missing or stale (``tests/
+    install_peers.py`` runs it before the suite; no test installs)."""
     wanted = _lock_hash()
     with _install_lock():
-        if STAMP.is_file() and STAMP.read_text().strip() == wanted:
+        if node_modules_ready():
             return
         node = node_path()
         npm_cli = node.parent.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
@@ -212,3 +220,20 @@ class TsServer(PeerServer):
             "ts_server",
             env=node_env(),
         )
+
+
+#: how a peer the interoperability tests need is installed: before the suite, never in a test
+INSTALL_PEERS = ".venv/bin/python tests/install_peers.py"
+
+
+def require_peer(ready: bool, what: str) -> None:
+    """Skip the calling test when ``what`` is not installed; fail under ``CI``. Either way
+    naming the command that installs it."""
+    import pytest
+
+    if ready:
+        return
+    msg = f"{what} is not installed: run {INSTALL_PEERS} (the README's test command does)"
+    if os.environ.get("CI"):
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)

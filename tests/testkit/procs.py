@@ -57,7 +57,12 @@ def wait_listening(
         raise RuntimeError(f"{what} did not start:\n{log_path.read_text(errors='replace')}") from None
 
 
-def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 15) -> None:
+#: how long a stopped process gets to exit before it is killed: our servers exit within a
+#: second or two of SIGTERM; a teardown never waits longer than this for one that hangs
+STOP_GRACE_S = 5.0
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = STOP_GRACE_S) -> None:
     """SIGTERM by PID, then SIGKILL if it has not exited within ``grace`` seconds."""
     if proc is None or proc.poll() is not None:
         return
@@ -66,7 +71,7 @@ def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 15) -> Non
         proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=grace)
+        proc.wait(timeout=15)
 
 
 def kill_process(proc: subprocess.Popen[bytes] | None) -> None:

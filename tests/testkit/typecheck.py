@@ -1,0 +1,65 @@
+"""``mypy --strict`` for the tests, with one cache for the whole run and the next.
+
+Every type-check of the suite (the generated package, the hand-written templates in place,
+other generated outputs, the generator, the README's blocks, a user's install) goes through
+:func:`mypy_strict`. They share mypy's incremental cache under ``.mypy_cache/tests`` in the
+repository (ignored by git), so the standard library and the dependencies (pydantic, the
+``mcp`` SDK, starlette, redis, ...) are analysed once, not once per test, and a second run of
+the suite starts warm. The tests that type-check are marked :data:`TYPECHECK` (one xdist
+group): they run one after another on one worker, so no two mypy processes write the cache at
+once.
+
+A check that must not share it (another Python's site-packages: the cache would be rewritten
+for that environment's paths) passes its own ``cache_dir``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+#: the suite's mypy cache, kept between runs
+CACHE_DIR = REPO / ".mypy_cache" / "tests"
+#: the xdist group of every type-checking test (``--dist loadgroup``)
+TYPECHECK = pytest.mark.xdist_group("typecheck")
+
+
+def mypy_strict(
+    *args: str | Path,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    cache_dir: Path | None = None,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess[str]:
+    """``mypy --strict ARGS...`` in ``cwd`` with this environment's mypy, on the suite's
+    cache (or ``cache_dir``); its output captured."""
+    cache = cache_dir if cache_dir is not None else CACHE_DIR
+    cache.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(cache), *map(str, args)],
+        cwd=cwd,
+        env=dict(env if env is not None else os.environ),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def assert_mypy_strict(
+    *args: str | Path, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """:func:`mypy_strict`, which must pass; its result."""
+    out = mypy_strict(*args, cwd=cwd, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out
+
+
+def mypy_path_env(path: Path) -> dict[str, str]:
+    """This environment with ``MYPYPATH`` set to ``path``."""
+    return dict(os.environ, MYPYPATH=str(path))
