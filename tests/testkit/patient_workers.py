@@ -4,9 +4,10 @@
 the worker's exit for a failed start.
 
 On a loaded test machine a worker may take longer than 5 s just to import the server:
-one that cannot start (a bad ``--tokens`` file) then exits after the parent's window, looks
-like a worker that crashed while serving, and is replaced again and again instead of
-stopping the set. Everything else is the example server's own code path.
+one that cannot start (its store unreachable) then exits after the parent's window, looks
+like a worker that crashed while serving, and is replaced at once again and again instead
+of counting towards the parent giving up. Everything else is the example server's own code
+path.
 """
 
 from __future__ import annotations
