@@ -14,7 +14,8 @@ Runs the example server (``python -m mcp_tasks.examples.server``) as a subproces
    p50/p99, alone and while alice floods ``tasks/get`` and creates with the default limits
    (she is rate-limited; bob must not be); the ratio, and how many of bob's were refused.
 3. **Descriptors and sessions under slowloris**: the server's open descriptors with N
-   connections sending a request head that never ends, and after ``--header-timeout``;
+   connections from one address (127.0.0.2) sending a request head that never ends (those
+   past the address's connection cap refused at once), and after ``--header-timeout``;
    whether a new client is served meanwhile; one token opening sessions to its cap, and
    whether another token still opens one.
 
@@ -144,6 +145,7 @@ def rss_figures(tokens: Path, creates: int) -> None:
         "caps opened wide (the baseline)": [
             "--max-active", "1000000", "--max-tasks", "100000000",
             "--max-result-bytes-per-requestor", str(1 << 40),
+            "--max-tasks-total", "100000000", "--max-result-bytes-total", str(1 << 40),
         ],
         "default caps (1,000 tasks, 64 MiB)": [],
     }  # fmt: skip
@@ -245,7 +247,11 @@ def slowloris_figures(tokens: Path, conns: int, sessions: int) -> None:
         base = server.fds()
         socks = []
         for _ in range(conns):
-            sock = socket.create_connection(("127.0.0.1", server.port))
+            # from another loopback address than the new client's: one address's connections
+            # are capped (--max-connections-per-address), the rest refused at once
+            sock = socket.create_connection(
+                ("127.0.0.1", server.port), source_address=("127.0.0.2", 0)
+            )
             sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127")
             socks.append(sock)
         time.sleep(0.5)

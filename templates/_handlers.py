@@ -24,6 +24,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: ``RequestContext.extra`` key of the request's decoded routing-name header, when it had
 #: one (the extension face's ``Mcp-Name``, checked against the params by its handler).
 ROUTING_NAME: str = "routing_name"
+#: ``RequestContext.extra`` key, true when a front door already counted this request against
+#: the rate limit (R-SEC-3) before handing it to another: it is not counted again.
+RATE_COUNTED: str = "rate_counted"
 #: The attribute :func:`stub` sets on a generated method a subclass has not overridden.
 STUB_MARK = "__mcptask_stub__"
 
@@ -62,7 +65,10 @@ class RequestContext:
     ``progress_token`` is the request's own ``_meta.progressToken``; ``meta`` its ``_meta``;
     ``send_request`` (when the transport has a stream for it) sends a request to the
     requestor on this request's own stream (the input requests of a ``tasks/result``,
-    R-INPUT-3); ``extra`` carries what a face reads from the transport (routing headers)."""
+    R-INPUT-3); ``extra`` carries what a face reads from the transport (routing headers).
+    ``budget`` names what the requestor's new tasks count against among the tasks and bytes
+    kept (R-SEC-4) when it is shared with other requestors (``address:ADDR``: every requestor
+    without a token at one client address), None when it is the requestor's own."""
 
     requestor: str
     request_id: str | int | None = None
@@ -70,6 +76,7 @@ class RequestContext:
     meta: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     send_request: SendRequest | None = None
+    budget: str | None = None
 
 
 @dataclass(slots=True)

@@ -110,6 +110,8 @@ def test_limits_table_matches_engine_defaults() -> None:
     assert cfg.page_size in numbers["page_size"]
     assert cfg.poll_interval_ms in numbers["poll_interval_ms"]
     assert cfg.sweep_interval_s in numbers["sweep_interval_s"]
+    assert cfg.max_tasks_total in numbers["max_tasks_total"]
+    assert cfg.max_result_bytes_total == 1 << 30 and "1 GiB" in rows["max_result_bytes_total"]
     rate = re.search(r"\| ([\d,]+) per (\d+) s", section)
     assert rate is not None
     assert (int(rate.group(1).replace(",", "")), float(rate.group(2))) == (

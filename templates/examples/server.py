@@ -11,11 +11,18 @@ PACKAGE is the generated package's import name (``mcp_tasks`` for the one shippe
 
 LIMITS (R-SEC-3, R-SEC-4; defaults from ``EngineConfig``): ``--max-active N``,
 ``--rate-limit CALLS/SECONDS``, ``--max-ttl MS``, ``--default-ttl MS``, ``--page-size N``,
-``--max-tasks N`` (tasks kept per requestor), ``--max-result-bytes N`` (one result),
-``--max-result-bytes-per-requestor N``. Over HTTP also: ``--max-sessions N`` (the SDK's
-global cap), ``--max-sessions-per-requestor N``, ``--session-idle-timeout S``, and the slow
-client deadlines ``--header-timeout S``, ``--body-timeout S``, ``--send-timeout S``,
-``--keep-alive-timeout S`` (``runtime/slow_clients.py``).
+``--max-tasks N`` (tasks kept per requestor; without a token, per client address),
+``--max-result-bytes N`` (one result), ``--max-result-bytes-per-requestor N``,
+``--max-tasks-total N`` and ``--max-result-bytes-total N`` (kept by all requestors
+together). Over HTTP also: ``--max-sessions N`` (the SDK's
+global cap), ``--max-sessions-per-requestor N``, ``--session-idle-timeout S``, the slow
+client deadlines ``--header-timeout S``, ``--request-timeout S``, ``--min-body-rate
+BYTES/SECONDS``, ``--body-timeout S``, ``--send-timeout S``, ``--keep-alive-timeout S``, and
+the connection caps ``--max-connections N`` (default from the descriptor limit) and
+``--max-connections-per-address N`` (``runtime/slow_clients.py``; the ``--ops`` listener
+has the same, counted together with the MCP port's).
+A client's address is its socket's peer: ``X-Forwarded-For`` is ignored unless
+``--forwarded-allow-ips IPS`` names the proxies to believe it from.
 Over stdio, lines that are not JSON-RPC are answered (-32700/-32600), never dropped.
 
 OPS (``examples/ops.py``; each off unless given): ``--ops HOST:PORT`` serves health there,
@@ -113,7 +120,7 @@ from ..runtime.mcp_server import McpTasks, run_stdio, tidy_http_errors
 from ..runtime.slow_clients import guarded_protocol
 from ..runtime.store_url import check_store, shared_store_url, store_from_url
 from ..store import TaskStore
-from .flags import http_flags, http_flags_problem, limit_flags
+from .flags import connection_caps, http_flags, http_flags_problem, limit_flags
 from .ops import add_ops_flags, check_ops_flags, ops_served
 
 __all__ = ["DictTokenVerifier", "build_server", "load_tokens", "main", "worker_app"]
@@ -415,6 +422,8 @@ LIMIT_FIELDS: tuple[tuple[str, str], ...] = (
     ("max_tasks", "max_tasks_per_requestor"),
     ("max_result_bytes", "max_result_bytes"),
     ("max_result_bytes_per_requestor", "max_result_bytes_per_requestor"),
+    ("max_tasks_total", "max_tasks_total"),
+    ("max_result_bytes_total", "max_result_bytes_total"),
 )
 
 
@@ -474,7 +483,8 @@ async def _serve(args: argparse.Namespace) -> None:
     gc.collect()
     gc.freeze()
     try:
-        async with tasks, ops_served(args, tasks):
+        protocol = http_protocol(args)  # one class, one connection count, for both ports
+        async with tasks, ops_served(args, tasks, protocol):
             if args.stdio:
                 await run_stdio(mcp)  # answers malformed lines (-32700/-32600)
                 return
@@ -495,8 +505,12 @@ async def _serve(args: argparse.Namespace) -> None:
                 host=host or "127.0.0.1",
                 port=int(port),
                 log_level="warning",
-                http=http_protocol(args),
+                http=protocol,
+                ws="none",  # an upgraded connection would leave the guarded protocol
                 timeout_keep_alive=args.keep_alive_timeout,
+                # the client's address is the socket's unless a trusted proxy says otherwise
+                proxy_headers=args.forwarded_allow_ips is not None,
+                forwarded_allow_ips=args.forwarded_allow_ips,
             )
             await uvicorn.Server(config).serve(sockets=_inherited(args))
     finally:
@@ -506,7 +520,8 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def http_protocol(args: argparse.Namespace) -> type[Any]:
     """uvicorn's HTTP protocol of ``--http-stack`` (auto: httptools when installed) with the
-    slow-client deadlines of the flags."""
+    slow-client deadlines and the connection caps of the flags (a new count each call: give
+    every listener of the process the same class)."""
     base: type[Any]
     if args.http_stack == "h11":
         from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -521,6 +536,9 @@ def http_protocol(args: argparse.Namespace) -> type[Any]:
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         send_timeout=args.send_timeout,
+        request_timeout=args.request_timeout,
+        min_body_rate=args.body_rate,
+        caps=connection_caps(args),
     )
 
 

@@ -8,6 +8,9 @@ from here, so a new ``mcp`` release breaks one module, not several.
 fails with a message like "mcp 2.4.0 changed: ServerSession._connection is gone;
 update mcp_tasks.runtime._sdk" when one no longer holds.
 
+It changes the SDK in one place only, :mod:`._sdk_json` (the 2025-11-25 HTTP transport's
+JSON, for messages holding a lone surrogate), re-exported here; that change has a canary too.
+
 It is also the one bridge between this package's :class:`TaskError` and the SDK's
 :class:`MCPError` (:func:`to_sdk_error`, :func:`from_sdk_error`,
 :func:`internal_error`): no other module converts between them.
@@ -61,6 +64,7 @@ from pydantic import TypeAdapter, ValidationError
 from ..errors import InternalError, InvalidParams, TaskError, error_from_payload
 from ..errors import describe_validation_error as _describe
 from ._sdk_assumptions import ASSUMPTIONS, MCP_SUPPORTED
+from ._sdk_json import loads_json, take_lone_surrogates
 
 __all__ = [
     "ASSUMPTIONS",
@@ -94,6 +98,7 @@ __all__ = [
     "http_session",
     "initialized",
     "live_session",
+    "loads_json",
     "input_round_result_type",
     "internal_error",
     "is_sdk_validation_report",
@@ -113,6 +118,7 @@ __all__ = [
     "session_count",
     "session_manager",
     "standalone_delivers",
+    "take_lone_surrogates",
     "task_session",
     "to_sdk_error",
     "tool_call_params",

@@ -47,6 +47,7 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ("streamable_http session header and Accept", "Mcp-Session-Id, check_accept_headers(request)"),
     ("TransportSecurityMiddleware(settings)", "validate_request(request, is_post=True) -> None"),
     ("header checks read request.headers.get", "a HeaderView answers them as a Request would"),
+    ("streamable_http JSON parse and writers", "lone surrogates: pydantic_core, two writers"),
     ("auth_context.get_access_token", "the verified bearer token of the request being served"),
     ("InputRequiredResult.result_type default", "the resultType of an MRTR input round"),
     ("Server.add_notification_handler", "client notifications reach the face's handler"),

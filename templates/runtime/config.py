@@ -24,6 +24,9 @@ _COUNTS = (
     "max_result_bytes",
     "max_result_bytes_per_requestor",
 )
+#: tasks and bytes kept by all requestors together when not given (``EngineConfig``)
+DEFAULT_MAX_TASKS_TOTAL = 100_000
+DEFAULT_MAX_RESULT_BYTES_TOTAL = 1024 * 1024 * 1024
 _MAY_BE_ZERO = frozenset({"max_ttl_ms", "expired_tombstones_per_requestor", "max_tombstones"})
 #: fields that must be positive, finite numbers of seconds
 _SECONDS = (
@@ -56,13 +59,28 @@ class EngineConfig:
     rate_limit_window_s: float = 10.0
     #: tasks kept per requestor (any status, until their ttl): at the cap, its oldest
     #: finished task is dropped to make room (as if its ttl had ended); None: ten times
-    #: ``max_active_per_requestor`` (1,000 by default)
+    #: ``max_active_per_requestor`` (1,000 by default). Requestors without a token share
+    #: theirs by client address (every session and anonymous request of one address: a
+    #: client cannot multiply it by opening sessions); a token's subject has its own
     max_tasks_per_requestor: int | None = None
     #: the largest result (or error) one task may keep, in bytes of JSON; a larger one
     #: fails the task with ``ResultTooLarge`` instead of being kept
     max_result_bytes: int = 4 * 1024 * 1024
-    #: result bytes kept per requestor: past it, its oldest finished tasks are dropped
+    #: bytes kept per requestor (shared by client address as ``max_tasks_per_requestor``):
+    #: the result, error and statusMessage of each finished task, the arguments of each
+    #: running one; past it, its oldest finished tasks are dropped
     max_result_bytes_per_requestor: int = 64 * 1024 * 1024
+    #: tasks kept by every requestor together: at the cap, the oldest finished task of any
+    #: requestor is dropped to make room. 100 requestors at their cap; a task's record
+    #: without its bytes costs about 1.2 KiB (in memory), so ~120 MiB besides the bytes below.
+    #: None: 100,000, or ``max_tasks_per_requestor`` where that is larger (raising a
+    #: requestor's cap raises this one with it; a value given must be at least that cap)
+    max_tasks_total: int | None = None
+    #: bytes (as ``max_result_bytes_per_requestor`` counts them) kept by every requestor
+    #: together: past it, the oldest finished tasks of any requestor are dropped. 16
+    #: requestors at their cap: what an in-memory store may hold of results. None: 1 GiB, or
+    #: ``max_result_bytes_per_requestor`` where that is larger
+    max_result_bytes_total: int | None = None
     sweep_interval_s: float = 1.0
     #: signs tasks/list cursors (bytes, or a str used as UTF-8); None: a random key, or a
     #: shared store's own secret
@@ -132,6 +150,26 @@ class EngineConfig:
                 f"EngineConfig.max_tasks_per_requestor ({self.max_tasks_per_requestor}) must be"
                 f" >= max_active_per_requestor ({self.max_active_per_requestor}): the tasks kept"
                 " include the active ones"
+            )
+        if self.max_tasks_total is None:
+            self.max_tasks_total = max(DEFAULT_MAX_TASKS_TOTAL, self.max_tasks_per_requestor)
+        if self.max_result_bytes_total is None:
+            self.max_result_bytes_total = max(
+                DEFAULT_MAX_RESULT_BYTES_TOTAL, self.max_result_bytes_per_requestor
+            )
+        _check_int("max_tasks_total", self.max_tasks_total, 1)
+        _check_int("max_result_bytes_total", self.max_result_bytes_total, 1)
+        if self.max_tasks_total < self.max_tasks_per_requestor:
+            raise ValueError(
+                f"EngineConfig.max_tasks_total ({self.max_tasks_total}) must be >="
+                f" max_tasks_per_requestor ({self.max_tasks_per_requestor}): one requestor's"
+                " tasks must fit"
+            )
+        if self.max_result_bytes_total < self.max_result_bytes_per_requestor:
+            raise ValueError(
+                f"EngineConfig.max_result_bytes_total ({self.max_result_bytes_total}) must be >="
+                f" max_result_bytes_per_requestor ({self.max_result_bytes_per_requestor}): one"
+                " requestor's results must fit"
             )
         if self.max_result_bytes_per_requestor < self.max_result_bytes:
             raise ValueError(

@@ -21,12 +21,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import protocol
-from .._handlers import NeedsStream
+from .._handlers import RATE_COUNTED, NeedsStream
 from ..core.handlers import AugmentedRequest, RequestContext, TasksHandlerBase
 from ..errors import InvalidParams, TaskAlreadyTerminal, error_from_payload
 from ..meta import with_related_task
 from ..store import TaskRecord, rfc3339
-from .limits import DEFAULT, Default
+from .limits import DEFAULT, Default, json_size
 from .runs import InputHandler, PendingInput
 
 if TYPE_CHECKING:
@@ -97,7 +97,9 @@ async def start_work(
     ttl_ms: int | None | Default = DEFAULT,
 ) -> TaskRecord:
     """The task of a hook's request, stored before it returns with its ``work`` started
-    (R-CREATE-2, X-CREATE-3): the body of every hook of a face's default handler."""
+    (R-CREATE-2, X-CREATE-3): the body of every hook of a face's default handler. It counts
+    against ``ctx.budget`` among the tasks and bytes kept, its params' bytes while its work
+    (which holds them) runs (R-SEC-4)."""
     work = request.work
     if work is None:
         raise InvalidParams(detail=f"{request.method}: nothing to run as a task")
@@ -111,6 +113,8 @@ async def start_work(
         tool_error=tool_error,
         progress_token=ctx.progress_token,
         tool=tool if isinstance(tool, str) else None,
+        budget=ctx.budget,
+        held_bytes=json_size(dict(request.params)),
     )
 
 
@@ -194,7 +198,12 @@ class CoreTasks(TasksHandlerBase):
         answers the request."""
         deliver = _deliverer(ctx)
         rec = await self.engine.wait_terminal(
-            ctx.requestor, params.taskId, deliver, face=FACE, until_input=deliver is None
+            ctx.requestor,
+            params.taskId,
+            deliver,
+            face=FACE,
+            until_input=deliver is None,
+            counted=bool(ctx.extra.get(RATE_COUNTED)),  # counted by the door that held it
         )
         if rec.status not in protocol.TERMINAL:
             raise NeedsStream(f"task {params.taskId} asks for input (R-INPUT-3)")

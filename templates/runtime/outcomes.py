@@ -240,7 +240,7 @@ class Settler:
             except UnstorableValue as exc:
                 log.error("task %s: its outcome cannot be stored: %s", task_id, exc.reason)
                 outcome = run.kept = unstorable(exc)
-                size = outcome_size(outcome[2], outcome[3])
+                size = outcome_size(outcome[2], outcome[3], outcome[1])
                 rec = await self._write(task_id, outcome)
         except TaskError:
             return False  # the store's own log says why (once per outage)
@@ -309,9 +309,10 @@ class Settler:
     async def _retry(self, task_id: str, run: Run) -> None:
         if self.kept.get(task_id) is not run or run.kept is None:
             return
+        _, message, result, error = outcome = run.kept
         if self._gone_past_keeping(run):
             log.warning("task %s: its ttl ended before the store took its outcome", task_id)
-        elif await self.store(task_id, run, run.kept, outcome_size(run.kept[2], run.kept[3])):
+        elif await self.store(task_id, run, outcome, outcome_size(result, error, message)):
             if run.final is not None:
                 log.warning(
                     "task %s: its kept outcome is stored (write %d)", task_id, run.attempts + 1

@@ -32,7 +32,14 @@ from typing import Any, Final, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .. import protocol
-from .._handlers import ROUTING_NAME, HandlerBase, NeedsStream, RequestContext, Work
+from .._handlers import (
+    RATE_COUNTED,
+    ROUTING_NAME,
+    HandlerBase,
+    NeedsStream,
+    RequestContext,
+    Work,
+)
 from ..capabilities import build_tasks_capability, check_tool_call
 from ..errors import InternalError, MethodNotFound, TaskError
 from ..meta import MODEL_IMMEDIATE_RESPONSE_KEY
@@ -46,11 +53,13 @@ from ._sdk import (
     validation_error,
 )
 from .faces import EXTENSION, EXTENSION_DECLARED
+from .mcp_identity import budget_of
 from .mcp_outbound import PollOutbound, TaskOutbound
 from .mcp_sessions import Sessions
 from .offload import Offload, RemoteWork
 
 __all__ = [
+    "COUNTED_SCOPE",
     "Pass",
     "RunTool",
     "Router",
@@ -68,6 +77,9 @@ ToolFn = TypeVar("ToolFn", bound=Callable[..., Any])
 #: A tool run inside a task: ``run(task-scoped outbound, tools/call params)``, through the
 #: SDK's own pipeline (its validation, middleware, the tool, its result checks).
 RunTool = Callable[[Any, dict[str, Any]], Awaitable[Any]]
+#: Set (true) in the ASGI scope of an HTTP request a front door counted against the rate
+#: limit (R-SEC-3) before handing it to the SDK's pipeline, which then does not count it again.
+COUNTED_SCOPE: Final = "mcp_tasks.rate_counted"
 #: The ``Mcp-Name`` routing header, lower-case (X-HTTP-1).
 _NAME_HEADER: Final = EXTENSION.ROUTING_NAME_HEADER.lower() if EXTENSION is not None else ""
 
@@ -174,6 +186,8 @@ class TaskRequest:
     send_request: Any = None
     #: how this front door runs a ``tools/call`` through the SDK's pipeline
     run_tool: RunTool | None = None
+    #: counted against the rate limit already, by the front door that handed it over
+    counted: bool = False
 
 
 class Pass:
@@ -287,10 +301,11 @@ class Router:
             raise InternalError(message="Internal error") from None
 
     def context(self, req: TaskRequest) -> RequestContext:
-        """The handler's view of ``req``: ``_meta``, its progress token, and on the extension
-        face the ``Mcp-Name`` routing header (decoded) for the handler to check (X-HTTP-4)."""
+        """The handler's view of ``req``: ``_meta``, its progress token, the budget its new
+        tasks count against (a client address's, R-SEC-4), and on the extension face the
+        ``Mcp-Name`` routing header (decoded) for the handler to check (X-HTTP-4)."""
         meta = _meta(req.params)
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {RATE_COUNTED: True} if req.counted else {}
         headers = req.headers
         if headers is not None and _NAME_HEADER and _NAME_HEADER in headers:
             if self.is_extension(req.version):
@@ -306,6 +321,7 @@ class Router:
             meta=meta,
             extra=extra,
             send_request=req.send_request,
+            budget=budget_of(req.requestor, req.connection),
         )
 
     async def _tasks_request(self, req: TaskRequest) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ..protocol import (
     TaskStatus,
 )
 from ..store import TaskRecord
-from .limits import bounded_outcome, json_size
+from .limits import bounded_outcome, outcome_size
 from .progress import progress_text
 
 if TYPE_CHECKING:
@@ -251,15 +251,15 @@ async def outcome_of(
 
 def bounded(task_id: str, outcome: Outcome, engine: TaskEngine) -> tuple[Outcome, int]:
     """``outcome``, or the ``ResultTooLarge`` failure kept instead of a result or error over
-    ``EngineConfig.max_result_bytes`` (R-SEC-4), and the bytes of result and error it keeps
-    (measured once: the requestor's byte cap counts them when it is stored)."""
+    ``EngineConfig.max_result_bytes`` (R-SEC-4), and the bytes of result, error and
+    statusMessage it keeps (measured once: the byte caps count them when it is stored)."""
     status, message, result, error = outcome
-    size, too_large = bounded_outcome(result, error, engine.config.max_result_bytes)
+    size, too_large = bounded_outcome(result, error, engine.config.max_result_bytes, message)
     if too_large is None:
         return outcome, size
     engine.log.warning("task %s: %s", task_id, too_large.message)
     error = too_large.to_error()
-    return (FAILED, too_large.message, None, error), json_size(error)
+    return (FAILED, too_large.message, None, error), outcome_size(None, error, too_large.message)
 
 
 #: How long (seconds) and how many of the records that work stored as it ended its task

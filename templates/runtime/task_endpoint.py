@@ -51,6 +51,7 @@ from ._sdk import (
     http_session,
     initialized,
     lifespan_state,
+    loads_json,
     mcp_param_rejection,
     modern_route,
     post_checks_pass,
@@ -58,7 +59,7 @@ from ._sdk import (
     transport_security,
 )
 from .mcp_identity import client_address, http_requestor, identifies
-from .router import Pass, RunTool, TaskRequest
+from .router import COUNTED_SCOPE, Pass, RunTool, TaskRequest
 from .sdk_hooks import IN_TASK
 
 if TYPE_CHECKING:
@@ -157,6 +158,29 @@ def _replay(messages: list[Any], receive: Any) -> Any:
     return replayed
 
 
+#: the body of a request not read here: not JSON (its type or its text), or not read whole
+_UNREAD: Final = object()
+
+
+def _document(headers: Mapping[str, str], body: bytes | None) -> Any:
+    """The request's body parsed (a lone surrogate escape too, as on the SDK's paths), or
+    :data:`_UNREAD` (the SDK answers it)."""
+    if body is None or headers.get("content-type", "").split(";")[0].strip() != _JSON_TYPE:
+        return _UNREAD
+    try:
+        return loads_json(body)
+    except ValueError:
+        return _UNREAD
+
+
+def _id_in_use(rid: str | int, session_id: str) -> Reply:
+    """``-32600`` for a request whose id is already in flight on its session."""
+    detail = f"id {json.dumps(rid)} is already in use by a request in flight"
+    return Reply(
+        rid, error=InvalidRequest(detail=detail).to_error(), status=400, session_id=session_id
+    )
+
+
 _BAD_ID: Final = InvalidRequest(detail="a request's id must be a string or an integer").to_error()
 
 
@@ -196,6 +220,8 @@ class TaskEndpoint:
         #: how many requests the task endpoint replied to, and how many it left to the SDK
         self.replied = 0
         self.passed = 0
+        #: ``(session, id)`` of every request in flight on a session (:meth:`_in_flight_key`)
+        self.in_flight: set[tuple[str, str]] = set()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope.get("type") != "http" or scope.get("method") != "POST" or _SEEN in scope:
@@ -204,12 +230,38 @@ class TaskEndpoint:
         await self.serve(scope, receive, send, self.sdk_app)
 
     async def serve(self, scope: Any, receive: Any, send: Any, fallback: Any) -> None:
-        """Reply a POST, or hand it to ``fallback`` with its body replayed."""
+        """Reply a POST, or hand it to ``fallback`` with its body replayed. A request whose
+        id is in flight on its session (here or on the SDK's path) is refused at once."""
         messages, body = await _read_body(receive, self.manager.max_request_body_size)
+        headers = _headers(scope)
+        doc = _document(headers, body)
+        key = self._in_flight_key(scope, headers, doc)
+        if key is not None:
+            if key in self.in_flight:
+                self.replied += 1
+                await _id_in_use(doc["id"], key[0]).send(send)
+                return
+            self.in_flight.add(key)
+        try:
+            await self._serve(scope, receive, send, fallback, messages, headers, doc)
+        finally:
+            if key is not None:
+                self.in_flight.discard(key)
+
+    async def _serve(
+        self,
+        scope: Any,
+        receive: Any,
+        send: Any,
+        fallback: Any,
+        messages: list[Any],
+        headers: Mapping[str, str],
+        doc: Any,
+    ) -> None:
         reply: Reply | None = None
-        if body is not None:
+        if doc is not _UNREAD:
             try:
-                reply = await self.reply(scope, body, receive)
+                reply = await self.reply(scope, headers, doc, receive)
             except ClientGone:
                 return  # left while its tasks/result waited: nobody to answer
             except Exception:  # never lose a request: the SDK's path answers it
@@ -223,15 +275,29 @@ class TaskEndpoint:
         self.replied += 1
         await reply.send(send)
 
-    async def reply(self, scope: Any, body: bytes, receive: Any = None) -> Reply | None:
-        """The reply to a request served here, else ``None`` (the SDK answers)."""
-        headers = _headers(scope)
-        if not headers.get("content-type", "").split(";")[0].strip() == _JSON_TYPE:
+    def _in_flight_key(
+        self, scope: Any, headers: Mapping[str, str], doc: Any
+    ) -> tuple[str, str] | None:
+        """``(session, id)`` of a request on a live session of its sender, else ``None``.
+        The id is held until the request is answered, here or by the SDK's path, whose
+        transport keys a request's answer by its id as text (``7`` and ``"7"`` alike): a
+        second request with it meanwhile would take the first one's answer and leave
+        the rest unanswered (JSON-RPC 2.0; MCP: an id is not reused within a session)."""
+        session_id = headers.get(_SESSION_HEADER)
+        if session_id is None or not isinstance(doc, dict) or "method" not in doc:
             return None
-        try:
-            doc = pydantic_core.from_json(body)
-        except ValueError:
+        rid = doc.get("id")
+        if isinstance(rid, bool) or not isinstance(rid, (str, int)):
             return None
+        if http_session(self.manager, session_id, scope.get("user")) is None:
+            return None  # the SDK refuses it (unknown session, another credential's)
+        return session_id, str(rid)
+
+    async def reply(
+        self, scope: Any, headers: Mapping[str, str], doc: Any, receive: Any = None
+    ) -> Reply | None:
+        """The reply to a request served here (``doc``: its body, parsed), else ``None``
+        (the SDK answers)."""
         if _bad_id(doc):  # the SDK would take it for a notification and answer nothing
             return Reply(None, error=_BAD_ID, status=400)
         parsed = _envelope(doc)
@@ -265,7 +331,7 @@ class TaskEndpoint:
             if message.method == protocol.TOOLS_CALL:  # a born-ready connection, as the SDK's
                 conn = connection_from_envelope(protocol.REVISION, None, None)
             req = self._request(scope, protocol.REVISION, message, params, None, conn)
-            return await self._route(req, None, receive)
+            return await self._route(req, None, receive, scope)
         if session_id is None:
             return None
         transport = http_session(self.manager, session_id, scope.get("user"))
@@ -276,7 +342,7 @@ class TaskEndpoint:
             return None
         with InFlight(transport):
             req = self._request(scope, protocol.REVISION, message, params, session_id, conn)
-            return await self._route(req, session_id, receive)
+            return await self._route(req, session_id, receive, scope)
 
     def _request(
         self,
@@ -331,15 +397,17 @@ class TaskEndpoint:
                 route.protocol_version, route.client_info, route.client_capabilities
             )
         req = self._request(scope, route.protocol_version, message, params, None, conn, headers)
-        return await self._route(req, None, None)
+        return await self._route(req, None, None, scope)
 
     # ------------------------------------------------------------------ answering
-    async def _route(self, req: TaskRequest, session_id: str | None, receive: Any) -> Reply | None:
+    async def _route(
+        self, req: TaskRequest, session_id: str | None, receive: Any, scope: Any
+    ) -> Reply | None:
         """The router's answer as JSON; ``None`` when the SDK's path must answer."""
         rid = req.id if req.id is not None else 0
         try:
             if req.method == protocol.TASKS_RESULT and receive is not None:
-                routed = await self._waiting(req, receive)
+                routed = await self._waiting(req, receive, scope)
             else:
                 routed = await self.router.route(req)
         except NeedsStream:
@@ -355,12 +423,17 @@ class TaskEndpoint:
             return None
         return Reply(rid, routed, session_id=session_id)
 
-    async def _waiting(self, req: TaskRequest, receive: Any) -> dict[str, Any] | Pass | None:
+    async def _waiting(
+        self, req: TaskRequest, receive: Any, scope: Any
+    ) -> dict[str, Any] | Pass | None:
         """A ``tasks/result`` routed with a bound wait (``None`` after :data:`RESULT_WAIT_S`:
         the SDK's path takes it over) and :class:`ClientGone` when the client leaves; no
-        watch and no deadline for a task that ended here a moment ago (nothing to wait for)."""
+        watch and no deadline for a task that ended here a moment ago (nothing to wait for).
+        The engine counts it against the rate limit as it arrives (R-SEC-3); the scope says
+        so, so that the SDK's path does not count it again when it takes the request over."""
         if self.router.answers_at_once(req):  # its outcome is here: nothing to wait for
             return await self.router.route(req)
+        scope[COUNTED_SCOPE] = True
         gone = False
         routed: dict[str, Any] | Pass | None = None
 

@@ -436,6 +436,33 @@ def test_streamable_http_session_header_and_accept() -> None:
     )
 
 
+def test_streamable_http_json_parse_and_writers() -> None:
+    """streamable_http JSON parse and writers: the 2025-11-25 transport parses a POST with
+    its module's pydantic_core.from_json and writes messages with _create_json_response and
+    _create_event_data; take_lone_surrogates makes all three take a lone surrogate."""
+    from mcp.server import streamable_http as sh
+
+    post = inspect.getsource(sh.StreamableHTTPServerTransport._handle_post_request)
+    assert "pydantic_core.from_json(body)" in post, changed("the POST body's JSON parser")
+    for writer in ("_create_json_response", "_create_event_data"):
+        assert "model_dump_json(" in inspect.getsource(
+            getattr(sh.StreamableHTTPServerTransport, writer)
+        ), changed(f"StreamableHTTPServerTransport.{writer}")
+    _sdk.take_lone_surrogates()
+    _sdk.take_lone_surrogates()  # once per process, however often asked
+    assert sh.pydantic_core.from_json(b'{"a":"\\ud800"}') == {"a": "\ud800"}
+    with pytest.raises(ValueError):
+        sh.pydantic_core.from_json(b'{"a":"\\ud800"')  # bad JSON stays bad
+    transport = sh.StreamableHTTPServerTransport(mcp_session_id=None)
+    message = types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"text": "\ud800"})
+    body = bytes(transport._create_json_response(message).body)
+    assert body == b'{"jsonrpc":"2.0","id":1,"result":{"text":"\\ud800"}}', body
+    event = transport._create_event_data(sh.EventMessage(message, "e1"))
+    assert event["data"] == body.decode() and event["id"] == "e1", event
+    plain = types.JSONRPCResponse(jsonrpc="2.0", id=2, result={"text": "é"})
+    assert "é" in bytes(transport._create_json_response(plain).body).decode()  # as before
+
+
 def test_transport_security_middleware() -> None:
     """TransportSecurityMiddleware(settings): validate_request(request, is_post=True)."""
     from mcp.server.transport_security import TransportSecurityMiddleware

@@ -72,6 +72,9 @@ async def instant(tc: TaskContext) -> dict[str, Any]:
         ("outcome_retry_max_s", 0.01, ValueError),  # below outcome_retry_s
         ("keep_running_tasks", "yes", TypeError),
         ("renew_ahead_s", float("inf"), ValueError),
+        ("max_tasks_total", 999, ValueError),  # below max_tasks_per_requestor
+        ("max_tasks_total", "100000", TypeError),
+        ("max_result_bytes_total", 1 << 20, ValueError),  # below the per-requestor bytes
     ],
 )
 def test_bad_config_is_refused_at_construction_R_SEC_4(
@@ -279,3 +282,14 @@ async def test_every_store_failure_answers_store_unavailable_R_ERR_1(
         assert any("OSError: disk" in r.getMessage() for r in caplog.records)
         store.broken = False
         assert (await handle(engine, TASKS_GET, {"taskId": tid}, ALICE))["taskId"] == tid
+
+
+def test_totals_follow_a_raised_per_requestor_cap_R_SEC_4() -> None:
+    """A requestor's caps raised above the server-wide defaults raise those with them (a
+    config that ran before the totals existed still starts); totals given stay as given."""
+    cfg = EngineConfig(max_tasks_per_requestor=1_000_000, max_result_bytes_per_requestor=2 << 30)
+    assert (cfg.max_tasks_total, cfg.max_result_bytes_total) == (1_000_000, 2 << 30)
+    default = EngineConfig()
+    assert (default.max_tasks_total, default.max_result_bytes_total) == (100_000, 1 << 30)
+    given = EngineConfig(max_tasks_total=5_000, max_result_bytes_total=1 << 27)
+    assert (given.max_tasks_total, given.max_result_bytes_total) == (5_000, 1 << 27)

@@ -4,9 +4,9 @@ Two requestors, once as two bearer-token subjects (``--tokens``) and once as two
 MCP sessions without auth, each run tasks (completed, working, input_required,
 enough for several ``tasks/list`` pages). Every cross access (``tasks/get``,
 ``tasks/result``, ``tasks/cancel`` with the other's IDs, guessed IDs next to them,
-``tasks/list``, the other's cursors) is refused exactly like a truly unknown ID:
-same code, same message, same data, and the same timing class (medians compared
-loosely). The victim's tasks are untouched afterwards. The same holds on the tasks
+``tasks/list``, the other's cursors) is refused exactly like a truly unknown ID (a cursor
+exactly like a forged one or garbage): same code, same message, same data, and the same
+timing class (medians compared loosely). The victim's tasks are untouched afterwards. The same holds on the tasks
 extension's face (2026-07-28) for ``tasks/get|update|cancel``.
 """
 
@@ -102,6 +102,11 @@ def run_isolation(victim: RawHttp, attacker: RawHttp) -> None:
     forged_err = _error(attacker.call("tasks/list", {"cursor": forged}))
     assert stolen_err == forged_err, (stolen_err, forged_err)
     assert stolen_err["code"] == -32602
+    # ... and exactly like garbage: one answer, whatever was wrong with the cursor
+    body = own_cursor.split(".")[0]
+    for junk in ["garbage", "a.b.c", "%%.%%", body + ".", body + ".AAAA", "x" * 2000]:
+        junk_err = _error(attacker.call("tasks/list", {"cursor": junk}))
+        assert junk_err == stolen_err, (junk, junk_err, stolen_err)
     for tid in victim_ids:
         assert tid not in str(stolen_err)
     assert mine  # the attacker's own cursor still works

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
+from mcp_tasks.runtime.task_endpoint import RESULT_WAIT_S
 from testkit.sec_harness import HttpServer, RawHttp
+from testkit.wait import until
 
 MAX_ACTIVE = 3
 RATE_CALLS = 30
@@ -146,3 +148,43 @@ def test_limit_flags_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
     cfg = args.engine_config
     assert (cfg.rate_limit_calls, cfg.rate_limit_window_s, cfg.max_ttl_ms) == (5, 2.0, 1000)
     assert example._parse_args(["--stdio"]).engine_config is None  # the defaults
+
+
+def test_held_results_count_against_the_rate_limit_once_as_they_arrive(
+    server_factory: Callable[..., HttpServer], tokens_file: Path
+) -> None:
+    """R-SEC-3: a ``tasks/result`` held on a working task is counted as it arrives. Past the
+    limit it is answered ``-32000`` at once, while the others are still held (well before
+    the task endpoint hands a held one to the SDK's path, after ``RESULT_WAIT_S``); a held
+    one handed over is not counted again (bob's budget is what he spent, exactly)."""
+    calls, held, excess = 10, 9, 3  # alice: 1 creation + 9 held fill it, 3 more are refused
+    server = server_factory(
+        "--tokens",
+        str(tokens_file),
+        engine_config={"rate_limit_calls": calls, "rate_limit_window_s": 600},
+    )
+    work = {"seconds": RESULT_WAIT_S + 1}  # ends after the hold: the held ones are handed over
+    with (
+        RawHttp(server.url, token="tok-alice") as alice,
+        RawHttp(server.url, token="tok-bob") as bob,
+        ThreadPoolExecutor(max_workers=held + excess + 4) as pool,
+    ):
+        mine, his = alice.create("slow_compute", work), bob.create("slow_compute", work)
+        fetch = {"taskId": mine}
+        theirs = [pool.submit(alice.call, "tasks/result", fetch) for _ in range(held + excess)]
+        bobs = [pool.submit(bob.call, "tasks/result", {"taskId": his}) for _ in range(4)]
+        refused = until(
+            lambda: [f.result() for f in theirs if f.done()],
+            RESULT_WAIT_S / 2,  # "at once": long before the hand-over
+            satisfied=lambda done: len(done) >= excess,
+            what="the calls past the limit answered while the others are held",
+        )
+        assert len(refused) == excess, refused
+        for answer in refused:
+            assert answer["error"]["code"] == -32000, answer
+            assert answer["error"]["message"].startswith("Rate limit exceeded"), answer
+        results = [f.result(timeout=120) for f in theirs + bobs]
+        assert sum("result" in r for r in results) == held + 4, results
+        # bob spent 1 creation + 4 results: 5 calls are left to him, however they were served
+        left = [bob.call("tasks/get", {"taskId": his}) for _ in range(calls - 5 + 1)]
+        assert ["result" in r for r in left] == [True] * (calls - 5) + [False], left

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,26 @@ def rss_kb(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for {pid}")
 
 
+def fd_limited(limit: int | None) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that sets a child's (soft) descriptor limit (``None``: none to set)."""
+    if limit is None:
+        return None
+
+    def set_limit() -> None:
+        import resource
+
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+
+    return set_limit
+
+
 class HttpServer(ChildProcess):
     """One example server subprocess serving Streamable HTTP on 127.0.0.1.
 
     ``front_door`` has no default: whoever starts one says which door its task requests
-    take (the fixtures pass their ``front_door`` parameter)."""
+    take (the fixtures pass their ``front_door`` parameter). ``fd_limit``: the child's
+    limit on open file descriptors (``RLIMIT_NOFILE``'s soft one), else this process's."""
 
     def __init__(
         self,
@@ -72,10 +88,12 @@ class HttpServer(ChildProcess):
         log_dir: Path,
         front_door: str,
         engine_config: dict[str, Any] | None = None,
+        fd_limit: int | None = None,
     ) -> None:
         self.args = [*args, *door_args(front_door)]
         self.front_door = front_door
         self.engine_config = engine_config
+        self.fd_limit = fd_limit
         self.log_dir = log_dir
         self.port = 0
         self.url = ""
@@ -108,7 +126,11 @@ class HttpServer(ChildProcess):
         )
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, env=python_env()
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=python_env(),
+                preexec_fn=fd_limited(self.fd_limit),
             )
         wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT, "server")
         return self

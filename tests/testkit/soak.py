@@ -336,7 +336,10 @@ def run_soak(
         "max_ttl_ms": ttl_ms,
         "rate_limit_calls": 100_000,
     }
-    server = HttpServer(log_dir=log_dir, front_door=front_door, engine_config=config).start()
+    # The sessions share one client address, so one budget of tasks kept (R-SEC-4): room for
+    # every task the traffic keeps alive within its ttl, as many as the server keeps in all.
+    kept = ("--max-tasks", "100000")
+    server = HttpServer(*kept, log_dir=log_dir, front_door=front_door, engine_config=config).start()
     try:
         stats = Stats(ttl_s=ttl_ms / 1000)
 

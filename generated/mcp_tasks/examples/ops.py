@@ -17,6 +17,10 @@ Each token is the first line of its file (at least 16 characters); the two must 
 and neither may be a requestor's bearer token (``--tokens``): the server refuses to start
 otherwise, saying which. ``--workers N`` (N > 1) refuses ``--ops``: the counters are per
 process, and one port shared by the workers would hand each scrape to any one of them.
+
+The listener is served with the MCP port's protocol class (``runtime/slow_clients.py``): the
+same slow-client deadlines, and its connections counted with the MCP port's against the
+same caps (``--max-connections``, ``--max-connections-per-address``).
 """
 
 from __future__ import annotations
@@ -101,8 +105,12 @@ def _quiet_server(config: Any) -> Any:
 
 
 @asynccontextmanager
-async def ops_served(args: argparse.Namespace, tasks: Any) -> AsyncIterator[Any]:
-    """The ``OpsApp`` served on ``--ops`` while inside (nothing without ``--ops``)."""
+async def ops_served(
+    args: argparse.Namespace, tasks: Any, http: type[Any] | None = None
+) -> AsyncIterator[Any]:
+    """The ``OpsApp`` served on ``--ops`` while inside (nothing without ``--ops``), with
+    ``http``, the MCP port's guarded protocol class (``server.http_protocol``: its deadlines,
+    and its connection count shared), else uvicorn's own."""
     if args.ops is None:
         yield None
         return
@@ -121,6 +129,10 @@ async def ops_served(args: argparse.Namespace, tasks: Any) -> AsyncIterator[Any]
         log_level="warning",
         lifespan="off",
         timeout_graceful_shutdown=2,
+        http=http if http is not None else "auto",
+        ws="none",
+        timeout_keep_alive=args.keep_alive_timeout,
+        proxy_headers=False,  # nothing here is keyed by the client's address
     )
     server = _quiet_server(config)
     try:

@@ -10,7 +10,8 @@
 A cursor names a position in one requestor's ``(created_at, task_id)`` keyset,
 not a task, so it stays valid after the task it points at is deleted or expires.
 It is HMAC-SHA256 signed over the requestor's identity too: a tampered cursor, or
-one issued to another requestor or by another key, is rejected.
+one issued to another requestor or by another key, is rejected, with the one error
+garbage gets (R-SEC-1: a refusal tells nothing of another requestor's cursors).
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ def _unb64(text: str) -> bytes:
 
 
 class CursorError(ValueError):
-    """The cursor was not issued by this codec for this requestor."""
+    """The cursor was not issued by this codec for this requestor. One error whatever the
+    cause (garbage, a tampered cursor, another requestor's, another key's): ``reason``
+    names the cause for the server's own log, never for the requestor."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("not issued by this server for this requestor")
+        self.reason = reason
 
 
 class CursorCodec:

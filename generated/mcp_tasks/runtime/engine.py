@@ -13,10 +13,11 @@ calls this neutral API; ``requestor`` is the owner (R-SEC-1) and ``face`` the ca
 name (the revision it speaks): a face only serves tasks it created, another face's task
 answers exactly like an unknown one.
 
-- ``start(requestor, face, method, work, *, ttl_ms=DEFAULT, tool_error, tool=None)``: a
-  new task, stored before it returns (R-CREATE-2), its work started; ``tool_error`` is the
-  status a tool result with ``isError`` ends in (the core face: ``FAILED``); ``tool`` the
-  tool a ``tools/call`` task runs (kept for operators).
+- ``start(requestor, face, method, work, *, ttl_ms=DEFAULT, tool_error, tool=None,
+  budget=None, held_bytes=0)``: a new task, stored before it returns (R-CREATE-2), its work
+  started; ``tool_error`` is the status a tool result with ``isError`` ends in (the core
+  face: ``FAILED``); ``tool`` the tool a ``tools/call`` task runs (kept for operators);
+  ``budget`` and ``held_bytes``: what it counts against among the tasks kept (R-SEC-4).
 - ``record(requestor, task_id, *, face)``: the task (``TaskNotFound``/``TaskExpired``).
 - ``view(requestor, task_id, *, face)``: ``TaskView(record, inputs)``, the outstanding
   input requests in creation order, each with a key unique for the task's life.
@@ -77,7 +78,7 @@ from .background import close_group, open_group
 from .config import EngineConfig
 from .coordination import Answers, choose
 from .cursor import CursorError
-from .limits import DEFAULT, ActiveLimit, Default, RateLimiter, Retention, json_size, ttl_policy
+from .limits import DEFAULT, ActiveLimit, Default, RateLimiter, Retention, outcome_size, ttl_policy
 from .memory import InMemoryTaskStore
 from .offload import RemoteWork, hand_over
 from .outcomes import Renewals, Settler
@@ -169,8 +170,11 @@ class TaskEngine:
         self.store = store if store is not None else InMemoryTaskStore()
         self.rate = RateLimiter(cfg.rate_limit_calls, cfg.rate_limit_window_s)
         self.active_limit = ActiveLimit(cfg.max_active_per_requestor)
-        assert cfg.max_tasks_per_requestor is not None  # set by EngineConfig
-        self.retention = Retention(cfg.max_tasks_per_requestor, cfg.max_result_bytes_per_requestor)
+        # set by EngineConfig
+        assert cfg.max_tasks_per_requestor is not None and cfg.max_tasks_total is not None
+        assert cfg.max_result_bytes_total is not None
+        caps = (cfg.max_tasks_per_requestor, cfg.max_result_bytes_per_requestor)
+        self.retention = Retention(*caps, cfg.max_tasks_total, cfg.max_result_bytes_total)
         self.tombstones = Tombstones(
             cfg.expired_tombstones_per_requestor, cfg.tombstone_requestors, cfg.max_tombstones
         )
@@ -251,7 +255,7 @@ class TaskEngine:
     async def _expired(self, rec: TaskRecord) -> None:
         """Forget an expired task (R-TTL-3): tombstone, stop its work, wake its waiters."""
         self.tombstones.add(rec.requestor, rec.task_id)
-        self.retention.forget(rec.requestor, rec.task_id)
+        self.retention.forget(rec.task_id)
         self.runs.forget(rec.task_id)
         audit("expired", rec.requestor, rec.task_id, status=rec.status.value)
         self.runs.stop(rec.task_id, forget=True)
@@ -266,14 +270,15 @@ class TaskEngine:
                 log.exception("task listener failed for task %s", rec.task_id)
 
     async def ended(self, rec: TaskRecord, size: int) -> None:
-        """A task of this engine ended keeping ``size`` bytes of result or error: drop the
-        requestor's oldest finished tasks past its byte cap (R-SEC-4)."""
-        for task_id in self.retention.finished(rec.requestor, rec.task_id, size):
-            await self._drop(rec.requestor, task_id)
+        """A task of this engine ended keeping ``size`` bytes of result, error and
+        statusMessage: drop the oldest finished tasks past its budget's byte cap, then past
+        the total (R-SEC-4)."""
+        for owner, task_id in self.retention.finished(rec.task_id, size):
+            await self._drop(owner, task_id)
 
     async def _drop(self, requestor: str, task_id: str) -> None:
-        """Delete a finished task to keep its requestor under its caps: it answers as an
-        expired one from now on (``Retention``)."""
+        """Delete a finished task of ``requestor`` to keep a budget (its own, or the total)
+        under its caps: it answers as an expired one from now on (``Retention``)."""
         self.tombstones.add(requestor, task_id)
         self.runs.forget(task_id)
         try:
@@ -337,10 +342,15 @@ class TaskEngine:
         progress_token: str | int | None = None,
         is_error_result: IsErrorResult | None = None,
         tool: str | None = None,
+        budget: str | None = None,
+        held_bytes: int = 0,
     ) -> TaskRecord:
         """Store a new task and start its work; the record is returned once the store has
         it (R-CREATE-2). ``ttl_ms`` is the ttl asked for (the policy applies, R-TTL-2).
-        Raises only ``TaskError`` subclasses."""
+        ``budget``: what the task counts against among the tasks and bytes kept (R-SEC-4),
+        shared by several requestors (a client address's), else the requestor's own;
+        ``held_bytes``: what its work holds while it runs (its request's arguments), counted
+        until its outcome's bytes replace them. Raises only ``TaskError`` subclasses."""
         tg = self._tg
         if tg is None:
             raise InternalError(detail="the task engine is not running (use `async with engine`)")
@@ -351,7 +361,7 @@ class TaskEngine:
         ttl = ttl_policy(self.config, ttl_ms)
         task_id = secrets.token_urlsafe(16)  # 128 bits from `secrets` (R-ID-1, R-ID-2)
         retention = self.retention
-        dropped = retention.admit(requestor, task_id)  # what it keeps (R-SEC-4)
+        dropped = retention.admit(requestor, task_id, held_bytes, budget)  # R-SEC-4
         limit = self.active_limit
         limit.acquire(requestor)
         try:
@@ -381,16 +391,16 @@ class TaskEngine:
                 active.pop(rec.task_id, None)
                 if isinstance(exc, StoreUnavailable):  # it may have been written all the same
                     self.settler.doubt(rec.task_id, rec.expires_at)
-                retention.forget(requestor, task_id)
+                retention.forget(task_id)
                 raise
             if not created:
                 active.pop(rec.task_id, None)
-                retention.forget(requestor, task_id)
+                retention.forget(task_id)
                 limit.refuse(requestor)
         finally:
             limit.release(requestor)
-            for old in dropped:  # forgotten by the ledger already: gone either way
-                await self._drop(requestor, old)
+            for owner, old in dropped:  # forgotten by the ledger already: gone either way
+                await self._drop(owner, old)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
         if self.on_created:
             self._tell(self.on_created, rec)
@@ -456,22 +466,21 @@ class TaskEngine:
         *,
         face: str | None = None,
         until_input: bool = False,
+        counted: bool = False,
     ) -> TaskRecord:
         """The task once terminal (R-RESULT-2), handing its input requests to ``deliver``
         meanwhile, whichever instance runs the work. ``until_input`` (a caller that cannot
-        deliver input): a task that asks for input first is returned as it is, uncounted,
-        for the caller to hand the request to one that can (R-INPUT-3)."""
+        deliver input): a task that asks for input first is returned as it is, for the
+        caller to hand the request to one that can (R-INPUT-3). The request is counted
+        against the rate limit as it arrives, before any wait (R-SEC-3), unless ``counted``:
+        a front door counted it already, then handed it over (never counted twice)."""
+        if not counted:
+            self.rate.check(requestor)
         if until_input:
-            try:
-                rec = await await_settled(self, requestor, task_id, face)
-            except TaskError:
-                self.rate.check(requestor)  # a refusal is counted as the request
-                raise
+            rec = await await_settled(self, requestor, task_id, face)
             if rec.status not in protocol.TERMINAL:
                 return rec
-            self.rate.check(requestor)
         else:
-            self.rate.check(requestor)
             rec = await await_terminal(self, requestor, task_id, deliver, face)
         audit("result_retrieved", requestor, task_id, status=rec.status.value)
         return rec
@@ -486,11 +495,9 @@ class TaskEngine:
         if cursor is not None:
             try:
                 after = codec.decode(requestor, cursor)
-            except CursorError as exc:
-                audit("cursor_rejected", requestor, None)
-                raise InvalidCursor(
-                    detail=f"params.cursor was not issued by this server for this requestor ({exc})"
-                ) from None
+            except CursorError as exc:  # one answer, whatever the cause (R-SEC-1)
+                audit("cursor_rejected", requestor, None, reason=exc.reason)
+                raise InvalidCursor(detail=f"params.cursor was {exc}") from None
         # The store skips other faces' tasks; expired ones no sweep removed yet are skipped
         # here, reading on until the page is full and one more live task shows that
         # another page follows (at most LIST_READS reads: then the page ends where the
@@ -565,7 +572,7 @@ class TaskEngine:
         audit("cancel_requested", rec.requestor, rec.task_id)
         self.runs.stop(rec.task_id)
         await self._emit(new)
-        await self.ended(new, json_size(new.error))
+        await self.ended(new, outcome_size(None, new.error, new.status_message))
         return new
 
     async def cancel_task(self, task_id: str, message: str) -> tuple[TaskRecord | None, bool]:

@@ -14,10 +14,17 @@
 - else nobody: stateless HTTP without auth, and every request of the extension face
   without auth (it has no session), is :data:`ANONYMOUS` with the client's address
   (``anonymous:ADDRESS``): the tasks of one address are not reachable from another, and its
-  limits are its own, so one anonymous client never locks out those of other addresses
-  (behind a proxy every client has the proxy's address: use bearer tokens). Such a
+  limits are its own, so one anonymous client never locks out those of other addresses.
+  The address is the ASGI scope's ``client``: the socket's peer, unless the server
+  rewrites it from ``X-Forwarded-For`` (uvicorn's ``proxy_headers``; the example server
+  only for the proxies of ``--forwarded-allow-ips``, never by default). Behind a proxy
+  that is not trusted so, every client has the proxy's address: use bearer tokens. Such a
   requestor "identifies" no one (R-SEC-2): ``tasks.list`` is then neither declared nor
   served.
+
+The tasks and bytes kept (R-SEC-4) are counted per requestor, except that every requestor
+without a token at one client address shares one budget (:func:`budget_of`): the sessions
+opened from it and its anonymous requests, so that opening sessions does not multiply them.
 """
 
 from __future__ import annotations
@@ -30,10 +37,13 @@ from ._sdk import connection_of, current_subject
 
 __all__ = [
     "ANONYMOUS",
+    "ADDRESS_BUDGET",
     "SESSION_PREFIXES",
+    "budget_of",
     "client_address",
     "http_requestor",
     "identifies",
+    "note_address",
     "requestor_of",
     "session_bound",
 ]
@@ -44,6 +54,10 @@ _ANONYMOUS_PREFIX: Final = ANONYMOUS + ":"
 #: The prefixes of requestors bound to a transport session (they end with it).
 SESSION_PREFIXES: Final = ("session:", "stdio:")
 _STDIO_KEY = "mcp_tasks.requestor"
+#: the client address an HTTP session was opened from (``Connection.state``)
+_ADDRESS_KEY = "mcp_tasks.address"
+#: the prefix of a budget shared by a client address's requestors without a token
+ADDRESS_BUDGET: Final = "address:"
 
 
 def http_requestor(session_id: str | None, address: str | None = None) -> str:
@@ -95,3 +109,26 @@ def has_channel(conn: Any) -> bool:
     """Whether ``conn`` outlives its request (a session or stdio): a status notification
     sent there can reach the client later. A stateless HTTP request's connection cannot."""
     return conn.session_id is not None or bool(conn.state.get(_STDIO_KEY))
+
+
+def note_address(conn: Any, scope: Mapping[str, Any] | None) -> None:
+    """Remember the client address of an HTTP session's ``initialize`` (the address that
+    opened it, as the per-requestor session cap counts it): :func:`budget_of` reads it."""
+    address = client_address(scope)
+    if address is not None and conn.session_id is not None:
+        conn.state.setdefault(_ADDRESS_KEY, address)
+
+
+def budget_of(requestor: str, conn: Any | None = None) -> str | None:
+    """What the new tasks of ``requestor`` count against among the tasks and bytes kept
+    (R-SEC-4) when it is not theirs alone: ``address:ADDR`` for a requestor without a token,
+    an anonymous one at ADDR or a session opened from ADDR (``conn``, its connection), so
+    that a client cannot multiply those caps by opening sessions; None for a token's
+    subject, stdio, and a session whose address is unknown (its own budget)."""
+    if requestor.startswith(_ANONYMOUS_PREFIX):
+        return ADDRESS_BUDGET + requestor[len(_ANONYMOUS_PREFIX) :]
+    if conn is not None and requestor.startswith("session:"):
+        address = conn.state.get(_ADDRESS_KEY)
+        if address:
+            return f"{ADDRESS_BUDGET}{address}"
+    return None

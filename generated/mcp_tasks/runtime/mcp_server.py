@@ -40,7 +40,7 @@ from typing import Any
 from .._handlers import HandlerBase
 from ..protocol import TASK_SUPPORT_OPTIONAL, TaskSupportValue
 from ..store import TaskStore
-from ._sdk import http_endpoint, lowlevel_server, session_manager
+from ._sdk import http_endpoint, lowlevel_server, session_manager, take_lone_surrogates
 from .engine import EngineConfig, TaskEngine
 from .faces import DEFAULTS
 from .mcp_outbound import request_client_task
@@ -260,7 +260,9 @@ class McpTasks:
         without the SDK's per-request machinery, every other request goes to the SDK
         unchanged. ``task_endpoint=False``: the SDK's app as it is.
         ``max_sessions_per_requestor``: open sessions per requestor (:class:`SessionQuota`;
-        None: only the SDK's global cap)."""
+        None: only the SDK's global cap). Either way a lone surrogate escape (``"\\ud800"``)
+        in a request is taken on both faces (:func:`~._sdk.take_lone_surrogates`)."""
+        take_lone_surrogates()
         app = self._server_obj.streamable_http_app(**kwargs)
         path = kwargs.get("streamable_http_path", "/mcp")
         self.task_endpoint = None

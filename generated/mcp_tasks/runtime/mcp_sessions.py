@@ -221,22 +221,34 @@ class SessionQuota:
         if len(self._open) > 1024 and len(self._open) > 2 * session_count(self.manager):
             self._prune()
         self._opening[key] = self._opening.get(key, 0) + 1
+        opening = True
+
+        def opened() -> None:
+            """No longer an opening request: its session (if any) counts among the open."""
+            nonlocal opening
+            if not opening:
+                return
+            opening = False
+            left = self._opening[key] - 1
+            if left:
+                self._opening[key] = left
+            else:
+                del self._opening[key]
 
         async def noting(message: Any) -> None:
             if message["type"] == "http.response.start":
                 for name, value in message.get("headers", ()):
                     if name.lower() == _SESSION_HEADER:
                         self._open.setdefault(key, set()).add(value.decode("latin-1"))
+                        # once, not twice: the client may open the next session before
+                        # this request's handler returns
+                        opened()
             await send(message)
 
         try:
             await self.app(scope, receive, noting)
         finally:
-            left = self._opening[key] - 1
-            if left:
-                self._opening[key] = left
-            else:
-                del self._opening[key]
+            opened()
 
 
 async def _refuse(send: Any, error: Any) -> None:

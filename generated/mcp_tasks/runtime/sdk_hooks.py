@@ -57,8 +57,8 @@ from ._sdk import (
     validation_error,
 )
 from .faces import EXTENSION
-from .mcp_identity import requestor_of
-from .router import Pass, RunTool, TaskRequest
+from .mcp_identity import note_address, requestor_of
+from .router import COUNTED_SCOPE, Pass, RunTool, TaskRequest
 
 if TYPE_CHECKING:
     from .mcp_server import McpTasks
@@ -121,6 +121,7 @@ class SdkHooks:
             headers=getattr(ctx.request, "headers", None),
             send_request=_sender(ctx) if stream else None,
             run_tool=run,
+            counted=bool(getattr(ctx.request, "scope", {}).get(COUNTED_SCOPE)),
         )
 
     @staticmethod
@@ -194,7 +195,9 @@ class SdkHooks:
 
     # ------------------------------------------------------------------ advertising
     def _patch_initialize(self, ctx: Any, result: HandlerResult) -> None:
-        self.tasks.sessions.note(connection_of(ctx.session))
+        conn = connection_of(ctx.session)
+        note_address(conn, getattr(ctx.request, "scope", None))  # its budget (R-SEC-4)
+        self.tasks.sessions.note(conn)
         if not isinstance(result, dict) or result.get("protocolVersion") != protocol.REVISION:
             return
         _, identified = requestor_of(ctx)
