@@ -12,12 +12,10 @@ import sys
 import time
 
 import anyio
-from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
-from pydantic import AnyHttpUrl
 
-from mcp_tasks.examples.server import DictTokenVerifier
 from mcp_tasks.runtime.engine import EngineConfig
+from mcp_tasks.runtime.mcp_identity import bearer_tokens
 from mcp_tasks.runtime.mcp_server import McpTasks, tidy_http_errors
 from mcp_tasks.store import TaskStore
 
@@ -29,13 +27,7 @@ def build(
     tokens: dict[str, str] | None = None,
     on_workers: bool = True,
 ) -> McpTasks:
-    auth = {
-        "token_verifier": DictTokenVerifier(tokens or {}),
-        "auth": AuthSettings(
-            issuer_url=AnyHttpUrl("http://127.0.0.1:1/"), resource_server_url=None
-        ),
-    }
-    mcp = MCPServer("bench-workers", **auth)  # type: ignore[arg-type]
+    mcp = MCPServer("bench-workers", **bearer_tokens(tokens or {}))
     config = EngineConfig(rate_limit_calls=1_000_000_000, max_active_per_requestor=100_000)
     tasks = McpTasks(mcp, store=store, config=config if store is not None else None)
 

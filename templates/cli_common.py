@@ -5,8 +5,12 @@ and running a call that Ctrl-C interrupts."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
+import re
 import secrets
+import select
 import signal
 import sys
 import threading
@@ -27,6 +31,8 @@ __all__ = [
     "interruptible",
     "print_json",
     "print_result",
+    "quiet_on_closed_stdout",
+    "tidy_tool_error",
 ]
 
 
@@ -98,7 +104,7 @@ class StatusLine:
     progress: str = ""
 
     def show(self, task: Any) -> None:
-        message = f" - {task.statusMessage}" if task.statusMessage else ""
+        message = f" - {_status_text(task.statusMessage)}" if task.statusMessage else ""
         status = getattr(task.status, "value", task.status)
         self.head = f"task {task.taskId}: {status}{message}"
         self._write()
@@ -254,7 +260,81 @@ class Progress:
             self.line.on_progress(p.progress, p.total, p.message)
 
 
-def print_result(result: Any) -> int:
+_VALIDATION = re.compile(r"^Error executing tool (?P<tool>\S+): \d+ validation errors? for \S+$")
+_EXPECTED = {
+    "number": "a number",
+    "integer": "an integer",
+    "boolean": "true or false",
+    "string": "a string",
+    "object": "a JSON object",
+    "array": "a JSON array",
+}
+
+
+def _status_text(message: str) -> str:
+    """A task's statusMessage on the status line: one line (the tool's arguments refused is
+    said below it, once)."""
+    text = message.removeprefix("Tool error: ")
+    if _VALIDATION.match(text.split("\n", 1)[0]):
+        return "Tool error: invalid arguments"
+    first, _, rest = message.partition("\n")
+    return first + (" ..." if rest.strip() else "")
+
+
+def _shown(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else json.dumps(value)
+
+
+def tidy_tool_error(
+    tool: str, text: str, arguments: Mapping[str, Any], schema: Mapping[str, Any] | None
+) -> str | None:
+    """The SDK's tool error for arguments its input model refused (a pydantic report: a
+    line per field, its message, and a URL) as one line naming each argument, what was
+    expected and what was sent; None for any other text."""
+    lines = text.splitlines()
+    if not lines or not _VALIDATION.match(lines[0]):
+        return None
+    props = _properties(schema)
+    problems: list[str] = []
+    loc: str | None = None
+    for line in lines[1:]:
+        if line and not line.startswith(" "):
+            loc = line.strip()
+            continue
+        if loc is None or not line.startswith("  ") or line.startswith("   "):
+            continue
+        message, _, rest = line.strip().partition(" [type=")
+        kind = re.split(r"[,\]]", rest, maxsplit=1)[0]
+        name = loc.split(".", 1)[0]
+        if kind == "missing":
+            problems.append(f"argument {loc!r} is missing: pass {name}=VALUE")
+        elif kind in ("unexpected_keyword_argument", "extra_forbidden"):
+            known = ", ".join(props) or "none"
+            problems.append(f"no argument {loc!r} (its arguments: {known})")
+        else:
+            types = sorted(_schema_types(props.get(name)) - {"null", "json"})
+            wanted = " or ".join(_EXPECTED.get(t, t) for t in types) if loc == name else ""
+            what = f"expected {wanted}" if wanted else message[:1].lower() + message[1:]
+            got = f", got {_shown(arguments[name])}" if name in arguments else ""
+            problems.append(f"argument {loc!r}: {what}{got}")
+        loc = None
+    return f"{tool}: " + "; ".join(problems) if problems else None
+
+
+def print_result(
+    result: Any,
+    tool: str | None = None,
+    arguments: Mapping[str, Any] | None = None,
+    schema: Mapping[str, Any] | None = None,
+) -> int:
+    """The result's content on stdout; exit 1 for a tool error. Arguments the tool refused
+    (``tool`` given) are one line on stderr instead, exit 2."""
+    texts = [getattr(block, "text", None) for block in result.content]
+    if result.is_error and tool is not None and len(texts) == 1 and texts[0] is not None:
+        line = tidy_tool_error(tool, texts[0], arguments or {}, schema)
+        if line is not None:
+            print(f"mcptask: {line}", file=sys.stderr)
+            return 2
     for block in result.content:
         text = getattr(block, "text", None)
         print(text if text is not None else block.model_dump_json(by_alias=True))
@@ -297,3 +377,58 @@ async def interruptible(
     finally:
         line.done()
     return interrupted
+
+
+#: the exit status when stdout's reader went away (``mcptask ... | head``): 128 + SIGPIPE,
+#: what a shell reports for a command the closed pipe stopped (``set -o pipefail`` sees it)
+CLOSED_STDOUT_STATUS = 141
+
+
+def _broken_pipe(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_broken_pipe(inner) for inner in exc.exceptions)
+    return isinstance(exc, BrokenPipeError)
+
+
+def _stdout_closed() -> bool:
+    """stdout is a pipe whose reader is gone (not a broken pipe to a server)."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+    except (AttributeError, OSError, ValueError):
+        return True  # cannot tell (no poll): the likeliest pipe is stdout
+    poller.register(fd, select.POLLOUT)
+    return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+
+
+def _quiet_exit() -> NoReturn:
+    # Python flushes stdout again at exit: onto /dev/null, so no "Exception ignored" either
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(CLOSED_STDOUT_STATUS)
+
+
+def quiet_on_closed_stdout(main: Callable[[list[str] | None], None]) -> Callable[..., None]:
+    """``main`` exiting quietly, status 141, when its reader closes stdout early
+    (``mcptask tasks list URL | head -5``): the standard recipe, no traceback."""
+
+    def flushed() -> None:
+        try:
+            sys.stdout.flush()  # what is still buffered: a closed pipe fails here, not at exit
+        except BrokenPipeError:
+            _quiet_exit()
+
+    @functools.wraps(main)
+    def run(argv: list[str] | None = None) -> None:
+        try:
+            main(argv)
+        except SystemExit:
+            flushed()
+            raise
+        except BaseException as exc:
+            if _broken_pipe(exc) and _stdout_closed():
+                _quiet_exit()
+            raise
+        flushed()
+
+    return run

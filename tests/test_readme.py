@@ -110,6 +110,7 @@ def test_limits_table_matches_engine_defaults() -> None:
     assert cfg.page_size in numbers["page_size"]
     assert cfg.poll_interval_ms in numbers["poll_interval_ms"]
     assert cfg.sweep_interval_s in numbers["sweep_interval_s"]
+    assert cfg.shutdown_grace_s in numbers["shutdown_grace_s"]
     assert cfg.max_tasks_total in numbers["max_tasks_total"]
     assert cfg.max_result_bytes_total == 1 << 30 and "1 GiB" in rows["max_result_bytes_total"]
     rate = re.search(r"\| ([\d,]+) per (\d+) s", section)
@@ -127,7 +128,7 @@ def test_a_newcomer_reads_what_they_need_first() -> None:
     heads = re.findall(r"^## (.+)$", README, re.M)
     assert heads[:4] == ["The two commands", "Five-minute tutorial", "Glossary", "Reference"]
     tutorial = README.split("## Five-minute tutorial", 1)[1].split("\n## ", 1)[0]
-    assert "@tools.tool(" in tutorial and '"2026-07-28"' in tutorial and "initialize()" in tutorial
+    assert "@tools.tool(" in tutorial and "2026-07-28" in tutorial and "connect(URL, face=" in tutorial
     glossary = README.split("## Glossary", 1)[1].split("\n## ", 1)[0]
     for term in ("**task**", "**requestor**", "**face**", "**rule IDs**", "`gather_first`"):
         assert term in glossary, term

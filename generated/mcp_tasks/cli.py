@@ -8,6 +8,7 @@
 """mcptask: try an MCP server's tools and tasks by hand (built on runtime.mcp_client).
 
 commands:
+  mcptask tools TARGET [--token TOKEN]   the server's tools: name, task support, summary
   mcptask call TARGET TOOL [key=value ...] [--task] [--detach] [--ttl MS] [--token TOKEN]
   mcptask tasks list   TARGET [--token TOKEN]
   mcptask tasks get    TARGET TASK_ID [--token TOKEN]
@@ -38,8 +39,9 @@ question, in order); empty stdin declines.
 Tasks belong to whoever created them: the bearer token's subject, else the
 session. Every mcptask run opens a new session, so tasks get|result|cancel|list
 reach the tasks of an earlier run only when both runs pass the same --token;
---detach without --token is refused where the server would bind the task to
-this run's session (it would be cancelled when mcptask exits).
+--detach is refused where the server would bind the task to this run's session
+(it would be cancelled when mcptask exits): without --token, or with a --token
+that a server not checking tokens (started without --tokens) ignores.
 
 Protocol: auto connects with the initialize handshake and uses its tasks when
 the server declares them (tasks list and result exist only there); a server that
@@ -50,8 +52,10 @@ work, tasks result polls to the end, tasks list is refused (the extension has
 none). --protocol pins one revision.
 
 Exit status: 0 done; 1 the tool or the server reported an error; 2 usage, a
-TARGET that cannot be reached or started, or a call that cannot be made as
-asked (one line saying why); 130 interrupted (the task was cancelled).
+TARGET that cannot be reached or started (or without an MCP endpoint), or a call
+that cannot be made as asked: a tool the server lacks, --task of a tool that does
+not run as a task, arguments the tool refuses (one line saying why); 130
+interrupted (the task was cancelled).
 """
 
 from __future__ import annotations
@@ -79,7 +83,9 @@ from .cli_common import (
     interruptible,
     print_json,
     print_result,
+    quiet_on_closed_stdout,
 )
+from .cli_tools import check_call, list_tools
 from .protocol import REVISION, TASK_SUPPORT_REQUIRED, TERMINAL
 
 __all__ = ["coerce_arguments", "main"]
@@ -87,15 +93,19 @@ __all__ = ["coerce_arguments", "main"]
 
 @dataclass
 class _Http:
-    """What the HTTP layer saw (a 401 or 403 is reported as such, not as -32603)."""
+    """What the HTTP layer saw (a 401 or 403 is reported as such, not as -32603; so is a
+    404 before any answer: no MCP endpoint at that URL)."""
 
     status: int | None = None
     #: the Streamable HTTP session the server made (None: stateless, or not HTTP)
     session_id: str | None = None
+    answered: bool = False
 
     async def on_response(self, response: Any) -> None:
-        if response.status_code in (401, 403):
-            self.status = int(response.status_code)
+        code = int(response.status_code)
+        if code in (401, 403) or (code == 404 and not self.answered):
+            self.status = code
+        self.answered = self.answered or 200 <= code < 300
         self.session_id = response.headers.get("mcp-session-id") or self.session_id
 
 
@@ -194,7 +204,11 @@ _NO_TOKEN_HINT = (
 
 
 async def _run_task(
-    args: argparse.Namespace, session: Any, arguments: dict[str, Any], progress: Progress
+    args: argparse.Namespace,
+    session: Any,
+    arguments: dict[str, Any],
+    progress: Progress,
+    schema: Any = None,
 ) -> int:
     import mcp_types as types
 
@@ -228,34 +242,34 @@ async def _run_task(
         return 130
     if args.detach:
         return 0
-    return print_result(types.CallToolResult.model_validate(raw))
-
-
-_DETACH_SESSION = (
-    "--detach without --token: this server binds the task to this run's session, which"
-    " ends (cancelling the task) when mcptask exits; pass --token TOKEN (a server started"
-    " with --tokens), or drop --detach to wait for the result"
-)
+    return print_result(types.CallToolResult.model_validate(raw), args.tool, arguments, schema)
 
 
 async def _run(args: argparse.Namespace, http: _Http, answers: Answers) -> int:
     progress = Progress()
     async with _connect(args.target, args.token, http, progress, args.protocol, answers) as session:
         requestor = session.tasks
+
+        def core() -> Any:  # the 2025-11-25 handshake on a second connection
+            return _open(args.target, args.token, _Http(), progress, None, False)
+
+        if args.command == "tools":
+            return await list_tools(session, core)
+        if args.command == "call":
+            await check_call(args, requestor, bool(http.session_id), core)
         if requestor.ext is not None:
             from .cli_extension import run_ext
 
             return await run_ext(args, session, progress)
-        if args.command == "call" and args.detach and not args.token and http.session_id:
-            raise Usage(_DETACH_SESSION)  # a stateless server keeps it (no session to end)
         if args.command == "call":
             tool = await requestor.tool(args.tool)
-            arguments = coerce_arguments(args.arguments, tool.input_schema if tool else None)
+            schema = tool.input_schema if tool else None
+            arguments = coerce_arguments(args.arguments, schema)
             as_task = args.task or args.detach
             if not as_task and tool is not None:
                 as_task = await requestor.task_support(args.tool) == TASK_SUPPORT_REQUIRED
             if as_task:
-                return await _run_task(args, session, arguments, progress)
+                return await _run_task(args, session, arguments, progress, schema)
             line = StatusLine()
             progress.line = line
             try:
@@ -264,7 +278,7 @@ async def _run(args: argparse.Namespace, http: _Http, answers: Answers) -> int:
                 )
             finally:
                 line.done()
-            return print_result(result)
+            return print_result(result, args.tool, arguments, schema)
         if args.action == "list":
             tasks = await requestor.list_all()
             print_json({"tasks": [dump(t) for t in tasks]})
@@ -313,6 +327,15 @@ def _parser() -> argparse.ArgumentParser:
         help="protocol revision (default auto: the handshake's tasks, else the extension's)",
     )
 
+    tools = sub.add_parser(
+        "tools",
+        parents=[common],
+        help="list the server's tools (name, task support, first line of the description)",
+        description="List the server's tools: each one's name, whether it runs as a task "
+        "(no, optional, required) and the first line of its description.",
+    )
+    tools.add_argument("target", help="http(s) URL or a stdio server command")
+
     call = sub.add_parser(
         "call",
         parents=[common],
@@ -357,13 +380,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
-    """The exceptions inside ``exc``'s groups (a transport's task group raises several)."""
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
-    return [exc]
-
-
 class _ClosedStreamNoise(logging.Filter):
     """Drops the SDK transport's log of a stream this run closed on purpose (the session
     ends while a response stream still delivers, after ``--detach`` or Ctrl-C), and of the
@@ -371,12 +387,14 @@ class _ClosedStreamNoise(logging.Filter):
     line this run prints says what happened)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        from .runtime.mcp_retry import leaves
+
         if record.getMessage() == "Session termination failed: 404":
             return False
         exc = record.exc_info[1] if record.exc_info else None
         return not any(
             isinstance(leaf, (anyio.BrokenResourceError, anyio.ClosedResourceError))
-            for leaf in (_leaves(exc) if exc is not None else ())
+            for leaf in (leaves(exc) if exc is not None else ())
         )
 
 
@@ -439,17 +457,21 @@ def _one_line(args: argparse.Namespace, http: _Http, exc: BaseException) -> tupl
     from mcp.shared.exceptions import MCPError
 
     from .runtime.mcp_client import TaskNotSupported
-    from .runtime.mcp_retry import ConnectionLost, is_connection_failure
+    from .runtime.mcp_retry import ConnectionLost, is_connection_failure, leaves
 
-    leaves = _leaves(exc)
+    found = leaves(exc)
+    if http.status == 404:
+        path = args.target.split("://", 1)[-1].partition("/")[2]
+        hint = "" if path.rstrip("/").endswith("mcp") else " (is the path /mcp?)"
+        return f"HTTP 404: no MCP endpoint at {args.target}{hint}", 2
     if http.status is not None:
         fix = "check --token" if args.token else "pass --token TOKEN"
         name = "unauthorized" if http.status == 401 else "access denied"
         return f"{name} (HTTP {http.status}): {fix}", 1
-    for leaf in leaves:
+    for leaf in found:
         if isinstance(leaf, (Usage, TaskNotSupported)):
             return str(leaf), 2
-    for leaf in leaves:
+    for leaf in found:
         if isinstance(leaf, ConnectionLost):
             again = f"mcptask tasks get {args.target} {leaf.task_id}" if leaf.task_id else ""
             return f"{leaf}" + (f": {again}" if again else ""), 1
@@ -457,13 +479,14 @@ def _one_line(args: argparse.Namespace, http: _Http, exc: BaseException) -> tupl
             return f"cannot connect to {args.target} ({leaf}): is the server running there?", 2
         if isinstance(leaf, (httpx2.TransportError, anyio.BrokenResourceError)):
             return f"lost the connection to {args.target} ({leaf or type(leaf).__name__})", 1
-    for leaf in leaves:
+    for leaf in found:
         if isinstance(leaf, MCPError):
             hint = f"\n{_NO_TOKEN_HINT}" if args.command == "tasks" and not args.token else ""
             return f"error {leaf.code}: {leaf.message}{hint}", 1
     raise exc
 
 
+@quiet_on_closed_stdout  # mcptask ... | head: exit 141, no traceback
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["admin"]:

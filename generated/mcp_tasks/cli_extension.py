@@ -36,7 +36,11 @@ __all__ = ["run_ext"]
 
 
 async def _run_task(
-    args: argparse.Namespace, ext: Any, arguments: dict[str, Any], progress: Progress
+    args: argparse.Namespace,
+    ext: Any,
+    arguments: dict[str, Any],
+    progress: Progress,
+    schema: Any = None,
 ) -> int:
     """``call`` on the tasks extension: the server decides (a task, or the result at once)."""
     if (args.task or args.detach) and not ext.server_offers_tasks():
@@ -68,7 +72,7 @@ async def _run_task(
         return 130
     if args.detach and task_id is not None:
         return 0
-    return print_result(answer)
+    return print_result(answer, args.tool, arguments, schema)
 
 
 async def run_ext(args: argparse.Namespace, session: Any, progress: Progress) -> int:
@@ -77,8 +81,9 @@ async def run_ext(args: argparse.Namespace, session: Any, progress: Progress) ->
     ext = requestor.ext
     if args.command == "call":
         tool = await requestor.tool(args.tool)
-        arguments = coerce_arguments(args.arguments, tool.input_schema if tool else None)
-        return await _run_task(args, ext, arguments, progress)
+        schema = tool.input_schema if tool else None
+        arguments = coerce_arguments(args.arguments, schema)
+        return await _run_task(args, ext, arguments, progress, schema)
     if args.action == "list":
         raise TaskNotSupported(
             f"tasks list does not exist on protocol {session.protocol_version} (the tasks "

@@ -68,6 +68,11 @@ def limit_flags(parser: argparse.ArgumentParser) -> None:
     limits.add_argument(
         "--max-result-bytes-total", type=int, metavar="N", help="result bytes kept in all"
     )
+    limits.add_argument(
+        "--shutdown-grace", type=float, metavar="S",
+        help="on SIGTERM, requests in flight get up to S seconds to end, then running tasks"
+        " up to S to finish (default 25; 0: stop them at once)",
+    )  # fmt: skip
 
 
 def http_flags(parser: argparse.ArgumentParser) -> None:

@@ -37,7 +37,8 @@ from __future__ import annotations
 import builtins
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -71,9 +72,18 @@ from ..protocol import (
 )
 from ..store import TaskStore
 from ._sdk import ClientSessionHooks, run_input_callback, send_raw_request
+from .client_status import call_back, changes_only, progress_of_status
 from .core import CoreTasks
 from .engine import EngineConfig, TaskContext, TaskEngine
-from .mcp_retry import ConnectionLost, http_client, poll_delay, retrying
+from .mcp_retry import (
+    ConnectionLost,
+    ServerUnreachable,
+    http_client,
+    is_connection_failure,
+    leaves,
+    poll_delay,
+    retrying,
+)
 
 if TYPE_CHECKING:  # absent from a package generated without the extension's schema
     from .mcp_ext_client import (  # type: ignore[import-not-found, unused-ignore]
@@ -85,10 +95,12 @@ __all__ = [
     "TERMINAL",
     "ConnectionLost",
     "ProgressCallback",
+    "ServerUnreachable",
     "StatusCallback",
     "TaskNotSupported",
     "TaskRequestor",
     "TasksClientSession",
+    "connect",
     "http_client",
     "status_binding",
 ]
@@ -153,14 +165,6 @@ async def raw_request(
     return await send_raw_request(session, method, params, timeout=timeout)
 
 
-async def _call(callback: StatusCallback | None, task: protocol.Task) -> None:
-    if callback is None:
-        return
-    out = callback(task)
-    if out is not None:
-        await out
-
-
 def _wakeups() -> TaskWakeups | None:
     try:
         from .mcp_ext_client import TaskWakeups
@@ -191,6 +195,7 @@ class TaskRequestor:
         self.wakeups = wakeups
         self.retry_s = retry_s
         self._tools: dict[str, types.Tool] = {}
+        self._listed = False
 
     # ---------------------------------------------------------------- negotiation
     @property
@@ -213,19 +218,29 @@ class TaskRequestor:
             return self.session.server_capabilities
         return init.capabilities
 
+    async def _list_tools(self) -> None:
+        cursor: str | None = None
+        while True:
+            listing = await self.session.list_tools(
+                params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            )
+            for tool in listing.tools:
+                self._tools[tool.name] = tool
+            cursor = listing.next_cursor
+            if not cursor:
+                break
+        self._listed = True
+
     async def tool(self, name: str) -> types.Tool | None:
         if name not in self._tools:
-            cursor: str | None = None
-            while True:
-                listing = await self.session.list_tools(
-                    params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                )
-                for tool in listing.tools:
-                    self._tools[tool.name] = tool
-                cursor = listing.next_cursor
-                if not cursor:
-                    break
+            await self._list_tools()
         return self._tools.get(name)
+
+    async def tools(self) -> list[types.Tool]:
+        """Every tool the server lists (``tools/list``, all its pages)."""
+        if not self._listed:
+            await self._list_tools()
+        return list(self._tools.values())
 
     async def task_support(self, name: str) -> str:
         tool = await self.tool(name)
@@ -335,15 +350,15 @@ class TaskRequestor:
         first: protocol.Task | None = None,
     ) -> protocol.Task:
         """Poll ``tasks/get`` until terminal or ``input_required`` (R-GET-1, R-GET-2),
-        sleeping ``pollInterval`` between polls; never waits for notifications (R-NOTIFY-2)."""
+        sleeping ``pollInterval`` between polls; never waits for notifications (R-NOTIFY-2).
+        ``on_status(task)`` gets the first task and each change of its status."""
+        report = changes_only(on_status)
         task = first if first is not None else await self.get(task_id)
-        await _call(on_status, task)
+        await call_back(report, task)
         while task.status not in TERMINAL and task.status != INPUT_REQUIRED:
             await anyio.sleep(poll_delay(task.pollInterval, self.default_poll_ms))
-            previous = task.status
             task = await self.get(task_id)
-            if task.status != previous or on_status is not None:
-                await _call(on_status, task)
+            await call_back(report, task)
         return task
 
     async def run_tool(
@@ -366,7 +381,11 @@ class TaskRequestor:
         On the tasks extension the call declares it and the server decides (X-CAP-4);
         ``ttl`` has no request parameter there (the server sets ``ttlMs``), and a task
         reports no progress notifications (X-NOTIF-7): its progress is its
-        ``statusMessage``, which ``on_status`` sees."""
+        ``statusMessage``, which ``on_status`` sees and ``on_progress`` gets as its message
+        (``on_progress(n, None, message)``, ``n`` counting the messages)."""
+        if on_progress is not None and self.ext is not None:
+            on_status = progress_of_status(on_status, on_progress)
+            return await self._run_tool(name, arguments, ttl, progress_token, on_status)
         if on_progress is None:
             return await self._run_tool(name, arguments, ttl, progress_token, on_status)
         handlers = getattr(self.session, "progress_handlers", None)
@@ -404,7 +423,7 @@ class TaskRequestor:
         task = await self.wait(created.task.taskId, on_status=on_status, first=created.task)
         result = await self.tool_result(task.taskId)
         if on_status is not None and task.status not in TERMINAL:
-            await _call(on_status, await self.get(task.taskId))
+            await call_back(on_status, await self.get(task.taskId))
         return result
 
     async def call_tool(
@@ -539,3 +558,40 @@ class TasksClientSession(ClientSessionHooks):
             return await run_input_callback(self, method, version, own, request_id)
 
         return work
+
+
+@asynccontextmanager
+async def connect(
+    url: str,
+    *,
+    face: str = REVISION,
+    token: str | None = None,
+    **session_kwargs: Any,
+) -> AsyncIterator[TasksClientSession]:
+    """A :class:`TasksClientSession` at ``url`` on :func:`http_client` (requests about a
+    task ride out a restart), on ``face``: the core revision (``initialize``) or the tasks
+    extension's (``"2026-07-28"``, ``server/discover``). ``token``: a bearer token (its
+    subject owns the tasks, which outlive the session: R-SEC-1). A server that does not
+    answer raises :class:`ServerUnreachable`; an error inside the block is raised as
+    itself, not inside the transport's ``ExceptionGroup``."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    try:
+        async with (
+            http_client(headers=headers) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            TasksClientSession(read, write, **session_kwargs) as session,
+        ):
+            try:
+                await (session.initialize() if face == REVISION else session.discover())
+            except Exception as exc:
+                if not is_connection_failure(exc):
+                    raise
+                raise ServerUnreachable(f"no MCP server answers at {url} ({exc})") from None
+            yield session
+    except BaseExceptionGroup as group:
+        one, *more = leaves(group)
+        if more:
+            raise
+        raise one from None

@@ -33,6 +33,7 @@ from ..errors import RequestCancelled, TaskError, error_from_payload
 from ..extension import methods as ext_methods
 from ..extension import protocol as ext
 from ._sdk import answer_input_request, send_raw_request, to_sdk_error
+from .client_status import call_back, changes_only
 from .mcp_retry import poll_delay, retrying
 
 __all__ = [
@@ -96,11 +97,6 @@ class TaskWakeups:
         return NotificationBinding(
             method=ext.NOTIFICATIONS_TASKS, params_type=_TaskNotice, handler=self.received
         )
-
-
-async def _call(callback: ExtStatusCallback | None, task: Any) -> None:
-    if callback is not None and (out := callback(task)) is not None:
-        await out
 
 
 class ExtTaskRequestor:
@@ -246,9 +242,10 @@ class ExtTaskRequestor:
         answer_inputs: bool,
     ) -> ext.GetTaskResult:
         seen: set[str] = set()
+        report = changes_only(on_status)  # a poll that saw nothing new reports nothing
         task: Any = first if first is not None else await self.get(task_id)
         while True:
-            await _call(on_status, task)
+            await call_back(report, task)
             if task.status in ext.TERMINAL:
                 return cast(ext.GetTaskResult, task)
             asking = getattr(task, "inputRequests", None) or {}

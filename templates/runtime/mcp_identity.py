@@ -26,12 +26,18 @@ import secrets
 from collections.abc import Mapping
 from typing import Any, Final
 
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from pydantic import AnyHttpUrl
+
 from ._sdk import connection_of, current_subject
 
 __all__ = [
     "ANONYMOUS",
     "ADDRESS_BUDGET",
     "SESSION_PREFIXES",
+    "StaticTokens",
+    "bearer_tokens",
     "budget_of",
     "client_address",
     "http_requestor",
@@ -125,3 +131,26 @@ def budget_of(requestor: str, conn: Any | None = None) -> str | None:
         if address:
             return f"{ADDRESS_BUDGET}{address}"
     return None
+
+
+class StaticTokens(TokenVerifier):
+    """Bearer tokens from a fixed map (token -> subject), through the SDK's auth hooks: for
+    trying things out and for tests. In production check tokens your own way (a JWT,
+    introspection) in a ``TokenVerifier`` of your own."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        self.tokens = dict(tokens)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        subject = self.tokens.get(token)
+        if subject is None:
+            return None
+        return AccessToken(token=token, client_id=f"client-{subject}", scopes=[], subject=subject)
+
+
+def bearer_tokens(tokens: Mapping[str, str]) -> dict[str, Any]:
+    """The ``MCPServer`` arguments that check bearer tokens against ``tokens`` (token ->
+    subject; the SDK answers HTTP 401 to any other): ``MCPServer("app", **bearer_tokens(t))``.
+    A task then belongs to the token's subject, not to the session (R-SEC-1)."""
+    settings = AuthSettings(issuer_url=AnyHttpUrl("http://127.0.0.1:1/"), resource_server_url=None)
+    return {"token_verifier": StaticTokens(tokens), "auth": settings}

@@ -53,6 +53,7 @@ from .mcp_outbound import INPUT_METHODS, TaskDispatchContext
 from .offload import Job, adopt, attempts_key, docket_name, progress_channel, set_runner, tool_call
 from .router import run_call
 from .runs import TaskContext, Work
+from .sdk_check import require_extra
 from .sdk_hooks import IN_TASK
 
 __all__ = ["WorkerRuntime", "load_app", "main", "serve"]
@@ -292,7 +293,7 @@ async def serve(
                         redelivery_timeout=timedelta(seconds=redelivery_s),
                         schedule_automatic_tasks=False,
                     ) as worker:
-                        log.warning("worker %s: running jobs from %s", worker.name, store.where)
+                        log.info("worker %s: running jobs from %s", worker.name, store.where)
                         if ready is not None:
                             ready.set()
                         await _run_worker(worker, handle_signals)
@@ -381,6 +382,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--concurrency: N >= 1")
     if not args.redelivery_timeout > 0:
         parser.error("--redelivery-timeout: SECONDS > 0")
+    require_extra(parser.prog, "workers", "a worker")
     try:
         args.server = load_app(args.app)
     except ValueError as exc:

@@ -263,12 +263,110 @@ def test_answers_on_stdin_that_are_not_json_are_one_line(http_server: Any) -> No
     )
 
 
-@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
-def test_an_unknown_tool_is_unknown_also_as_a_task(http_server: Any, protocol: str) -> None:
-    """A task-augmented tools/call of a tool the server lacks answers that it is unknown,
-    not that it "does not support task-augmented execution" (R-TOOL-2 is about tools that
-    exist)."""
-    out = mcptask("call", http_server.url, "nosuch", "--task", "--protocol", protocol)
-    assert out.returncode != 0
-    assert "Unknown tool: nosuch" in out.stdout + out.stderr, out.stderr
-    assert "task-augmented" not in out.stderr
+PROTOCOLS = ["2025-11-25", "2026-07-28"]
+
+
+def one_line(out: Any, code: int = 2) -> str:
+    """The run's one line on stderr (after any status lines), nothing on stdout."""
+    assert out.returncode == code, (out.stdout, out.stderr)
+    assert out.stdout == "", out.stdout
+    lines = [ln for ln in out.stderr.splitlines() if not ln.startswith("task ")]
+    assert len(lines) == 1, out.stderr
+    assert "Traceback" not in out.stderr and "pydantic" not in out.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("task", [[], ["--task"]])
+def test_an_unknown_tool_is_one_line_naming_the_servers_tools(
+    http_server: Any, protocol: str, task: list[str]
+) -> None:
+    """A tool the server does not list is refused before any call, with or without --task,
+    naming the tools there are (R-TOOL-2 is about tools that exist)."""
+    out = mcptask("call", http_server.url, "gret", *task, "--protocol", protocol)
+    line = one_line(out)
+    assert line.startswith("mcptask: no tool 'gret' on this server; its tools: greet, "), line
+    assert "slow_compute" in line and "task-augmented" not in line
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_tools_lists_name_task_support_and_summary(http_server: Any, protocol: str) -> None:
+    """R-TOOL-2/3/4: each tool's taskSupport as the server declares it, on either face (the
+    extension's tools/list does not say: the handshake's is asked)."""
+    out = mcptask("tools", http_server.url, "--protocol", protocol)
+    assert out.returncode == 0, out.stderr
+    rows = {ln.split()[0]: ln.split(None, 2)[1:] for ln in out.stdout.splitlines()}
+    assert rows["TOOL"] == ["TASK", "DESCRIPTION"]
+    assert rows["greet"] == ["no", "Say hello (never a task)."]
+    assert rows["slow_compute"][0] == "optional"
+    assert rows["failing_job"][0] == "required"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("task", [[], ["--task"]])
+def test_refused_arguments_are_one_line_naming_the_argument(
+    http_server: Any, protocol: str, task: list[str]
+) -> None:
+    """The SDK's pydantic report (a line per field and a URL) becomes one line: the
+    argument, what was expected, what was sent; with and without --task, on either face."""
+    pin = ["--protocol", protocol]
+    bad = mcptask("call", http_server.url, "slow_compute", "seconds=abc", *task, *pin)
+    assert one_line(bad) == (
+        "mcptask: slow_compute: argument 'seconds': expected a number, got 'abc'"
+    )
+    if not task:  # greet never runs as a task
+        missing = mcptask("call", http_server.url, "greet", *pin)
+        assert one_line(missing) == "mcptask: greet: argument 'name' is missing: pass name=VALUE"
+
+
+def test_tidy_tool_error_names_every_field() -> None:
+    from mcp_tasks.cli_common import tidy_tool_error
+
+    text = (
+        "Error executing tool t: 3 validation errors for tArguments\n"
+        "n\n  Field required [type=missing, input_value={}, input_type=dict]\n"
+        "    For further information visit https://errors.pydantic.dev/2/v/missing\n"
+        "flag\n  Input should be a valid boolean [type=bool_parsing, input_value='x',"
+        " input_type=str]\n"
+        "tags.0\n  Input should be a valid string [type=string_type, input_value=1,"
+        " input_type=int]"
+    )
+    schema = {"properties": {"flag": {"type": "boolean"}, "tags": {"type": "array"}}}
+    assert tidy_tool_error("t", text, {"flag": "x", "tags": [1]}, schema) == (
+        "t: argument 'n' is missing: pass n=VALUE; argument 'flag': expected true or false,"
+        " got 'x'; argument 'tags.0': input should be a valid string, got [1]"
+    )
+    assert tidy_tool_error("t", "job failed", {}, None) is None
+
+
+def test_a_wrong_path_is_an_http_404(http_server: Any) -> None:
+    wrong = http_server.url.rsplit("/", 1)[0] + "/wrong"
+    for argv in (["call", wrong, "greet", "name=x"], ["tools", wrong]):
+        assert one_line(mcptask(*argv)) == (
+            f"mcptask: HTTP 404: no MCP endpoint at {wrong} (is the path /mcp?)"
+        )
+
+
+def test_detach_with_a_token_the_server_does_not_check_is_refused(http_server: Any) -> None:
+    """A server without --tokens ignores the token: the 2025-11-25 task would be bound to
+    this run's session and cancelled when mcptask exits (R-SEC-1); refused before any task
+    is made, saying what to do. The subject-bound case detaches (the tests above)."""
+    out = mcptask(
+        "call", http_server.url, "slow_compute", "seconds=5", "--detach", "--token", "abc"
+    )
+    line = one_line(out)
+    assert "does not check bearer tokens" in line and "cancelled" in line
+    assert "--tokens" in line and "--protocol 2026-07-28" in line and "drop --detach" in line
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("flag", ["--task", "--detach"])
+def test_a_forbidden_tool_as_a_task_says_call_it_without_task(
+    http_server: Any, protocol: str, flag: str
+) -> None:
+    """R-TOOL-2: a tool whose taskSupport forbids tasks is refused before the call (on the
+    extension too, where it would otherwise run as a plain call), saying what to do."""
+    out = mcptask("call", http_server.url, "greet", "name=x", flag, "--protocol", protocol)
+    assert one_line(out) == (
+        "mcptask: tool 'greet' does not run as a task on this server; call it without --task"
+    )

@@ -1,7 +1,8 @@
 """The dashboard in a real browser: Debian's headless Chromium (through its chromedriver and
 selenium) loads the page from a real example server, signs in with the admin token, sees
 tasks that a real client (``mcptask``) creates appear and change status live (no reload),
-opens one, cancels one (R-CANCEL-2), filters by status, and takes the README's screenshot.
+opens one, cancels one (R-CANCEL-2), filters by status, and takes the README's screenshot;
+then signs in again through the docs' link (``#token=``) with a token of the docs' recipe.
 
 Chromium and chromedriver come from Debian's ``chromium`` and ``chromium-driver`` packages
 (``.ci/run`` installs them); without them this test is skipped, or fails under ``CI``.
@@ -16,12 +17,13 @@ import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
 from mcp_tasks.protocol import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING
 from testkit import wait
-from testkit.ops import ADMIN_TOKEN, ALICE, BOB, OpsServer, mcp_session, start_task
+from testkit.ops import ALICE, BOB, OpsServer, mcp_session, start_task
 
 pytestmark = pytest.mark.door_agnostic  # the dashboard: the door is not what is tested (testkit.doors)
 
@@ -33,6 +35,8 @@ FLAGS = (
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-dev-shm-usage", "--window-size=1600,1000", "--hide-scrollbars",
 )  # fmt: skip
+#: an admin token as docs/operating.md makes them (base64: `+`, `/`, and `=` in some)
+ADMIN_TOKEN = "Ab+/cd+ef/gh+ij/kl+mn/op+qr/st=="
 
 
 def _need_browser() -> None:
@@ -111,7 +115,7 @@ def test_dashboard_live_in_a_real_browser(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    server = ops_server_factory()
+    server = ops_server_factory(admin_token=ADMIN_TOKEN)
     driver = browser
     driver.get(server.ops_url + "/admin/")
     # signing in: the page asks for the admin token; a requestor's token is refused
@@ -174,6 +178,25 @@ def test_dashboard_live_in_a_real_browser(
         ["", "any age"], ["1m", "1 minute"], ["15m", "15 minutes"], ["1h", "1 hour"], ["24h", "24 hours"]
     ]  # fmt: skip
     _screenshot(server, driver, tmp_path)
+    _signed_in_by_link(server, driver)
+
+
+def _signed_in_by_link(server: OpsServer, driver: Any) -> None:
+    """The link ``/admin/#token=...`` signs in with the token as given, `+` included: written
+    percent-encoded as the docs make it, and pasted as is."""
+    from selenium.webdriver.common.by import By
+
+    for fragment in (quote(ADMIN_TOKEN, safe=""), ADMIN_TOKEN):
+        driver.execute_script("sessionStorage.clear()")
+        driver.get("about:blank")
+        driver.get(f"{server.ops_url}/admin/#token={fragment}")
+        until(
+            lambda: driver.find_element(By.ID, "live").get_attribute("data-state") == "on",
+            f"signed in by #token={fragment}",
+        )
+        stored = driver.execute_script("return sessionStorage.getItem('mcp-tasks-admin-token')")
+        assert stored == ADMIN_TOKEN
+        assert "#" not in driver.current_url  # the page drops the token from the address
 
 
 def _screenshot(server: OpsServer, driver: Any, tmp_path: Path) -> None:

@@ -49,8 +49,12 @@ def limit_flags(engine_config: dict[str, Any] | None) -> list[str]:
 
 
 def server_command(*args: str, engine_config: dict[str, Any] | None = None) -> list[str]:
-    """The example server, with limit flags for ``engine_config`` (EngineConfig fields)."""
-    return [sys.executable, "-m", SERVER_MODULE, *args, *limit_flags(engine_config)]
+    """The example server, with limit flags for ``engine_config`` (EngineConfig fields).
+    A test stops its servers with tasks still running: they stop at once (``--shutdown-grace
+    0``) unless the test gives a grace (a test of the graceful stop)."""
+    flags = limit_flags(engine_config)
+    quick = [] if "--shutdown-grace" in (*args, *flags) else ["--shutdown-grace", "0"]
+    return [sys.executable, "-m", SERVER_MODULE, *args, *flags, *quick]
 
 
 def rss_kb(pid: int) -> int:

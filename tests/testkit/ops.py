@@ -43,6 +43,7 @@ class OpsServer(ChildProcess):
         metrics: bool = True,
         admin: bool = True,
         extra: tuple[str, ...] = (),
+        admin_token: str = ADMIN_TOKEN,
     ) -> None:
         self.tmp = tmp
         self.port = free_port()
@@ -58,7 +59,7 @@ class OpsServer(ChildProcess):
         if ops and metrics:
             args += ["--metrics-token-file", str(_write(tmp / "metrics.token", METRICS_TOKEN))]
         #: the admin token's file, as ``mcptask admin --token-file`` reads it (None: no admin)
-        self.admin_token_file = _write(tmp / "admin.token", ADMIN_TOKEN) if ops and admin else None
+        self.admin_token_file = _write(tmp / "admin.token", admin_token) if ops and admin else None
         if self.admin_token_file is not None:
             args += ["--admin-token-file", str(self.admin_token_file)]
         self.args = [*args, *door_args(front_door), *extra]

@@ -21,7 +21,7 @@ LIMITS (R-SEC-3, R-SEC-4; defaults from ``EngineConfig``): ``--max-active N``,
 ``--max-tasks N`` (tasks kept per requestor; without a token, per client address),
 ``--max-result-bytes N`` (one result), ``--max-result-bytes-per-requestor N``,
 ``--max-tasks-total N`` and ``--max-result-bytes-total N`` (kept by all requestors
-together). Over HTTP also: ``--max-sessions N`` (the SDK's
+together), ``--shutdown-grace S`` (SIGTERM lets running tasks finish that long). Over HTTP also: ``--max-sessions N`` (the SDK's
 global cap), ``--max-sessions-per-requestor N``, ``--session-idle-timeout S``, the slow
 client deadlines ``--header-timeout S``, ``--request-timeout S``, ``--min-body-rate
 BYTES/SECONDS``, ``--body-timeout S``, ``--send-timeout S``, ``--keep-alive-timeout S``, and
@@ -95,7 +95,7 @@ when it ends (stdio EOF, HTTP session DELETE): nobody could reach them afterward
 from __future__ import annotations
 
 # isort: off
-from ..runtime import sdk_check  # noqa: F401  (first: a missing mcp SDK is one line)
+from ..runtime import sdk_check  # first: a missing mcp SDK is one line
 
 # isort: on
 
@@ -104,6 +104,7 @@ import gc
 import importlib.util
 import json
 import logging
+import math
 import signal
 import socket
 import sys
@@ -111,18 +112,17 @@ from typing import Annotated, Any
 
 import anyio
 import mcp_types as types
-from mcp.server.auth.provider import AccessToken, TokenVerifier
-from mcp.server.auth.settings import AuthSettings
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.shared.exceptions import MCPError
-from pydantic import AnyHttpUrl, BaseModel, Field
+from pydantic import BaseModel, Field
 
 from ..cli_common import OneLineParser
 from ..errors import StoreUnavailable
 from ..protocol import TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED
 from ..runtime.engine import EngineConfig
+from ..runtime.mcp_identity import bearer_tokens
 from ..runtime.mcp_server import McpTasks, run_stdio, tidy_http_errors
 from ..runtime.slow_clients import guarded_protocol
 from ..runtime.store_url import check_store, shared_store_url, store_from_url
@@ -130,25 +130,12 @@ from ..store import TaskStore
 from .flags import connection_caps, http_flags, http_flags_problem, limit_flags
 from .ops import add_ops_flags, check_ops_flags, ops_served
 
-__all__ = ["DictTokenVerifier", "build_server", "load_tokens", "main", "worker_app"]
+__all__ = ["build_server", "load_tokens", "main", "worker_app"]
 
 PROG = f"python -m {__package__}.server"
 
 #: ``--http-stack``: ``auto`` = httptools + uvloop when installed, ``h11`` = h11 + asyncio
 HTTP_STACKS = ("auto", "h11")
-
-
-class DictTokenVerifier(TokenVerifier):
-    """Bearer tokens from a fixed map (token -> subject), through the SDK's auth hooks."""
-
-    def __init__(self, tokens: dict[str, str]) -> None:
-        self.tokens = dict(tokens)
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        subject = self.tokens.get(token)
-        if subject is None:
-            return None
-        return AccessToken(token=token, client_id=f"client-{subject}", scopes=[], subject=subject)
 
 
 class Confirm(BaseModel):
@@ -181,14 +168,7 @@ def build_server(
     work runs on worker processes (``python -m PACKAGE.worker``); ``slow_compute`` (which
     may run twice harmlessly) runs again up to ``worker_retries`` times when its worker
     dies, the others are not retried."""
-    auth: dict[str, Any] = {}
-    if tokens is not None:
-        auth = {
-            "token_verifier": DictTokenVerifier(tokens),
-            "auth": AuthSettings(
-                issuer_url=AnyHttpUrl("http://127.0.0.1:1/"), resource_server_url=None
-            ),
-        }
+    auth = bearer_tokens(tokens) if tokens is not None else {}
     mcp = MCPServer("mcp-tasks-example", **auth)
     tasks = McpTasks(mcp, store=store, config=config)
     remote: dict[str, Any] = {"on_workers": on_workers}
@@ -346,6 +326,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     problem = check_ops_flags(args, args.token_map if args.ops else None)
     if problem is not None:
         parser.error(problem)
+    if args.ops:
+        sdk_check.require_extra(parser.prog, "ops", "--ops")
+    if args.on_workers:
+        sdk_check.require_extra(parser.prog, "workers", "--on-workers")
     return args
 
 
@@ -431,6 +415,7 @@ LIMIT_FIELDS: tuple[tuple[str, str], ...] = (
     ("max_result_bytes_per_requestor", "max_result_bytes_per_requestor"),
     ("max_tasks_total", "max_tasks_total"),
     ("max_result_bytes_total", "max_result_bytes_total"),
+    ("shutdown_grace", "shutdown_grace_s"),
 )
 
 
@@ -492,6 +477,8 @@ async def _serve(args: argparse.Namespace) -> None:
     try:
         protocol = http_protocol(args)  # one class, one connection count, for both ports
         async with tasks, ops_served(args, tasks, protocol):
+            if args.worker_fd is None:  # a --workers child: its parent says it
+                print(started_line(args, store), file=sys.stderr, flush=True)
             if args.stdio:
                 await run_stdio(mcp)  # answers malformed lines (-32700/-32600)
                 return
@@ -514,6 +501,9 @@ async def _serve(args: argparse.Namespace) -> None:
                 log_level="warning",
                 http=protocol,
                 ws="none",  # an upgraded connection would leave the guarded protocol
+                # SIGTERM: requests in flight (a held tasks/result, a listen stream) get the
+                # grace, then the tasks still running get it again (the app's shutdown)
+                timeout_graceful_shutdown=math.ceil(shutdown_grace(args)),
                 timeout_keep_alive=args.keep_alive_timeout,
                 # the client's address is the socket's unless a trusted proxy says otherwise
                 proxy_headers=args.forwarded_allow_ips is not None,
@@ -523,6 +513,23 @@ async def _serve(args: argparse.Namespace) -> None:
     finally:
         with anyio.CancelScope(shield=True):
             await store.close()
+
+
+def started_line(args: argparse.Namespace, store: TaskStore | None, workers: int = 1) -> str:
+    """The one line the server prints on stderr as it starts: where, the store, the owners."""
+    where = f"http://{args.http}/mcp" if args.http else "stdio"
+    if store is None:  # the store's URL, without a password
+        kind = str(args.store).split("://", 1)[-1].split("@")[-1]
+    else:
+        kind = getattr(store, "where", None) or type(store).__name__
+    owners = "bearer tokens (--tokens)" if args.token_map is not None else "sessions (no --tokens)"
+    many = f" ({workers} processes)" if workers > 1 else ""
+    return f"{PROG}: serving MCP tasks on {where}{many}; store: {kind}; tasks owned by {owners}"
+
+
+def shutdown_grace(args: argparse.Namespace) -> float:
+    """``--shutdown-grace``, else the engine's default."""
+    return (args.engine_config or EngineConfig()).shutdown_grace_s
 
 
 def http_protocol(args: argparse.Namespace) -> type[Any]:
@@ -566,12 +573,14 @@ def _inherited(args: argparse.Namespace) -> list[socket.socket] | None:
 
 def _run_workers(args: argparse.Namespace, argv: list[str]) -> None:
     """``--workers N`` (N > 1): the parent of N servers on one port; exits when they stop."""
-    from .workers import serve_workers
+    from .workers import GRACE_S, serve_workers
 
     host, _, port = str(args.http).rpartition(":")
     module = f"{__package__}.server"
     host = host.strip("[]") or "127.0.0.1"  # [::1]:8000 names an IPv6 host
-    sys.exit(serve_workers(module, argv, host, int(port), args.workers))
+    grace = 2 * shutdown_grace(args) + GRACE_S  # each child stops as above first
+    print(started_line(args, None, args.workers), file=sys.stderr, flush=True)
+    sys.exit(serve_workers(module, argv, host, int(port), args.workers, grace_s=grace))
 
 
 def main(argv: list[str] | None = None) -> None:

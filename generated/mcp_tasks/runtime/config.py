@@ -124,6 +124,10 @@ class EngineConfig:
     #: how long before it would expire a running task's ttl is renewed (at least twice
     #: ``sweep_interval_s`` is used): more than the clock difference between instances
     renew_ahead_s: float = 10.0
+    #: a graceful stop (SIGTERM to a server, the engine's ``async with`` left without an
+    #: error) lets the work running here finish for up to this many seconds before it is
+    #: stopped (its task then fails: the server stopped before it finished); 0: stop at once
+    shutdown_grace_s: float = 25.0
 
     def __post_init__(self) -> None:
         for name in _COUNTS:
@@ -134,6 +138,7 @@ class EngineConfig:
                 _check_int(name, value, 0)
         for name in _SECONDS:
             _check_seconds(name, getattr(self, name))
+        _check_seconds("shutdown_grace_s", self.shutdown_grace_s, zero=True)
         for name in ("allow_unlimited_ttl", "keep_running_tasks"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"EngineConfig.{name} must be a bool")
@@ -213,11 +218,12 @@ def _check_int(name: str, value: object, least: int) -> None:
         raise ValueError(f"EngineConfig.{name} must be >= {least}, not {value}")
 
 
-def _check_seconds(name: str, value: object) -> None:
+def _check_seconds(name: str, value: object, *, zero: bool = False) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"EngineConfig.{name} must be a number, not {type(value).__name__}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"EngineConfig.{name} must be a positive number of seconds, not {value}")
+    if not (math.isfinite(value) and (value > 0 or (zero and value == 0))):
+        what = "a number of seconds >= 0" if zero else "a positive number of seconds"
+        raise ValueError(f"EngineConfig.{name} must be {what}, not {value}")
 
 
 def _check_secret(value: object) -> bytes | None:

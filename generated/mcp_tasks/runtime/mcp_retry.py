@@ -45,8 +45,10 @@ from mcp_types import CONNECTION_CLOSED
 __all__ = [
     "CONNECTION_FAILED",
     "ConnectionLost",
+    "ServerUnreachable",
     "http_client",
     "is_connection_failure",
+    "leaves",
     "poll_delay",
 ]
 
@@ -89,6 +91,10 @@ class ConnectionLost(Exception):
         )
 
 
+class ServerUnreachable(ConnectionError):
+    """No MCP server answered at the URL (``mcp_client.connect``): nothing listens there."""
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, MCPError):
         return f"{exc.code}: {exc.message}"
@@ -104,7 +110,13 @@ class _AnswerFailures(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         try:
-            return await self.inner.handle_async_request(request)
+            response = await self.inner.handle_async_request(request)
+            if request.method == "DELETE" and response.status_code == 404:
+                # the session's end, where a restarted server no longer knows it: it is
+                # gone, as asked (not a warning in the client's log)
+                await response.aclose()
+                return httpx2.Response(204, request=request)
+            return response
         except httpx2.TransportError as exc:
             if request.method != "POST":
                 raise  # the SDK's GET stream and DELETE handle their own failures
@@ -136,6 +148,13 @@ def http_client(
         transport=_AnswerFailures(httpx2.AsyncHTTPTransport()),
         **kwargs,
     )
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside ``exc``'s groups (a transport's task group raises several)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in leaves(sub)]
+    return [exc]
 
 
 def is_connection_failure(exc: BaseException) -> bool:

@@ -34,7 +34,8 @@ Private SDK attributes are reached only through ``_sdk``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 from .._handlers import HandlerBase
@@ -49,6 +50,7 @@ from .mcp_transport import malformed_answer, run_stdio, tidy_http_errors
 from .offload import Offload
 from .router import Router, TaskTools, ToolFn, check_task_support
 from .sdk_hooks import SdkHooks
+from .shutdown import drain
 
 __all__ = [
     "McpTasks",
@@ -264,6 +266,7 @@ class McpTasks:
         in a request is taken on both faces (:func:`~._sdk.take_lone_surrogates`)."""
         take_lone_surrogates()
         app = self._server_obj.streamable_http_app(**kwargs)
+        app.router.lifespan_context = self._draining(app.router.lifespan_context)
         path = kwargs.get("streamable_http_path", "/mcp")
         self.task_endpoint = None
         self.session_quota = None
@@ -282,6 +285,20 @@ class McpTasks:
             )
             setattr(holder, attr, self.session_quota)
         return app
+
+    def _draining(self, lifespan: Any) -> Any:
+        """The app's lifespan, whose shutdown (SIGTERM to uvicorn) first lets the tasks
+        running here finish (``shutdown_grace_s``): uvicorn ends the process with the signal
+        once it returns, so the engine's own exit would come too late."""
+
+        @asynccontextmanager
+        async def draining(app: Any) -> AsyncIterator[Any]:
+            async with lifespan(app) as state:
+                yield state
+                engine = self.engine
+                await drain(engine.runs.active, engine.config.shutdown_grace_s, engine.log)
+
+        return draining
 
     async def cancel_requestor_tasks(self, requestor: str) -> int:
         """Cancel every non-terminal task of ``requestor``; how many were cancelled."""

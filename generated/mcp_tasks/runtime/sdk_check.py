@@ -12,7 +12,9 @@ it (the ``mcp`` extra); the engine and the stores do not.
 ``_sdk`` (the one module that imports the SDK's corners) and the example server import it
 first, so a missing SDK is one line, exit 2, for a command run with ``python -m``, and
 otherwise reads ``ModuleNotFoundError: the mcp SDK is not installed ...: pip install ...`` rather than
-``No module named 'mcp_types'`` from deep inside an import."""
+``No module named 'mcp_types'`` from deep inside an import. ``require_extra`` does the same
+for the other extras, where a command needs one: ``ops`` (``--ops``) and ``workers`` (the
+worker, ``--on-workers``)."""
 
 from __future__ import annotations
 
@@ -20,13 +22,50 @@ import sys
 from importlib.util import find_spec
 from typing import Final
 
-__all__ = ["SDK_MISSING"]
+__all__ = ["EXTRAS", "SDK_MISSING", "extra_missing", "require_extra"]
 
 #: what to install, said once
 SDK_MISSING: Final = (
     "the mcp SDK is not installed (the 'mcp' extra): pip install 'mcp>=2.3,<2.4' uvicorn,"
     " or from the mcptask-gen checkout: pip install -e '.[mcp]'"
 )
+
+#: The optional parts beyond the SDK, by extra: the modules each needs, and their pins.
+EXTRAS: Final[dict[str, dict[str, str]]] = {
+    # --ops: the metrics (runtime/ops/metrics.py)
+    "ops": {"prometheus_client": "prometheus-client>=0.20,<1"},
+    # --on-workers and ``python -m PACKAGE.worker``: Docket's jobs in Redis
+    "workers": {"docket": "pydocket>=0.27,<0.28", "redis": "redis>=6.0.0,<9"},
+}
+
+
+def _absent(module: str) -> bool:
+    try:
+        return find_spec(module) is None
+    except ImportError:  # an import hook that refuses it
+        return True
+
+
+def extra_missing(extra: str) -> str | None:
+    """What to install when a module ``extra`` needs is missing, as "the 'EXTRA' extra (...):
+    pip install ..." (None: all are there)."""
+    missing = [module for module in EXTRAS[extra] if _absent(module)]
+    if not missing:
+        return None
+    pins = " ".join(f"'{pin}'" for pin in EXTRAS[extra].values())
+    absent = f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed"
+    return (
+        f"the '{extra}' extra ({absent}): pip install {pins},"
+        f" or from the mcptask-gen checkout: pip install -e '.[{extra}]'"
+    )
+
+
+def require_extra(prog: str, extra: str, wanted_by: str) -> None:
+    """Exit 2 with one line on stderr when ``extra`` is not installed for ``wanted_by`` (a
+    flag or command) of the command ``prog``."""
+    if (missing := extra_missing(extra)) is not None:
+        sys.stderr.write(f"{prog}: error: {wanted_by} needs {missing}\n")
+        raise SystemExit(2)
 
 
 def _running_as_command() -> str | None:

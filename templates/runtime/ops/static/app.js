@@ -344,6 +344,18 @@ function handleError(err) {
   $("problem").hidden = false;
 }
 
+// `name`'s value in the address's fragment (`#token=...`), percent-decoded only: not
+// URLSearchParams, whose form decoding turns a base64 token's `+` into a space.
+function fragmentParam(name) {
+  for (const part of location.hash.slice(1).split("&")) {
+    const at = part.indexOf("=");
+    if (at < 0 || part.slice(0, at) !== name) continue;
+    const raw = part.slice(at + 1);
+    try { return decodeURIComponent(raw); } catch { return raw; }  // a stray `%`: as given
+  }
+  return null;
+}
+
 function signIn(token) {
   state.token = token;
   sessionStorage.setItem("mcp-tasks-admin-token", token);
@@ -386,7 +398,7 @@ function setup() {
   setInterval(() => {
     for (const td of document.querySelectorAll("td[data-ts]")) td.textContent = ago(td.dataset.ts);
   }, 1000);
-  const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
+  const fromHash = fragmentParam("token");
   if (fromHash) history.replaceState(null, "", location.pathname + location.search);
   const token = fromHash || sessionStorage.getItem("mcp-tasks-admin-token");
   if (token) signIn(token); else signOut();

@@ -1,0 +1,153 @@
+"""The extras the README and ``docs/`` name exist, install from the checkout, stay covered by
+``.ci/constraints.txt``, and a command missing one says which in one line: the example
+server's ``--ops`` (the ``ops`` extra) and ``--on-workers``, and the worker (``workers``).
+
+"Missing" is real: the command runs in a child Python whose import system refuses the
+module (a meta-path finder installed before the command's own ``python -m`` start)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from mcp_tasks.runtime.sdk_check import EXTRAS
+from testkit.procs import python_env
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+OPTIONAL = PYPROJECT["project"]["optional-dependencies"]
+
+#: ``python -m MODULE ARGS...`` with the top-level modules of argv[1] (comma-separated)
+#: refused by the import system, as when they are not installed
+WITHOUT = """\
+import runpy, sys
+from importlib.abc import MetaPathFinder
+
+refused = set(sys.argv[1].split(","))
+
+class Refuse(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in refused:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Refuse())
+sys.argv = sys.argv[2:]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+
+def _extras_named(text: str) -> set[str]:
+    """The extras in ``pip install`` lines: ``.[a,b]`` and ``mcptask-gen[a,b]``."""
+    found: set[str] = set()
+    for names in re.findall(r"(?:\.|mcptask-gen)\[([a-z0-9_,\s-]+)\]", text):
+        found.update(name.strip() for name in names.split(","))
+    return found
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_every_extra_the_docs_name_exists_and_installs_from_the_checkout() -> None:
+    named: dict[str, set[str]] = {}
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for extra in _extras_named(text):
+            named.setdefault(extra, set()).add(doc.name)
+        # not on PyPI: an install by name fails; the docs install from the checkout
+        assert "install 'mcptask-gen[" not in text, doc.name
+    assert {"mcp", "redis", "ops", "workers", "test"} <= set(named), named
+    unknown = {extra: docs for extra, docs in named.items() if extra not in OPTIONAL}
+    assert not unknown, f"extras the docs name that pyproject.toml lacks: {unknown}"
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for extra in ("ops", "workers"):  # the install section lists them with the others
+        assert f"'.[mcp,{extra}]'" in readme, extra
+
+
+def test_what_a_command_asks_for_is_what_the_extra_installs() -> None:
+    for extra, modules in EXTRAS.items():
+        pins = {_name(pin): pin for pin in modules.values()}
+        declared = {_name(r): r for r in OPTIONAL[extra] if not r.startswith("mcptask-gen[")}
+        for inner in (r for r in OPTIONAL[extra] if r.startswith("mcptask-gen[")):
+            for sub in inner.removeprefix("mcptask-gen[").rstrip("]").split(","):
+                declared.update({_name(r): r for r in OPTIONAL[sub]})
+        assert pins == declared, extra
+
+
+def test_the_constraints_cover_the_test_extra() -> None:
+    """``pip install -c .ci/constraints.txt -e '.[test]'`` pins every distribution the extras
+    behind ``test`` name (the README's test command)."""
+    text = (REPO / ".ci" / "constraints.txt").read_text(encoding="utf-8")
+    pinned = {_name(line) for line in text.splitlines() if line and not line.startswith("#")}
+    wanted = {"test"}
+    names: set[str] = set()
+    while wanted:
+        for requirement in OPTIONAL[wanted.pop()]:
+            if requirement.startswith("mcptask-gen["):
+                wanted.update(requirement.removeprefix("mcptask-gen[").rstrip("]").split(","))
+            elif "sys_platform != 'win32'" in requirement or ";" not in requirement:
+                names.add(_name(requirement))
+    assert names - pinned == set(), "not in .ci/constraints.txt"
+
+
+@pytest.mark.parametrize(
+    ("refused", "extra", "command"),
+    [
+        pytest.param(
+            "prometheus_client",
+            "ops",
+            ["mcp_tasks.examples.server", "--http", "127.0.0.1:0", "--ops", "127.0.0.1:0",
+             "--metrics-token-file", "{token}"],
+            id="server --ops",
+        ),
+        pytest.param(
+            "docket",
+            "workers",
+            ["mcp_tasks.examples.server", "--http", "127.0.0.1:0",
+             "--store", "redis://127.0.0.1:1/0", "--on-workers"],
+            id="server --on-workers",
+        ),
+        pytest.param(
+            "docket",
+            "workers",
+            ["mcp_tasks.worker", "--store", "redis://127.0.0.1:1/0",
+             "mcp_tasks.examples.server:worker_app"],
+            id="worker without docket",
+        ),
+        pytest.param(
+            "redis",
+            "workers",
+            ["mcp_tasks.worker", "--store", "redis://127.0.0.1:1/0",
+             "mcp_tasks.examples.server:worker_app"],
+            id="worker without redis",
+        ),
+    ],
+)  # fmt: skip
+def test_a_missing_extra_is_one_line_naming_it(
+    refused: str, extra: str, command: list[str], tmp_path: Path
+) -> None:
+    token = tmp_path / "metrics.token"
+    token.write_text("Ab+/cd+ef/gh+ij/kl+mn/op+qr/st==\n", encoding="utf-8")
+    argv = [arg.replace("{token}", str(token)) for arg in command]
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT, refused, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=python_env(),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"python -m {argv[0]}: error: "), lines[0]
+    assert f"the '{extra}' extra ({refused} is not installed)" in lines[0]
+    assert f"pip install -e '.[{extra}]'" in lines[0]
