@@ -42,9 +42,7 @@ Run = Callable[[str, str, str], dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
-def ext_runs(
-    http_server_pool: ServerPool, tmp_path_factory: pytest.TempPathFactory
-) -> Run:
+def ext_runs(http_server_pool: ServerPool, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """``get(door, auth, form)``: the Node client's record of every scenario against the
     module's server of ``door`` (with ``--tokens`` for ``auth == "token"``), run once."""
     tokens = write_tokens(tmp_path_factory.mktemp("ext-tasks") / "tokens.json", TOKENS)
@@ -107,7 +105,11 @@ def test_create_and_follow_exact_result(seen: dict[str, Any]) -> None:
     if seen["form"] == "v1":  # R-RESULT-4: the related-task _meta on tasks/result
         assert exact["related"] == exact["taskId"]
     # a tool that never runs as a task answers at once through the same call
-    assert ok(seen, "immediate") == {"kind": "immediate", "status": "completed", "text": "Hello, Ada!"}
+    assert ok(seen, "immediate") == {
+        "kind": "immediate",
+        "status": "completed",
+        "text": "Hello, Ada!",
+    }
 
 
 def test_tool_error(seen: dict[str, Any]) -> None:
