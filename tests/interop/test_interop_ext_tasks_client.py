@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from testkit.doors import FRONT_DOORS
+from testkit.doors import DEFAULT_DOOR, FRONT_DOORS
 from testkit.example_server import ServerPool
-from testkit.interop import run_node
+from testkit.interop import INTEROP_DIR, run_node
 from testkit.mcp_e2e import TOKENS, write_tokens
 from testkit.procs import python_env
 
@@ -38,6 +39,7 @@ pytestmark = pytest.mark.usefixtures("node_modules")
 FORMS = ("v1", "v2")
 AUTH = ("anonymous", "token")
 TOKEN = "tok-alice"
+REPO = INTEROP_DIR.parents[1]
 Run = Callable[[str, str, str], dict[str, Any]]
 
 
@@ -255,3 +257,18 @@ def test_receiver_against_our_requestor(monkeypatch: pytest.MonkeyPatch) -> None
         received["sampling/createMessage"]: "completed",
         received["elicitation/create"]: "completed",
     }
+
+
+def test_the_host_of_the_docs(http_server_pool: ServerPool, tmp_path: Path) -> None:
+    """The TypeScript host of ``docs/clients.md`` runs as written against the example
+    server: its ``confirm_delete`` task is asked its question while the client polls, and
+    ends with the exact result (R-INPUT-2, R-INPUT-3, R-RESULT-1)."""
+    doc = (REPO / "docs" / "clients.md").read_text()
+    block = doc.split("```js\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "host.mjs").write_text(block)
+    (tmp_path / "node_modules").symlink_to(INTEROP_DIR / "node_modules")
+    server = http_server_pool.get(DEFAULT_DOOR)
+    out = run_node("host.mjs", server.url, cwd=tmp_path)
+    assert out["_rc"] == 0, out
+    assert out["content"] == [{"type": "text", "text": "deleted /tmp/x"}]
+    assert out["isError"] is False
