@@ -3,6 +3,7 @@
 //
 //   node ext_tasks_client.mjs v1 URL [TOKEN]     2025-11-25 core tasks (initialize)
 //   node ext_tasks_client.mjs v2 URL [TOKEN]     2026-07-28 tasks extension (server/discover)
+//   node ext_tasks_client.mjs v1 stdio COMMAND ARGS...   v1 over stdio (a server per client)
 //   node ext_tasks_client.mjs receiver COMMAND ARGS...   its ./receiver, over stdio
 //
 // Prints one JSON object on stdout: what the client observed, scenario by scenario (a
@@ -78,13 +79,22 @@ function inputHandler(asked) {
   });
 }
 
+// The transport to TARGET: a URL, or ['stdio', COMMAND, ARGS...] (a new server process).
+function transportTo(target, token) {
+  if (Array.isArray(target)) {
+    const [command, ...args] = target.slice(1);
+    return new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' });
+  }
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  return new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers } });
+}
+
 // A connected Client and its task session on FORM (v1 or v2).
 async function open(form, url, token, asked) {
   const options = { capabilities: CAPABILITIES };
   if (form === 'v2') options.versionNegotiation = { mode: { pin: V2 } };
   const client = new Client(CLIENT_INFO, options);
-  const headers = token ? { Authorization: `Bearer ${token}` } : {};
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  const transport = transportTo(url, token);
   await client.connect(transport);
   const sessionOptions = {
     endpointId: await createTaskSessionEndpointId('mcptask-interop', { url, form, token: token ?? null }),
@@ -271,6 +281,7 @@ let out = {};
 try {
   const [mode, ...rest] = process.argv.slice(2);
   if (mode === 'receiver') out = await receiver(rest[0], rest.slice(1));
+  else if (mode === 'v1' && rest[0] === 'stdio') out = await scenarios(mode, rest, undefined);
   else if (mode === 'v1' || mode === 'v2') out = await scenarios(mode, rest[0], rest[1]);
   else throw new Error(`unknown mode ${mode}`);
 } catch (e) {

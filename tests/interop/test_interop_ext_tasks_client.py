@@ -7,7 +7,8 @@
 its own polling unchanged, on both wire forms: "v1" (the 2025-11-25 core tasks, after
 ``initialize``) and "v2" (the 2026-07-28 extension after ``server/discover``, its task
 requests on a raw dispatch of the host's over the Client's own transport). One Node run per
-form, front door and requestor (with and without a bearer token) records every scenario;
+form, front door and requestor (with and without a bearer token), and one of v1 over stdio,
+records every scenario;
 each test checks its part against the spec rules (``shared/spec/tasks-2025-11-25.md`` R-*,
 ``shared/spec/tasks-extension.md`` X-*). Its ``./receiver`` (the client side of
 task-augmented sampling and elicitation) runs against our server-side requestor helper
@@ -30,7 +31,7 @@ import pytest
 
 from testkit.doors import DEFAULT_DOOR, FRONT_DOORS
 from testkit.example_server import ServerPool
-from testkit.interop import INTEROP_DIR, run_node
+from testkit.interop import INTEROP_DIR, SERVER_MODULE, run_node
 from testkit.mcp_e2e import TOKENS, write_tokens
 from testkit.procs import python_env
 
@@ -46,17 +47,21 @@ Run = Callable[[str, str, str], dict[str, Any]]
 @pytest.fixture(scope="module")
 def ext_runs(http_server_pool: ServerPool, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """``get(door, auth, form)``: the Node client's record of every scenario against the
-    module's server of ``door`` (with ``--tokens`` for ``auth == "token"``), run once."""
+    module's server of ``door`` (with ``--tokens`` for ``auth == "token"``; ``stdio``: a
+    server process of the client's own), run once."""
     tokens = write_tokens(tmp_path_factory.mktemp("ext-tasks") / "tokens.json", TOKENS)
     cache: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def get(door: str, auth: str, form: str) -> dict[str, Any]:
         key = (door, auth, form)
         if key not in cache:
-            args = ("--tokens", str(tokens)) if auth == "token" else ()
-            server = http_server_pool.get(door, *args)
-            token = (TOKEN,) if auth == "token" else ()
-            out = run_node("ext_tasks_client.mjs", form, server.url, *token)
+            if door == "stdio":  # a server process per client
+                target = ["stdio", sys.executable, "-m", SERVER_MODULE, "--stdio"]
+            else:
+                args = ("--tokens", str(tokens)) if auth == "token" else ()
+                token = [TOKEN] if auth == "token" else []
+                target = [http_server_pool.get(door, *args).url, *token]
+            out = run_node("ext_tasks_client.mjs", form, *target)
             assert out["_rc"] == 0 and "fatal" not in out, out
             cache[key] = out
         return cache[key]
@@ -64,7 +69,9 @@ def ext_runs(http_server_pool: ServerPool, tmp_path_factory: pytest.TempPathFact
     return get
 
 
+#: (front door or stdio, requestor, form): over stdio a v1 client, its questions on the one stream
 COMBOS = [(door, auth, form) for door in FRONT_DOORS for auth in AUTH for form in FORMS]
+COMBOS.append(("stdio", "anonymous", "v1"))
 
 
 @pytest.fixture(params=COMBOS, ids=["-".join(c) for c in COMBOS])
@@ -215,8 +222,9 @@ def test_resume_on_a_fresh_client(seen: dict[str, Any]) -> None:
     resume = ok(seen, "resume")
     assert resume["reference"]["generation"] == seen["form"]
     if seen["form"] == "v1" and seen["_auth"] == "anonymous":
-        # R-SEC-1: without a token the requestor is the HTTP session, so another session
-        # cannot reach the task (and the first session's end cancelled it)
+        # R-SEC-1: without a token the requestor is the HTTP session (or the stdio
+        # connection), so another session cannot reach the task (and the first session's
+        # end cancelled it)
         assert resume["error"]["code"] == -32602
         return
     # a bearer token's subject (or, on v2 without one, the client's address) is one

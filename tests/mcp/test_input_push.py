@@ -8,14 +8,17 @@ So a ``tasks/get`` that answers ``input_required`` makes the server send the tas
 outstanding questions on the connection that asked, when no ``tasks/result`` of the task
 waits to carry them (``runtime/mcp_input_push.py``). Each question is asked once whatever
 path carries it (R-INPUT-2: with the related-task ``_meta``), and a later ``tasks/result``
-never asks it again. Without a stream to carry them nothing is pushed: ``tasks/result``
-delivers them, as before.
+never asks it again; one left unanswered when the ``GET`` stream closes is asked again on
+the ``tasks/result`` stream. Without a stream to carry them nothing is pushed:
+``tasks/result`` delivers them, as before.
 
 Every test runs over Streamable HTTP through each front door and over stdio (``connect``).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -25,8 +28,10 @@ import pytest
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_tasks.runtime.mcp_client import TasksClientSession
+from testkit.example_server import HttpServer
 from testkit.mcp_e2e import text_of
-from testkit.wait import until_async
+from testkit.sec_harness import RawHttp
+from testkit.wait import until, until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -150,3 +155,50 @@ async def test_no_stream_no_push(request: pytest.FixtureRequest, front_door: str
                 result = await s.tasks.tool_result(tid.taskId)  # R-INPUT-3
                 assert text_of(result) == "deleted /n"
                 assert asked.questions == [("Delete /n?", tid.taskId)]
+
+
+def _sse_messages(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
+    """The JSON-RPC messages of an SSE body, as its lines arrive."""
+    for line in lines:
+        if line.startswith("data:") and line[5:].strip():
+            yield json.loads(line[5:])
+
+
+def _is_request(message: dict[str, Any]) -> bool:
+    return "method" in message and "id" in message
+
+
+def test_a_question_left_on_a_closed_get_stream_is_asked_again(http_server: HttpServer) -> None:
+    """The question pushed on the ``GET`` stream, which closes before it is answered: the
+    push lets it go, and the requestor's ``tasks/result`` asks it on its own stream
+    (R-INPUT-3), where the answer settles it (R-INPUT-4) and the result follows."""
+    with RawHttp(http_server.url) as peer:
+        tid = peer.create("confirm_delete", {"path": "/g"})
+        with peer.http.stream("GET", peer.url, headers=peer._headers()) as get:
+            assert get.status_code == 200
+            status = until(
+                lambda: peer.ok("tasks/get", {"taskId": tid})["status"],
+                WAIT,
+                satisfied=lambda s: s == "input_required",
+            )
+            assert status == "input_required"  # R-INPUT-1
+            pushed = next(m for m in _sse_messages(get.iter_lines()) if _is_request(m))
+        # closed, unanswered
+        assert pushed["method"] == "elicitation/create"
+        assert pushed["params"]["_meta"][RELATED] == {"taskId": tid}  # R-INPUT-2
+        request = {"jsonrpc": "2.0", "id": 1, "method": "tasks/result", "params": {"taskId": tid}}
+        headers = peer._headers()
+        with peer.http.stream("POST", peer.url, headers=headers, json=request) as result:
+            messages = _sse_messages(result.iter_lines())
+            asked = next(m for m in messages if _is_request(m))
+            assert asked["method"] == "elicitation/create"
+            assert asked["params"]["message"] == pushed["params"]["message"] == "Delete /g?"
+            answer = {"action": "accept", "content": {"confirm": True}}
+            reply = peer.post_raw(
+                json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+            )
+            assert reply.status == 202
+            final = next(m for m in messages if "method" not in m)
+        assert final["id"] == 1
+        assert final["result"]["content"] == [{"type": "text", "text": "deleted /g"}]
+        assert peer.ok("tasks/get", {"taskId": tid})["status"] == "completed"
