@@ -512,10 +512,11 @@ class InFlight:
                 t.idle_scope.deadline = anyio.current_time() + t._idle_timeout
 
 
-def standalone_delivers(server: Any, conn: Connection) -> bool:
+def standalone_delivers(server: Any, conn: Connection, *, replay: bool = True) -> bool:
     """Whether a notification on ``conn``'s standalone channel reaches anyone: false for an
     HTTP session with no ``GET`` stream open and no event store to replay it from (the SDK
-    drops it) or a session gone; true for anything else (stdio, unknown set-ups)."""
+    drops it; ``replay=False``: a ``GET`` stream open now) or a session gone; true for
+    anything else (stdio, unknown set-ups)."""
     from mcp.server.streamable_http import GET_STREAM_KEY
 
     if conn.session_id is None:
@@ -526,7 +527,8 @@ def standalone_delivers(server: Any, conn: Connection) -> bool:
     transport = manager._server_instances.get(conn.session_id)
     if transport is None:
         return False
-    return transport._event_store is not None or GET_STREAM_KEY in transport._request_streams
+    stored = replay and transport._event_store is not None
+    return stored or GET_STREAM_KEY in transport._request_streams
 
 
 def initialized(conn: Connection) -> bool:

@@ -137,6 +137,9 @@ class CoreTasks(TasksHandlerBase):
 
     def __init__(self, engine: TaskEngine) -> None:
         self.engine = engine
+        #: task id -> how many ``tasks/result`` calls wait with a stream to carry its input
+        #: requests (none: the server may push them on the requestor's standalone channel)
+        self.carrying: dict[str, int] = {}
 
     # ------------------------------------------------------------------ starting tasks
     async def start(
@@ -195,16 +198,26 @@ class CoreTasks(TasksHandlerBase):
         """Block until terminal (R-RESULT-2), delivering the task's input requests on the
         request's own stream meanwhile (R-INPUT-3). Without a stream (``ctx.send_request``
         None) a task that asks for input raises :class:`NeedsStream`: a front door with one
-        answers the request."""
-        deliver = _deliverer(ctx)
-        rec = await self.engine.wait_terminal(
-            ctx.requestor,
-            params.taskId,
-            deliver,
-            face=FACE,
-            until_input=deliver is None,
-            counted=bool(ctx.extra.get(RATE_COUNTED)),  # counted by the door that held it
-        )
+        answers the request. While one waits with a stream, :attr:`carrying` counts it (the
+        server then pushes none of the task's questions elsewhere: ``mcp_input_push``)."""
+        deliver, task_id = _deliverer(ctx), params.taskId
+        carrying = self.carrying
+        if deliver is not None:
+            carrying[task_id] = carrying.get(task_id, 0) + 1
+        try:
+            rec = await self.engine.wait_terminal(
+                ctx.requestor,
+                task_id,
+                deliver,
+                face=FACE,
+                until_input=deliver is None,
+                counted=bool(ctx.extra.get(RATE_COUNTED)),  # counted by the door that held it
+            )
+        finally:
+            if deliver is not None:
+                left = carrying.pop(task_id, 1) - 1
+                if left:
+                    carrying[task_id] = left
         if rec.status not in protocol.TERMINAL:
             raise NeedsStream(f"task {params.taskId} asks for input (R-INPUT-3)")
         return protocol.GetTaskPayloadResult.model_validate(result_payload(rec))

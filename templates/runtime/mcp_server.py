@@ -32,11 +32,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from .._handlers import HandlerBase
-from ..protocol import TASK_SUPPORT_OPTIONAL, TaskSupportValue
+from ..protocol import REVISION, TASK_SUPPORT_OPTIONAL, TaskSupportValue
 from ..store import TaskStore
 from ._sdk import http_endpoint, lowlevel_server, session_manager, take_lone_surrogates
 from .engine import EngineConfig, TaskEngine
 from .faces import DEFAULTS
+from .mcp_input_push import InputPush
 from .mcp_outbound import request_client_task
 from .mcp_sessions import SessionQuota, Sessions
 from .mcp_transport import malformed_answer, run_stdio, tidy_http_errors
@@ -145,6 +146,7 @@ class McpTasks:
             immediate_response=immediate_response,
             has_tool=self.has_tool,
             ended=self.engine.runs.ended,
+            push=InputPush(self.server, self.handlers[REVISION]),
         )
         #: the task endpoint of the last :meth:`streamable_http_app` (None: not in use)
         self.task_endpoint: Any = None

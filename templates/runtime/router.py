@@ -12,6 +12,8 @@ and call :meth:`Router.route`, which
 - reads ``_meta``, the ``progressToken`` and the routing header into the handler's
   :class:`RequestContext`;
 - binds the requestor's connection for status notifications and the session's end;
+- offers a core task's input requests to :class:`~.mcp_input_push.InputPush` when a
+  ``tasks/get`` answers ``input_required`` (a requestor that polls gets them on its stream);
 - stamps ``model-immediate-response`` on a core ``CreateTaskResult`` (R-CREATE-3);
 - serves only what the server advertises (``tasks/list`` without an identity: R-SEC-2);
 - wraps an unexpected exception as a plain ``-32603`` (the traceback goes to the log).
@@ -54,6 +56,7 @@ from ._sdk import (
 )
 from .faces import EXTENSION, EXTENSION_DECLARED
 from .mcp_identity import budget_of
+from .mcp_input_push import InputPush
 from .mcp_outbound import PollOutbound, TaskOutbound
 from .mcp_sessions import Sessions
 from .offload import Offload, RemoteWork
@@ -250,8 +253,11 @@ class Router:
         immediate_response: str | None = None,
         has_tool: Callable[[str], Awaitable[bool]] | None = None,
         ended: Callable[[str], bool] | None = None,
+        push: InputPush | None = None,
     ) -> None:
         self.handlers = handlers
+        #: a core task's input requests pushed to a requestor that polls (None: never)
+        self.push = push
         #: whether a task ended in this process a moment ago (None: never assumed)
         self.ended = ended
         #: whether the server has a tool of that name (None: assume it has)
@@ -330,7 +336,15 @@ class Router:
             if req.method == protocol.TASKS_LIST and not self.lists(req.identified):
                 raise MethodNotFound(detail=req.method)  # not declared: not served (R-SEC-2)
             self.sessions.bind(req.requestor, req.connection)
-        return await handler.dispatch(req.method, req.params, self.context(req))
+        result = await handler.dispatch(req.method, req.params, self.context(req))
+        if (
+            req.method == protocol.TASKS_GET
+            and self.push is not None
+            and handler is self.core
+            and result.get("status") == protocol.INPUT_REQUIRED
+        ):  # the requestor polls: its questions may come to it (R-INPUT-3)
+            self.push.offer(req.requestor, str(req.params.get("taskId")), req.connection)
+        return result
 
     async def _tool_call(self, req: TaskRequest) -> dict[str, Any] | Pass:
         params, parsed = tool_call_params(req.params)
