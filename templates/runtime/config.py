@@ -117,9 +117,10 @@ class EngineConfig:
     #: how long before it would expire a running task's ttl is renewed (at least twice
     #: ``sweep_interval_s`` is used): more than the clock difference between instances
     renew_ahead_s: float = 10.0
-    #: a graceful stop (SIGTERM to a server, the engine's ``async with`` left without an
-    #: error) lets the work running here finish for up to this many seconds before it is
-    #: stopped (its task then fails: the server stopped before it finished); 0: stop at once
+    #: SIGTERM to a Streamable HTTP server (its app's lifespan shutdown, ``McpTasks``) lets
+    #: the work running here finish for up to this many seconds before it is stopped (its
+    #: task then fails: the server stopped before it finished); 0: stop at once. Leaving
+    #: ``async with engine`` stops the work at once, as before
     shutdown_grace_s: float = 25.0
 
     def __post_init__(self) -> None:

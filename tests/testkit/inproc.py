@@ -14,6 +14,7 @@ import anyio
 import uvicorn
 
 from mcp_tasks.examples.server import build_server
+from mcp_tasks.runtime.engine import EngineConfig
 from mcp_tasks.runtime.mcp_server import McpTasks, tidy_http_errors
 from mcp_tasks.runtime.memory import InMemoryTaskStore
 from testkit.doors import task_endpoint
@@ -47,7 +48,9 @@ def serving(
     if build is not None:
         mcp, tasks = build()
     else:
-        mcp, tasks = build_server(store=InMemoryTaskStore(), tokens=tokens)
+        # tests stop it with tasks still running: no shutdown grace to wait out
+        config = EngineConfig(shutdown_grace_s=0)
+        mcp, tasks = build_server(store=InMemoryTaskStore(), tokens=tokens, config=config)
     app = tasks.streamable_http_app(task_endpoint=task_endpoint(front_door), **app_kwargs)
     if prepare is not None:
         prepare(app)

@@ -97,7 +97,6 @@ from .runs import (
     await_settled,
     await_terminal,
 )
-from .shutdown import drain
 from .tombstones import Tombstones
 
 __all__ = [
@@ -202,8 +201,6 @@ class TaskEngine:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if exc[:1] == (None,) and self._tg is not None:  # a graceful stop: let work finish
-            await drain(self.runs.active, self.config.shutdown_grace_s, log)
         tg, self._tg = self._tg, None
         await close_group(tg)
         for task_id in self.settler.left():

@@ -10,7 +10,8 @@
 
 A server stopped by SIGTERM (a deploy, ``docker stop``, systemd) thus keeps the tasks it was
 running: on a durable store their results are there for the requestor after the restart.
-A stop by an error, a second signal or a cancelled caller skips the grace."""
+``McpTasks`` runs it in its Streamable HTTP app's lifespan shutdown (uvicorn's SIGTERM); the
+engine's own ``async with`` does not wait (a test's or a host's exit stays immediate)."""
 
 from __future__ import annotations
 
