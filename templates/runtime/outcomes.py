@@ -252,6 +252,8 @@ class Settler:
         if rec is not None:
             run.final = rec
             engine.runs.remember(rec)
+            # the waiters first: a result never waits on a notifier (a slow or stuck one)
+            engine.runs.end(task_id, run)
             await engine.status_changed(rec)
             await engine.ended(rec, size)
         return True

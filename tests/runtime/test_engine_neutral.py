@@ -223,3 +223,35 @@ async def test_answer_on_one_instance_is_visible_on_the_other_A_10(
     finally:
         await sa.close()
         await sb.close()
+
+
+async def test_a_result_never_waits_on_a_stuck_status_listener_R_RESULT_2(
+    engine: TaskEngine,
+) -> None:
+    """A listener of ``on_status`` that blocks (a custom notifier, a stalled stream) does not
+    hold back the end of ``wait_terminal``: the waiters are woken before the listeners run."""
+    stuck = anyio.Event()
+    entered = anyio.Event()
+
+    async def stuck_listener(rec: TaskRecord) -> None:
+        if rec.status == COMPLETED:
+            entered.set()
+            await stuck.wait()
+
+    engine.on_status.append(stuck_listener)
+    release = anyio.Event()
+
+    async def work(tc: TaskContext) -> dict[str, Any]:
+        await release.wait()
+        return {"content": [], "structuredContent": {"n": 1}}
+
+    rec = await engine.start("alice", OTHER, TOOLS_CALL, work, tool_error=COMPLETED)
+    release.set()
+    try:
+        with anyio.fail_after(10):
+            done = await engine.wait_terminal("alice", rec.task_id, face=OTHER)
+        assert done.status == COMPLETED and done.result == {"content": [], "structuredContent": {"n": 1}}
+        with anyio.fail_after(10):
+            await entered.wait()  # the listener was told too, and is still stuck
+    finally:
+        stuck.set()
