@@ -87,7 +87,7 @@ from .mcp_retry import (
     ServerUnreachable,
     http_client,
     is_connection_failure,
-    leaves,
+    one_error,
     poll_delay,
     retrying,
 )
@@ -584,7 +584,7 @@ async def connect(
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    try:
+    with one_error():
         async with (
             http_client(headers=headers) as http,
             streamable_http_client(url, http_client=http) as (read, write),
@@ -597,8 +597,3 @@ async def connect(
                     raise
                 raise ServerUnreachable(f"no MCP server answers at {url} ({exc})") from None
             yield session
-    except BaseExceptionGroup as group:
-        one, *more = leaves(group)
-        if more:
-            raise
-        raise one from None

@@ -34,7 +34,8 @@ the stock ``mcp`` HTTP client cannot recover from (its session ends).
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -49,6 +50,7 @@ __all__ = [
     "http_client",
     "is_connection_failure",
     "leaves",
+    "one_error",
     "poll_delay",
 ]
 
@@ -155,6 +157,19 @@ def leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for sub in exc.exceptions for leaf in leaves(sub)]
     return [exc]
+
+
+@contextmanager
+def one_error() -> Iterator[None]:
+    """An error raised inside as itself when a task group wrapped it alone in an
+    ``ExceptionGroup`` (a transport's streams run in one); several stay grouped."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        one, *more = leaves(group)
+        if more:
+            raise
+        raise one from None
 
 
 def is_connection_failure(exc: BaseException) -> bool:

@@ -29,7 +29,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 
 from ..protocol import REVISION
 from ..runtime.mcp_client import TasksClientSession
-from ..runtime.mcp_retry import leaves
+from ..runtime.mcp_retry import one_error
 from ..runtime.mcp_server import McpTasks
 
 __all__ = ["memory_client"]
@@ -45,7 +45,7 @@ async def memory_client(
     ``sampling_callback=``: the answers a tool's questions get). An error inside the block
     is raised as itself, not inside a task group's ``ExceptionGroup``."""
     server = tasks.server
-    try:
+    with one_error():
         async with AsyncExitStack() as stack:
             if tasks.engine.task_group is None:  # not running yet: for this block
                 await stack.enter_async_context(tasks)
@@ -58,8 +58,3 @@ async def memory_client(
                 await (session.initialize() if face == REVISION else session.discover())
                 yield session
             tg.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        one, *more = leaves(group)
-        if more:
-            raise
-        raise one from None
