@@ -23,6 +23,10 @@ def _list_template_context(ctx: click.Context, _param: click.Parameter, value: b
     ctx.exit(0)
 
 
+def _warn(message: str) -> None:
+    click.echo(f"mcptask-gen: warning: {message}", err=True)
+
+
 @click.command(
     context_settings={"help_option_names": ["-h", "--help"]},
     help=(
@@ -30,7 +34,11 @@ def _list_template_context(ctx: click.Context, _param: click.Parameter, value: b
         "(a path or an http(s) URL); several schemas (such as 2025-11-25 and the tasks "
         "extension) become one package with one face subpackage each.\n\n"
         "Options may also be set in [tool.mcptask-gen] of ./pyproject.toml "
-        "(keys: schema, output, package-name, revision, templates); flags win."
+        "(keys: schema, output, package-name, revision, templates); flags win.\n\n"
+        "A revision mcptask-gen does not know is generated when its task definitions have "
+        "a known shape (the 2025-11-25 core protocol's or the 2026-07-28 tasks extension's), "
+        "with that shape's rules overlay and one warning on stderr saying what to check; "
+        "--rules gives your own overlay instead."
     ),
 )
 @click.argument("schemas", nargs=-1)
@@ -49,6 +57,19 @@ def _list_template_context(ctx: click.Context, _param: click.Parameter, value: b
     "--templates",
     type=click.Path(path_type=Path, file_okay=False),
     help="Directory of templates overriding the built-in ones file by file.",
+)
+@click.option(
+    "--rules",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help=(
+        "Rules overlay (TOML) for a SCHEMA whose revision mcptask-gen has none for: what the "
+        "JSON schema cannot say. Top level: revision, face, kind ('core' or 'extension'), "
+        "reshape; tables [lifecycle] (initial, terminal, transitions, the status roles), "
+        "[[errors]] (name, code, message, base, rule, data), [[meta]] (key, name, def, type, "
+        "rule, task_id_field), [tool_task_support], [roles], and for kind 'extension' "
+        "[extension]. Start from a shipped one (mcptask_gen.rules: 2025-11-25.toml, "
+        "2026-07-28-tasks.toml); the format: docs/generator.md, 'Rules overlays'."
+    ),
 )
 @click.option(
     "--check", "check_only", is_flag=True, help="Write nothing; exit 1 if the output would change."
@@ -80,6 +101,7 @@ def main(
     package_name: str | None,
     revision: str | None,
     templates: Path | None,
+    rules: Path | None,
     check_only: bool,
     config_path: Path | None,
     no_cache: bool,
@@ -108,6 +130,8 @@ def main(
             package_name=package_name or config.get("package-name"),
             revision=revision,
             templates=templates or config.get("templates"),
+            rules=rules,
+            warn=_warn,
         )
         if check_only:
             ok, report = check_output(options)

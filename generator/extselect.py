@@ -16,7 +16,11 @@ Run on the reshaped definitions (``mcptask_gen.reshape``). Found, with no list o
   inlines them where they are used). They are generated, with what they refer to, so nothing
   the extension defines is left out (``TaskSubscriptionAcknowledgedNotifications``, the
   filter its ``notifications/subscriptions/acknowledged`` echoes, X-NOTIF-3, is referred to by
-  no task type).
+  no task type). In a schema generated with rules that are not its own (a revision that has
+  folded the extension's definitions into its core schema, ``mcptask_gen.choose``), only
+  those that mention tasks (a member named ``task...`` or a task method,
+  ``mentions_tasks``): the core's roots no one refers to either (``ClientRequest``,
+  ``JSONRPCMessage``) are not the extension's.
 
 What the schema cannot say (the capability, the subscription filter, tool-level support)
 comes from the overlay's ``[extension]`` and ``[tool_task_support]``.
@@ -79,6 +83,29 @@ def own_definitions(document: dict[str, Any]) -> tuple[str, ...]:
             elif isinstance(item, list):
                 pending.extend(item)
     return tuple(sorted(set(defs) - referred))
+
+
+def mentions_tasks(defs: dict[str, Any], node: Any, depth: int = 0) -> bool:
+    """``node`` (through ``allOf``/``anyOf``/``oneOf`` members and local ``$ref``s, a few
+    levels deep) has a member named ``task...`` or a ``method`` const of a task method."""
+    if depth > 8 or not isinstance(node, dict):
+        return False
+    target = ref_name(node)
+    if target is not None:
+        return mentions_tasks(defs, defs.get(target), depth + 1)
+    props = node.get("properties")
+    if isinstance(props, dict):
+        method = props.get("method")
+        const = method.get("const") if isinstance(method, dict) else None
+        if any(str(k).startswith("task") for k in props) or (
+            isinstance(const, str) and const.startswith(EXT_METHOD_PREFIXES)
+        ):
+            return True
+    return any(
+        mentions_tasks(defs, member, depth + 1)
+        for key in ("allOf", "anyOf", "oneOf")
+        for member in node.get(key) or ()
+    )
 
 
 def _check_refs(f: Finder) -> None:
@@ -208,7 +235,9 @@ def select_extension(loaded: LoadedSchema, overlay: Overlay) -> Selection:
     ext = overlay.extension
     f = Finder(loaded)
     description = str(loaded.document.get("description", ""))
-    if ext.id not in description:
+    # X-ID-1: the extension's own schema names it; rules the schema was not recognised by
+    # (its shape's, the user's) cannot cross-check that (a revision may fold it into core)
+    if loaded.own_rules and ext.id not in description:
         raise GeneratorError(
             f"{loaded.path} does not name the extension {ext.id!r} of its rules overlay "
             f"({overlay.face}) in its description (X-ID-1)"
@@ -219,7 +248,12 @@ def select_extension(loaded: LoadedSchema, overlay: Overlay) -> Selection:
     methods = _methods(f)
     seeds = {task, status, create, ext.capability_def, ext.notification_filter_def}
     seeds |= {u for u, _ in variant_unions(f.defs)}  # the unions no method names
-    seeds |= {n for n in own_definitions(loaded.document) if n in f.defs}  # and the rest
+    raw = loaded.document.get("$defs", loaded.document.get("definitions")) or {}
+    seeds |= {  # and the rest
+        n
+        for n in own_definitions(loaded.document)
+        if n in f.defs and (loaded.own_rules or mentions_tasks(raw, raw[n]))
+    }
     for m in methods:
         seeds |= {m.definition} | ({m.result} if m.result else set())
     missing = sorted(s for s in seeds if s not in f.defs)

@@ -17,6 +17,16 @@ from mcptask_gen.overlay import Overlay, parse_overlay
 
 MAX_SCHEMA_BYTES = 64 * 1024 * 1024
 _SPEC_LINK = re.compile(r"/specification/(\d{4}-\d{2}-\d{2}|draft)/")
+#: A dated path segment of a schema's ``$id`` (``.../schema/2025-11-25/schema.json``).
+_ID_REVISION = re.compile(r"/(\d{4}-\d{2}-\d{2})/")
+#: How a schema's revision was found (``LoadedSchema.named_by``).
+BY_FLAG, BY_ID, BY_LINKS, BY_SHA, BY_MARKERS = (
+    "--revision",
+    "its $id",
+    "its documentation links",
+    "its sha256",
+    "its marker definitions",
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,12 @@ class LoadedSchema:
     #: the rules overlay's name (``2025-11-25``, ``2026-07-28-tasks``): one revision may have
     #: several schemas (the core protocol's and an extension's)
     overlay: str = ""
+    #: how ``revision`` was found (``BY_ID`` ...; ``mcptask_gen.choose`` may name it otherwise)
+    named_by: str = ""
+    #: the overlay is the one shipped for this schema's revision; False when it was supplied
+    #: by the shape of the schema's task definitions or by the user's ``--rules`` file, so it
+    #: cannot vouch for what it says of the schema's identity (the extension's name, X-ID-1)
+    own_rules: bool = True
 
 
 def rules_dir() -> Any:
@@ -152,24 +168,48 @@ def _matches(entry: dict[str, Any], defs: dict[str, Any], sha: str) -> bool:
     return sha in entry.get("sha256", []) or bool(markers and all(m in defs for m in markers))
 
 
-def recognise(
+def named_revision(document: dict[str, Any]) -> tuple[str, str] | None:
+    """(revision, ``BY_ID`` or ``BY_LINKS``): the revision a schema names itself, by the dated
+    segment of its ``$id``, else by its documentation links (the revision most of them name;
+    ``draft`` names none)."""
+    schema_id = document.get("$id")
+    dated = _ID_REVISION.findall(schema_id) if isinstance(schema_id, str) else []
+    if dated:
+        return str(dated[-1]), BY_ID
+    links = [(n, rev) for rev, n in _spec_links(document).items() if rev != "draft"]
+    return (max(links)[1], BY_LINKS) if links else None
+
+
+def identify(
     document: dict[str, Any], defs: dict[str, Any], sha: str, revision: str | None = None
-) -> tuple[str, str] | None:
-    """(revision, overlay name) of a schema: ``revision`` (a revision or an overlay name) when
-    given, else the revision its documentation links name, else the sha256 or markers of a
-    known file. Of several schemas of one revision, the one whose sha256 or markers match."""
+) -> tuple[str, str, str] | None:
+    """(revision, overlay name, how the revision was found) of a schema: ``revision`` (a
+    revision or an overlay name) when given, else the revision the schema names itself
+    (``named_revision``), else the sha256 or markers of a known file. Of several schemas of one
+    revision, the one whose sha256 or markers match."""
     entries = known_revisions()
+    how = BY_FLAG
     if revision is None:
-        dated = [(n, rev) for rev, n in _spec_links(document).items() if rev != "draft"]
-        revision = max(dated)[1] if dated else None
+        named = named_revision(document)
+        revision, how = named if named else (None, "")
     if revision is None:
         hit = next((e for e in entries if sha in e.get("sha256", [])), None)
-        hit = hit or next((e for e in entries if _matches(e, defs, "")), None)
-        return _entry_key(hit) if hit else None
+        if hit:
+            return (*_entry_key(hit), BY_SHA)
+        hit = next((e for e in entries if _matches(e, defs, "")), None)
+        return (*_entry_key(hit), BY_MARKERS) if hit else None
     same = [e for e in entries if revision in _entry_key(e)]
     best = next((e for e in same if _matches(e, defs, sha)), None)
     best = best or next((e for e in same if "overlay" not in e), None)
-    return _entry_key(best) if best else (revision, revision)
+    return (*_entry_key(best), how) if best else (revision, revision, how)
+
+
+def recognise(
+    document: dict[str, Any], defs: dict[str, Any], sha: str, revision: str | None = None
+) -> tuple[str, str] | None:
+    """(revision, overlay name) of a schema (``identify``)."""
+    found = identify(document, defs, sha, revision)
+    return (found[0], found[1]) if found else None
 
 
 def load(path: Path, revision: str | None) -> LoadedSchema:
@@ -193,7 +233,7 @@ def load(path: Path, revision: str | None) -> LoadedSchema:
     bad = sorted(k for k, v in defs.items() if not isinstance(v, (dict, bool)))
     if bad:
         raise GeneratorError(f"not a JSON Schema: definition {bad[0]!r} in {path} is not an object")
-    found = recognise(document, defs, sha, revision)
+    found = identify(document, defs, sha, revision)
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     canonical_sha = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     if found is None:
@@ -201,5 +241,5 @@ def load(path: Path, revision: str | None) -> LoadedSchema:
             f"cannot infer the protocol revision of {path}; pass --revision "
             f"(one of: {', '.join(overlay_revisions())})"
         )
-    rev, overlay = found
-    return LoadedSchema(path, canonical_sha, sha, document, defs, defs_key, rev, overlay)
+    rev, overlay, how = found
+    return LoadedSchema(path, canonical_sha, sha, document, defs, defs_key, rev, overlay, how)

@@ -1,8 +1,9 @@
 """The pipeline: one function per stage, in the order a schema walks through them.
 
-1. ``load_schema``: read the schema, hash it, recognise its revision and read its rules
-   overlay (``load``); a schema with no tasks says so here, naming where its revision moved
-   them;
+1. ``load_schema``: read the schema, hash it, recognise its revision (``load``) and choose
+   its rules overlay (``choose``: the revision's own, else one of the shape its task
+   definitions have, found by ``detect``, or the user's ``--rules`` file); a schema with no
+   tasks says so here, naming where its revision moved them;
 2. ``reshape_schema``: an extension's schema, inlined copies back to named definitions
    (``reshape``), when its overlay asks for it;
 3. ``select_tasks``: the task definitions found by structure and their closure (``select``,
@@ -24,6 +25,8 @@
 from __future__ import annotations
 
 import keyword
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -31,16 +34,28 @@ from types import TracebackType
 from mcptask_gen import __version__, background, cache
 from mcptask_gen import models as models_stage
 from mcptask_gen.background import Background
+from mcptask_gen.choose import UserRules, choose_rules, read_rules
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.extselect import select_extension
 from mcptask_gen.fmt import format_sources
 from mcptask_gen.ir import IR, Package, build_ir, merge_faces
-from mcptask_gen.load import LoadedSchema, load, load_overlay, overlay_revisions
+from mcptask_gen.load import LoadedSchema, load
 from mcptask_gen.overlay import Overlay
 from mcptask_gen.render import Rendered, Renderer, header
 from mcptask_gen.reshape import reshape
-from mcptask_gen.select import Selection, no_tasks, select
+from mcptask_gen.select import Selection, select
 from mcptask_gen.write import MANIFEST_NAME, check, manifest_text, plan, publish
+
+#: Where a warning goes: one line, said once (the command prints it on stderr).
+Warn = Callable[[str], None]
+
+
+class RulesWarning(UserWarning):
+    """A schema generated with rules that are not its revision's own (``mcptask_gen.choose``)."""
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, RulesWarning, stacklevel=3)
 
 
 @dataclass(frozen=True)
@@ -52,6 +67,10 @@ class Options:
     templates: Path | None = None
     #: further schemas: each becomes one more face of the package
     more: tuple[Path, ...] = ()
+    #: the user's rules overlay file, for a schema whose revision mcptask-gen has none for
+    rules: Path | None = None
+    #: where warnings go (default: ``warnings.warn`` with ``RulesWarning``)
+    warn: Warn | None = None
 
     @property
     def schemas(self) -> tuple[Path, ...]:
@@ -87,16 +106,17 @@ def package_name_for(options: Options) -> str:
     return name
 
 
-def load_schema(schema: Path, revision: str | None) -> tuple[LoadedSchema, Overlay]:
-    """Stage 1: the schema and its rules overlay. A schema whose revision has no overlay is
-    first asked whether it has tasks at all (one scan), so that it says where they went."""
-    loaded = load(schema, revision)
-    if loaded.overlay not in overlay_revisions():
-        reason = no_tasks(loaded)
-        if reason is not None:
-            raise GeneratorError(reason)
-    overlay = load_overlay(loaded.overlay, given=revision is not None, path=loaded.path)
-    return loaded, overlay
+def load_schema(
+    schema: Path, revision: str | None, rules: UserRules | None = None, warn: Warn | None = None
+) -> tuple[LoadedSchema, Overlay]:
+    """Stage 1: the schema and its rules overlay (``rules``). A schema whose revision has no
+    overlay is first asked whether it has tasks at all (one scan), so that it says where they
+    went; one with tasks is generated with its shape's overlay or the user's, ``warn``
+    telling the user what that overlay supplied."""
+    chosen = choose_rules(load(schema, revision), rules)
+    if chosen.warning is not None:
+        (warn or _warn)(chosen.warning)
+    return chosen.loaded, chosen.overlay
 
 
 def reshape_schema(loaded: LoadedSchema, overlay: Overlay) -> LoadedSchema:
@@ -118,9 +138,15 @@ def face_ir(loaded: LoadedSchema, selection: Selection, overlay: Overlay, packag
     return build_ir(loaded, selection, overlay, package, __version__)
 
 
-def analyse(schema: Path, revision: str | None, package: str) -> tuple[IR, Selection]:
+def analyse(
+    schema: Path,
+    revision: str | None,
+    package: str,
+    rules: UserRules | None = None,
+    warn: Warn | None = None,
+) -> tuple[IR, Selection]:
     """Stages 1-4 of one schema: its face's IR and the selected definitions."""
-    loaded, overlay = load_schema(schema, revision)
+    loaded, overlay = load_schema(schema, revision, rules, warn)
     loaded = reshape_schema(loaded, overlay)
     selection = select_tasks(loaded, overlay)
     return face_ir(loaded, selection, overlay, package), selection
@@ -132,7 +158,14 @@ def analyse_all(options: Options) -> tuple[Package, dict[str, Selection]]:
     package = package_name_for(options)
     if options.revision is not None and options.more:
         raise GeneratorError("--revision names the revision of one schema; give one SCHEMA")
-    faces = [analyse(s, options.revision, package) for s in options.schemas]
+    rules = read_rules(options.rules) if options.rules is not None else None
+    faces = [analyse(s, options.revision, package, rules, options.warn) for s in options.schemas]
+    if rules is not None and not rules.used:
+        revisions = ", ".join(ir.revision for ir, _ in faces)
+        (options.warn or _warn)(
+            f"--rules {rules.path} was not used: mcptask-gen has rules of its own for the "
+            f"revision of every SCHEMA ({revisions})"
+        )
     merged = merge_faces([ir for ir, _ in faces])  # ordered, one face per name
     return merged, {ir.face: selection for ir, selection in faces}
 

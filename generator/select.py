@@ -193,7 +193,7 @@ class Finder:
         return out
 
 
-def _no_tasks_message(loaded: LoadedSchema) -> str:
+def no_tasks_message(loaded: LoadedSchema) -> str:
     for rev in known_revisions():
         if rev["id"] == loaded.revision and rev.get("no_tasks"):
             return f"{loaded.path}: {rev['no_tasks']}"
@@ -219,7 +219,7 @@ class _Scan:
     task_methods: bool  # some method const is a task method
 
 
-def _scan(f: Finder) -> _Scan:
+def scan_tasks(f: Finder) -> _Scan:
     defs = f.defs
     task_meta_defs: set[str] = set()
     augmentable: list[tuple[str, str]] = []
@@ -252,20 +252,13 @@ def _without_tasks(f: Finder, scan: _Scan) -> str | None:
     them), or None: it has task methods or task-augmentable requests."""
     if scan.augmentable or scan.task_methods:
         return None
-    return _no_tasks_message(f.loaded)
-
-
-def no_tasks(loaded: LoadedSchema) -> str | None:
-    """The one line saying ``loaded`` has no task definitions, or None (one scan of its
-    method definitions; for a schema with no rules overlay, said before the missing overlay)."""
-    f = Finder(loaded)
-    return _without_tasks(f, _scan(f))
+    return no_tasks_message(f.loaded)
 
 
 def _augmentation(f: Finder) -> tuple[str, tuple[tuple[str, str], ...], frozenset[str]]:
     """The task metadata type, the task-augmentable requests (definition, method) and the
     params definitions of every request (with their union members)."""
-    scan = _scan(f)
+    scan = scan_tasks(f)
     reason = _without_tasks(f, scan)
     if reason is not None:
         raise GeneratorError(reason)
