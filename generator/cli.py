@@ -34,7 +34,7 @@ def _warn(message: str) -> None:
         "(a path or an http(s) URL); several schemas (such as 2025-11-25 and the tasks "
         "extension) become one package with one face subpackage each.\n\n"
         "Options may also be set in [tool.mcptask-gen] of ./pyproject.toml "
-        "(keys: schema, output, package-name, revision, templates); flags win.\n\n"
+        "(keys: schema, output, package-name, revision, templates, rules); flags win.\n\n"
         "A revision mcptask-gen does not know is generated when its task definitions have "
         "a known shape (the 2025-11-25 core protocol's or the 2026-07-28 tasks extension's), "
         "with that shape's rules overlay and one warning on stderr saying what to check; "
@@ -130,7 +130,7 @@ def main(
             package_name=package_name or config.get("package-name"),
             revision=revision,
             templates=templates or config.get("templates"),
-            rules=rules,
+            rules=rules or config.get("rules"),
             warn=_warn,
         )
         if check_only:

@@ -8,8 +8,8 @@ from typing import Any
 
 from mcptask_gen.errors import GeneratorError
 
-KEYS = {"schema", "output", "package-name", "revision", "templates"}
-PATH_KEYS = {"schema", "output", "templates"}
+KEYS = {"schema", "output", "package-name", "revision", "templates", "rules"}
+PATH_KEYS = {"schema", "output", "templates", "rules"}
 
 
 def read_config(pyproject: Path) -> dict[str, Any]:

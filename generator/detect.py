@@ -13,7 +13,7 @@ shape it matches (``mcptask_gen.choose``). Two shapes are known:
   the JSON-RPC envelope (``allOf``) with a ``method`` const under ``tasks/`` (``tasks/get``,
   ``tasks/update``, X-UPD-1) or ``notifications/tasks`` (X-NOTIF-1), and a flat create
   answer: the task's own members (``taskId``, ``status``, ``createdAt``) beside a
-  ``resultType`` const (X-RT-1), not wrapped in ``task``.
+  ``resultType`` const (X-RT-1, X-TASK-1: flat, not wrapped in ``task``).
 
 Nothing here names a definition: members and ``method`` consts only.
 """
