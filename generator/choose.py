@@ -82,14 +82,21 @@ def _shape_label(kind: str, overlay: Overlay) -> str:
     return f"the {overlay.revision} tasks extension"
 
 
-def _refuse_given(loaded: LoadedSchema) -> None:
+def _refuse_given(loaded: LoadedSchema, found: Found) -> None:
     """``--revision`` named a revision mcptask-gen knows to have no tasks: say so (as
-    ``load_overlay`` always has), whatever the schema holds. It named one mcptask-gen does not
-    know, for a schema that names itself another (a typo, a wrong file): say that."""
+    ``load_overlay`` always has), and that the schema holds tasks all the same. It named one
+    mcptask-gen does not know, for a schema that names itself another (a typo, a wrong file):
+    say that."""
     if loaded.named_by != BY_FLAG:
         return
     if any(r["id"] == loaded.revision and "no_tasks" in r for r in known_revisions()):
-        load_overlay(loaded.overlay, given=True, path=loaded.path)
+        try:
+            load_overlay(loaded.overlay, given=True, path=loaded.path)
+        except GeneratorError as exc:
+            raise GeneratorError(
+                f"{exc}; yet {loaded.path} holds task definitions ({', '.join(found.methods)}): "
+                "if it is a newer revision, give that revision's name with --revision"
+            ) from None
     own = named_revision(loaded.document)
     known = {str(r["id"]) for r in known_revisions()}
     if loaded.revision not in known and own is not None and own[0] != loaded.revision:
@@ -210,7 +217,7 @@ def choose_rules(loaded: LoadedSchema, user: UserRules | None = None) -> Chosen:
             "tasks extension's: a create result with the task's members beside a 'resultType' "
             "const): mcptask-gen cannot generate them"
         )
-    _refuse_given(loaded)
+    _refuse_given(loaded, found)
     if user is not None:
         return _users(loaded, found, user)
     return _adopted(loaded, found)

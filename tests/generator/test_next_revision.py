@@ -430,3 +430,24 @@ def test_help_documents_the_overlay_option_and_its_format() -> None:
     assert "docs/generator.md, 'Rules overlays'" in text
     doc = (REPO / "docs" / "generator.md").read_text()
     assert "## Rules overlays" in doc and "`--rules FILE`" in doc
+
+
+def test_a_known_revision_without_tasks_given_for_a_schema_with_them_says_it_has_them(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "pkg"
+    result = run_cli(write_folded(tmp_path, "bare"), "-o", out, "--revision", "2026-07-28")
+    _assert_refused(result, out, "--revision '2026-07-28'", "yet", "holds task definitions")
+
+
+def test_a_schema_of_both_shapes_asks_for_the_overlay_to_use(tmp_path: Path) -> None:
+    doc = json.loads(
+        SCHEMA.read_text().replace("/specification/2025-11-25/", f"/specification/{NEXT}/")
+    )
+    ext = json.loads(SCHEMA_EXT.read_text())["$defs"]
+    doc["$defs"]["UpdateTaskRequest"] = ext["UpdateTaskRequest"]  # X-UPD-1
+    doc["$defs"]["FlatCreateTaskResult"] = ext["CreateTaskResult"]  # X-RT-1
+    schema = write_schema(tmp_path / "both" / "schema.json", doc)
+    with pytest.raises(GeneratorError) as info:
+        _analyse(schema)
+    assert "both known shapes" in str(info.value) and "--rules FILE" in str(info.value)
