@@ -6,8 +6,11 @@ status notifications (``mcp_sessions.py``) and the engine's own limits.
   ``fn(record)``) are called inline as the event happens: keep them cheap. The operators'
   views are observers, so they see every change even while a notifier is stuck.
 - **Status listeners** (``on_status``: ``async fn(record)``, R-NOTIFY-1) are queued and
-  called in order by one sender task, after the change: a result is never held back by a
-  notification. Waiters are woken before the event is even raised (``supervisor.py``). A
+  called in order, after the change, by one drainer at a time: the sender task, or the task
+  that raised the change once its own job is done (``status(rec, later=True)``, then
+  ``drain()``: a run's task after it stored its outcome, woke its waiters and ran the end
+  hooks, which saves the sender's wake-up on the hot path). A result is never held back by
+  a notification: waiters are woken before the event is even raised (``supervisor.py``). A
   listener that blocks holds back the later notifications (at most ``QUEUE_MAX`` are kept;
   the oldest go first, logged), never a result nor an observer.
 - **End hooks** (``on_ended``: ``async fn(record, size)``) run inline after a task ended here,
@@ -53,6 +56,7 @@ class EngineEvents:
         self.on_ended: list[EndHook] = []
         self._queue: deque[TaskRecord] = deque()
         self._idle: anyio.Event | None = None
+        self._draining = False
         #: status notifications dropped because the queue was full
         self.dropped = 0
 
@@ -61,9 +65,10 @@ class EngineEvents:
         if self.on_created:
             _tell(self.on_created, rec)
 
-    def status(self, rec: TaskRecord, *, audited: bool = True) -> None:
+    def status(self, rec: TaskRecord, *, audited: bool = True, later: bool = False) -> None:
         """A task's status changed: audited (unless the caller audits it its own way), told
-        to the observers now, and queued for the status listeners."""
+        to the observers now, and queued for the status listeners; ``later``: the caller
+        calls ``drain()`` once its own job is done (the sender is not woken)."""
         if audited:
             audit("status_changed", rec.requestor, rec.task_id, status=rec.status.value)
         if self.on_changed:
@@ -80,7 +85,7 @@ class EngineEvents:
                     )  # fmt: skip
             queue.append(rec)
             idle = self._idle
-            if idle is not None:
+            if idle is not None and not later:
                 self._idle = None
                 idle.set()
 
@@ -102,19 +107,25 @@ class EngineEvents:
         return len(self._queue)
 
     async def send(self) -> None:
-        """Send the queued status notifications, in order, until cancelled (one task of
+        """Send the queued status notifications as they come, until cancelled (one task of
         the engine's group)."""
-        queue = self._queue
         while True:
-            while queue:
-                await self._send(queue.popleft())
+            await self.drain()
             idle = self._idle = anyio.Event()
             await idle.wait()
 
-    async def flush(self) -> None:
-        """Send what is queued now, here (an engine with no sender running)."""
-        while self._queue:
-            await self._send(self._queue.popleft())
+    async def drain(self) -> None:
+        """Send what is queued, in order, here; nothing when another task is sending (it
+        sends what is queued meanwhile too)."""
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            queue = self._queue
+            while queue:
+                await self._send(queue.popleft())
+        finally:
+            self._draining = False
 
     async def _send(self, rec: TaskRecord) -> None:
         for listener in list(self.on_status):

@@ -289,15 +289,21 @@ class RunSupervisor:
                     self.end(task_id, run)
                 else:
                     outcome, size = bounded(task_id, outcome, self.config.max_result_bytes)
-                    if await self.store_outcome(task_id, run, outcome, size):
+                    if await self.store_outcome(task_id, run, outcome, size, later=True):
                         self.end(task_id, run)
                     else:
                         self.settler.keep(task_id, run, outcome)  # the run stays until stored
+        # The status notifications last, in this task (no sender's wake-up), outside the
+        # shield: the engine's exit cancels a notifier that blocks.
+        await self.events.drain()
 
-    async def store_outcome(self, task_id: str, run: Run, outcome: Outcome, size: int) -> bool:
+    async def store_outcome(
+        self, task_id: str, run: Run, outcome: Outcome, size: int, later: bool = False
+    ) -> bool:
         """One write of ``outcome`` (``size`` bytes of result and error, for the byte cap);
         True once settled (stored, or nothing is left to store: the task already ended
-        elsewhere or is gone), False when the store did not take it."""
+        elsewhere or is gone), False when the store did not take it. ``later``: the caller
+        drains the status notifications itself (``events.py``)."""
         kept = run.kept
         if kept is not None:
             kept.storing = True
@@ -325,7 +331,7 @@ class RunSupervisor:
             self._remember(rec)
             # the waiters first: a result never waits on a notifier (a slow or stuck one)
             self.end(task_id, run)
-            self.events.status(rec)
+            self.events.status(rec, later=later)
             await self.events.ended(rec, size)
         return True
 
