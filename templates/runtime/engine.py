@@ -223,17 +223,11 @@ class TaskEngine:
         #: A store's own ``create_limited`` counts and writes atomically; the default
         #: (count, then create) needs the reservations of the creations in flight.
         self._atomic_limit = type(store).create_limited is not TaskStore.create_limited
-        self.writer.coordination = choose(store, self.config, self.runs.active)
-
-    @property
-    def coordination(self) -> Coordination:
-        """Local or shared, chosen from the store's type (``coordination.py``)."""
-        return self.writer.coordination
-
-    @property
-    def guard(self) -> StoreGuard:
-        """The one ``StoreGuard`` every store call goes through."""
-        return self.writer.coordination.guard
+        #: local or shared, chosen from the store's type (``coordination.py``), and the one
+        #: ``StoreGuard`` every store call goes through (the parts see them in ``writer``)
+        self.coordination: Coordination = choose(store, self.config, self.runs.active)
+        self.guard: StoreGuard = self.coordination.guard
+        self.writer.coordination = self.coordination
 
     @property
     def task_group(self) -> anyio.abc.TaskGroup | None:
@@ -392,7 +386,9 @@ class TaskEngine:
             for owner, old in dropped:  # forgotten by the ledger already: gone either way
                 await self._drop(owner, old)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
-        self.events.created(rec)
+        events = self.events
+        if events.on_created:
+            events.created(rec)
         if run is None:
             assert handed is not None
             await self.runs.hand_over(handed, rec, tool_error, progress_token)

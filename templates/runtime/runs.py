@@ -198,7 +198,7 @@ class Run:
     supervisor only."""
 
     __slots__ = (
-        "_changed", "busy", "final", "inputs", "kept", "requestor", "scope", "started",
+        "_changed", "_inputs", "busy", "final", "kept", "requestor", "scope", "started",
         "tool_error", "ttl",
     )  # fmt: skip
 
@@ -212,7 +212,7 @@ class Run:
     ) -> None:
         self.requestor = requestor
         self.ttl = RunTtl(created_at, ttl_ms)
-        self.inputs = RunInputs()
+        self._inputs: RunInputs | None = None  # ``inputs``, made on first use
         #: the outcome the store did not take yet (``outcomes.py``)
         self.kept: KeptOutcome | None = None
         #: The record this run's own outcome stored (terminal: nothing changes it after),
@@ -230,6 +230,19 @@ class Run:
 
     #: The event the next ``signal()`` sets.
     changed = LazyEvent()
+
+    @property
+    def inputs(self) -> RunInputs:
+        """Its input requests (made when first asked for: most work asks for none)."""
+        inputs = self._inputs
+        if inputs is None:
+            inputs = self._inputs = RunInputs()
+        return inputs
+
+    @property
+    def waiting(self) -> bool:
+        """Whether its work waits for an answer to an input request."""
+        return self._inputs is not None and bool(self._inputs.pending)
 
     @property
     def stopped(self) -> bool:

@@ -121,7 +121,7 @@ class RunSupervisor:
         working = waiting = 0
         for run in list(self._active.values()):
             if run.busy:
-                if run.inputs:
+                if run.waiting:
                     waiting += 1
                 else:
                     working += 1
@@ -295,7 +295,8 @@ class RunSupervisor:
                         self.settler.keep(task_id, run, outcome)  # the run stays until stored
         # The status notifications last, in this task (no sender's wake-up), outside the
         # shield: the engine's exit cancels a notifier that blocks.
-        await self.events.drain()
+        if self.events.pending():
+            await self.events.drain()
 
     async def store_outcome(
         self, task_id: str, run: Run, outcome: Outcome, size: int, later: bool = False
