@@ -30,7 +30,7 @@ from ..store import SharedTaskStore, TaskRecord, TaskStore, TaskWatch
 from .config import EngineConfig
 from .cursor import CursorCodec
 from .guard import SharedStoreGuard, StoreGuard
-from .runs import InputRequest, PendingInput, Run
+from .runs import InputRequest, PendingInput, Run, request_of
 
 #: An input request's answer from a face, as the work gets it (a bare result object).
 Answers = Mapping[str, Mapping[str, Any]]
@@ -86,8 +86,9 @@ class Coordination(abc.ABC):
 
     guard: StoreGuard
 
-    def __init__(self, config: EngineConfig, runs: dict[str, Run]) -> None:
+    def __init__(self, config: EngineConfig, runs: Mapping[str, Run]) -> None:
         self.config = config
+        #: the runs of this engine by task ID, read-only (the supervisor's)
         self.runs = runs
 
     @abc.abstractmethod
@@ -118,7 +119,7 @@ class Coordination(abc.ABC):
     async def offer_input(
         self, run: Run, pending: PendingInput, message: str, now: float
     ) -> TaskRecord | None:
-        """Make an input request of running work (in ``run.pending``) deliverable and move a
+        """Make an input request of running work (in ``run.inputs``) deliverable and move a
         ``working`` task to ``input_required`` with ``message``, in one step."""
 
     @abc.abstractmethod
@@ -148,7 +149,7 @@ class Coordination(abc.ABC):
         step; returns the keys taken and the new record when the task moved."""
 
 
-def choose(store: TaskStore, config: EngineConfig, runs: dict[str, Run]) -> Coordination:
+def choose(store: TaskStore, config: EngineConfig, runs: Mapping[str, Run]) -> Coordination:
     """The coordination a store needs: shared for a ``SharedTaskStore``, else local.
 
     A store that only sets ``shared = True`` (written before ``SharedTaskStore`` existed,
@@ -164,7 +165,7 @@ def choose(store: TaskStore, config: EngineConfig, runs: dict[str, Run]) -> Coor
 
 
 class LocalCoordination(Coordination):
-    def __init__(self, store: TaskStore, config: EngineConfig, runs: dict[str, Run]) -> None:
+    def __init__(self, store: TaskStore, config: EngineConfig, runs: Mapping[str, Run]) -> None:
         super().__init__(config, runs)
         self.guard = StoreGuard(store)
         self._codec = CursorCodec(config.secret_bytes)
@@ -206,15 +207,15 @@ class LocalCoordination(Coordination):
     async def offer_input(
         self, run: Run, pending: PendingInput, message: str, now: float
     ) -> TaskRecord | None:
-        async with run.step:
+        async with run.inputs.step:
             return await self.guard.transition(
                 pending.task_id, INPUT_REQUIRED, now=now, expected=(WORKING,),
                 status_message=message,
             )  # fmt: skip
 
     async def resume(self, run: Run, task_id: str, now: float) -> TaskRecord | None:
-        async with run.step:
-            if _outstanding(run):
+        async with run.inputs.step:
+            if run.inputs.outstanding():
                 return None
             return await self.guard.transition(
                 task_id, WORKING, now=now, expected=(INPUT_REQUIRED,)
@@ -224,7 +225,7 @@ class LocalCoordination(Coordination):
         run = self.runs.get(task_id)
         if run is None:
             return []
-        return [request_of(p) for p in run.pending.values() if not p.answered.is_set()]
+        return run.inputs.requests()
 
     async def answer_inputs(
         self, task_id: str, requestor: str, answers: Answers, now: float
@@ -232,33 +233,16 @@ class LocalCoordination(Coordination):
         run = self.runs.get(task_id)
         if run is None:
             return set(), None
-        async with run.step:
-            taken: set[str] = set()
-            for key in answers.keys() & run.pending.keys():
-                p = run.pending[key]
-                if p.answered.is_set():
-                    continue
-                p.answer = dict(answers[key])
-                p.answered.set()
-                del run.pending[key]
-                taken.add(key)
+        async with run.inputs.step:
+            taken = run.inputs.take(answers)
             new = None
-            if taken and not _outstanding(run):
+            if taken and not run.inputs.outstanding():
                 new = await self.guard.transition(
                     task_id, WORKING, now=now, expected=(INPUT_REQUIRED,)
                 )
         if taken:
             run.signal()
         return taken, new
-
-
-def _outstanding(run: Run) -> bool:
-    """Whether the work of ``run`` waits for an answer nobody gave yet."""
-    return any(not p.answered.is_set() for p in run.pending.values())
-
-
-def request_of(p: PendingInput) -> InputRequest:
-    return InputRequest(key=p.id, task_id=p.task_id, method=p.method, params=p.params)
 
 
 def stored_inputs(task_id: str, items: list[dict[str, Any]]) -> list[InputRequest]:
@@ -283,7 +267,7 @@ def pending_of(task_id: str, item: Mapping[str, Any]) -> PendingInput:
 class _LocalWaiter(Waiter):
     __slots__ = ("_event", "_run", "runs", "task_id")
 
-    def __init__(self, runs: dict[str, Run], task_id: str) -> None:
+    def __init__(self, runs: Mapping[str, Run], task_id: str) -> None:
         self.runs = runs
         self.task_id = task_id
         self._run: Run | None = None
@@ -299,12 +283,7 @@ class _LocalWaiter(Waiter):
 
     async def pending(self, rec: TaskRecord) -> list[PendingInput]:
         run = self._run
-        if run is None:
-            return []
-        out = [p for p in run.pending.values() if not p.claimed]
-        for p in out:
-            p.claimed = True
-        return out
+        return [] if run is None else run.inputs.claim()
 
     async def wait(self, rec: TaskRecord) -> None:
         if self._event is None:
@@ -333,7 +312,9 @@ class _LocalWaiter(Waiter):
 class SharedCoordination(Coordination):
     guard: SharedStoreGuard
 
-    def __init__(self, store: SharedTaskStore, config: EngineConfig, runs: dict[str, Run]) -> None:
+    def __init__(
+        self, store: SharedTaskStore, config: EngineConfig, runs: Mapping[str, Run]
+    ) -> None:
         super().__init__(config, runs)
         self.guard = SharedStoreGuard(store)
         configured = config.secret_bytes

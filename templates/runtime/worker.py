@@ -50,7 +50,7 @@ from ._sdk import (
 from .config import EngineConfig
 from .engine import TaskEngine
 from .mcp_outbound import INPUT_METHODS, TaskDispatchContext
-from .offload import Job, adopt, attempts_key, docket_name, progress_channel, set_runner, tool_call
+from .offload import Job, attempts_key, docket_name, progress_channel, set_runner, tool_call
 from .router import run_call
 from .runs import TaskContext, Work
 from .sdk_check import require_extra
@@ -215,14 +215,13 @@ class WorkerRuntime:
                 status_message=message, error=err.to_error(),
             )  # fmt: skip
             if new is not None:
-                await engine.status_changed(new)
+                engine.events.status(new)
             return
         log.info(
             "task %s: running %s (attempt %d of %d)", job.task_id, job.tool, attempt, job.attempts
         )
         self.ran += 1
-        final = await adopt(
-            engine,
+        final = await engine.runs.adopt(
             rec,
             self.work(job),
             tool_error=TaskStatus(job.tool_error),
@@ -309,12 +308,7 @@ async def serve(
 async def _leave_runs(engine: TaskEngine, grace_s: float = 10.0) -> None:
     """Stop the tools still running here without storing an outcome (their jobs stay
     pending in Docket for another worker); wait up to ``grace_s`` for them to stop."""
-    runs = engine.runs
-    with anyio.move_on_after(grace_s):
-        for task_id, run in list(runs.active.items()):
-            run.scope.cancel()
-            while runs.get(task_id) is run:
-                await run.changed.wait()
+    await engine.runs.leave(grace_s)
 
 
 async def _run_worker(worker: Any, handle_signals: bool) -> None:

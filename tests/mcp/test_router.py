@@ -129,7 +129,7 @@ def test_a_result_is_answered_at_once_only_for_a_task_that_just_ended_here(
     any other method still may."""
     from mcp_tasks.runtime.router import TaskRequest
 
-    monkeypatch.setattr("mcp_tasks.runtime.runs.RECENT_S", 600.0)  # "a moment", on any machine
+    monkeypatch.setattr("mcp_tasks.runtime.supervisor.RECENT_S", 600.0)  # "a moment", on any machine
     built: list[McpTasks] = []
 
     def build() -> tuple[MCPServer, McpTasks]:

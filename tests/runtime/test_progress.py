@@ -86,7 +86,7 @@ async def test_progress_of_an_ended_task_writes_nothing() -> None:
             while engine.running:
                 await anyio.sleep(0.01)
         before = store.calls["transition"]
-        await engine.progress.note(rec.task_id, "late")
+        await engine.runs.progress.note(rec.task_id, "late")
         assert store.calls["transition"] == before
         done: TaskRecord | None = await store.inner.get(rec.task_id)
         assert done is not None and done.status_message != "late"

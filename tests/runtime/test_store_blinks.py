@@ -341,6 +341,6 @@ async def test_creation_written_though_the_store_failed_ends_failed_not_stuck_R_
                 got = await face.ended(rec.task_id)
                 assert got["status"] == "failed" and got["statusMessage"] == NOT_STARTED_MESSAGE
                 assert await store.count_active("alice") == 0
-                assert not engine.settler.doubtful
+                assert not engine.runs.doubts.doubtful
         finally:
             await store.close()

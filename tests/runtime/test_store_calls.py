@@ -22,7 +22,7 @@ from mcp_tasks.protocol import (
     WORKING,
     TaskStatus,
 )
-from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine, runs
+from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine, supervisor
 from mcp_tasks.store import Change, TaskRecord, TaskStore
 from testkit.core_calls import create_task, handle
 from testkit.wait import until_async
@@ -112,7 +112,7 @@ async def test_store_calls_per_lifecycle() -> None:
 
 
 async def test_store_calls_once_the_moment_passed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runs, "RECENT_S", -1.0)
+    monkeypatch.setattr(supervisor, "RECENT_S", -1.0)
     store = Counting()
     async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as engine:
         # create -> complete -> tasks/get -> tasks/result: two writes, two reads.

@@ -31,20 +31,24 @@ answers exactly like an unknown one.
   ``list_page(requestor, cursor, *, face)``: the blocking wait and the paged list of the
   core face.
 
-Status changes go to every listener of ``on_status`` (``engine.on_status.append(fn)``;
-``fn(record)``), which renders them for the record's face. Operators' views (metrics, the
-dashboard) also listen to ``on_created`` and ``on_expired`` (plain functions, ``fn(record)``,
-called inline: keep them cheap), and cancel any requestor's task with ``cancel_task``.
+Everything that happens to tasks goes through one sink, ``engine.events`` (``events.py``):
+status changes go to every listener of ``on_status`` (``engine.on_status.append(fn)``;
+``fn(record)``), queued and sent after the change (a result never waits on one), which
+renders them for the record's face. Operators' views (metrics, the dashboard) observe
+``on_created``, ``on_changed`` and ``on_expired`` (plain functions, ``fn(record)``, called
+inline: keep them cheap), and cancel any requestor's task with ``cancel_task``.
 
 Usage::
 
     async with TaskEngine(InMemoryTaskStore()) as engine:
         rec = await engine.start("alice", "2025-11-25", "tools/call", work, tool_error=FAILED)
 
-The engine is a thin set of calls over its rooms: ``config`` (``EngineConfig``),
-``limits`` (rate limit, active tasks, ttl policy), ``tombstones``, ``runs`` (running work,
-input hand-over, waiting for the end) and ``coordination`` (local or shared, chosen once
-from the store's type; it also owns the one ``StoreGuard`` every store call goes through).
+The engine is a thin front: lookup and authorization, limits (rate limit, active tasks,
+retention, ttl policy, tombstones), listing and cancelling. The life of the work running
+here is the run supervisor's (``runs``, ``supervisor.py``), built from narrow parts: the
+store writer (``store_writer.py``: the coordination chosen once from the store's type, which
+owns the one ``StoreGuard`` every store call goes through, and the clock), the events sink
+and the config. Work that runs elsewhere is a ``HandedWork`` (``executor.py``).
 
 Limits and defaults (R-SEC-3, R-SEC-4): see the README's "Runtime limits" and
 ``EngineConfig``. Audit events: ``audit.py`` (the ``<package>.audit`` logger, quiet
@@ -56,7 +60,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -76,34 +80,35 @@ from ..store import TaskRecord, TaskStore, storable_id
 from .audit import audit
 from .background import close_group, open_group
 from .config import EngineConfig
-from .coordination import Answers, choose
+from .coordination import Answers, Coordination, choose
 from .cursor import CursorError
+from .events import EngineEvents, RecordListener, StatusListener
+from .executor import HandedWork
+from .guard import StoreGuard
 from .limits import DEFAULT, ActiveLimit, Default, RateLimiter, Retention, outcome_size, ttl_policy
 from .memory import InMemoryTaskStore
-from .offload import RemoteWork, hand_over
-from .outcomes import Renewals, Settler
-from .progress import ProgressNotes
 from .runs import (
     INTERRUPTED_MESSAGE,
     InputHandler,
     InputRequest,
     IsErrorResult,
     PendingInput,
-    Run,
-    Runs,
     TaskContext,
     TaskView,
     Work,
-    await_settled,
-    await_terminal,
 )
+from .store_writer import StoreWriter
+from .supervisor import RunSupervisor
 from .tombstones import Tombstones
+from .waiting import await_settled, await_terminal
 
 __all__ = [
     "DEFAULT",
     "EngineConfig",
     "InputRequest",
     "PendingInput",
+    "RecordListener",
+    "StatusListener",
     "TaskContext",
     "TaskEngine",
     "TaskView",
@@ -118,11 +123,6 @@ CANCELLED_MESSAGE = "The task was cancelled by the requestor"
 #: How many reads of ``page_size + 1`` records one ``tasks/list`` page makes at most, when
 #: expired tasks no sweep removed yet take up the reads.
 LIST_READS = 8
-
-#: A listener of status changes: called with the task's new record (R-NOTIFY-1).
-StatusListener = Callable[[TaskRecord], Awaitable[None]]
-#: A listener of tasks created or expired here: called inline with the record.
-RecordListener = Callable[[TaskRecord], None]
 
 
 def cancel_change(message: str) -> dict[str, Any]:
@@ -156,17 +156,16 @@ class TaskEngine:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = cfg = config if config is not None else EngineConfig()
-        #: Called with the new record of every status change, in order (R-NOTIFY-1).
-        self.on_status: list[StatusListener] = [on_status] if on_status is not None else []
-        #: Called inline with the record of every task this engine creates, and expires.
-        self.on_created: list[RecordListener] = []
-        self.on_expired: list[RecordListener] = []
+        #: what happens to tasks, to its subscribers (``events.py``)
+        self.events = events = EngineEvents()
+        if on_status is not None:
+            events.on_status.append(on_status)
+        events.on_ended.append(self.ended)
         self.clock = clock
-        self.runs = Runs(self)
-        #: outcomes the store did not take yet, written again (``outcomes.py``)
-        self.settler = Settler(self)
-        #: the ttls of running work, renewed (``EngineConfig.keep_running_tasks``)
-        self.renewals = Renewals(self)
+        #: the store as the parts write it (its coordination is set with the store)
+        self.writer = StoreWriter(clock)
+        #: the life of the work running here (``supervisor.py``)
+        self.runs = RunSupervisor(self.writer, events, cfg)
         self.store = store if store is not None else InMemoryTaskStore()
         self.rate = RateLimiter(cfg.rate_limit_calls, cfg.rate_limit_window_s)
         self.active_limit = ActiveLimit(cfg.max_active_per_requestor)
@@ -179,8 +178,22 @@ class TaskEngine:
             cfg.expired_tombstones_per_requestor, cfg.tombstone_requestors, cfg.max_tombstones
         )
         self._tg: anyio.abc.TaskGroup | None = None
-        #: a running task's progress shown as its statusMessage, throttled
-        self.progress = ProgressNotes(self)
+
+    @property
+    def on_status(self) -> list[StatusListener]:
+        """Called with the new record of every status change, in order, after it
+        (R-NOTIFY-1)."""
+        return self.events.on_status
+
+    @property
+    def on_created(self) -> list[RecordListener]:
+        """Called inline with the record of every task this engine creates."""
+        return self.events.on_created
+
+    @property
+    def on_expired(self) -> list[RecordListener]:
+        """Called inline with the record of every task this engine expires."""
+        return self.events.on_expired
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -189,24 +202,22 @@ class TaskEngine:
         self._tg = tg
         try:
             await self.store.start(tg)
+            tg.start_soon(self.events.send)
             now = self.clock()
             for rec in await self.coordination.recover_at_start(now, INTERRUPTED_MESSAGE):
-                await self.status_changed(rec)
+                self.events.status(rec)
         except BaseException:
             self._tg = None
             await close_group(tg)
             raise
         tg.start_soon(self._sweeper)
-        tg.start_soon(self.settler.serve)
+        self.runs.open(tg)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         tg, self._tg = self._tg, None
         await close_group(tg)
-        for task_id in self.settler.left():
-            # Not lost for good: a durable store's recovery (or, on a shared store, the
-            # lease this instance leaves behind) marks the task failed.
-            log.error("task %s: the engine stopped before the store took its outcome", task_id)
+        self.runs.close()
 
     @property
     def store(self) -> TaskStore:
@@ -219,8 +230,11 @@ class TaskEngine:
         #: A store's own ``create_limited`` counts and writes atomically; the default
         #: (count, then create) needs the reservations of the creations in flight.
         self._atomic_limit = type(store).create_limited is not TaskStore.create_limited
-        self.coordination = choose(store, self.config, self.runs.active)
-        self.guard = self.coordination.guard
+        #: local or shared, chosen from the store's type (``coordination.py``), and the one
+        #: ``StoreGuard`` every store call goes through (the parts see them in ``writer``)
+        self.coordination: Coordination = choose(store, self.config, self.runs.active)
+        self.guard: StoreGuard = self.coordination.guard
+        self.writer.coordination = self.coordination
 
     @property
     def task_group(self) -> anyio.abc.TaskGroup | None:
@@ -233,41 +247,25 @@ class TaskEngine:
         taken yet (``outcomes.py``)."""
         return len(self.runs)
 
-    # ------------------------------------------------------------------ shared by the rooms
+    # ------------------------------------------------------------------ shared by the calls
 
     async def status_changed(self, rec: TaskRecord) -> None:
-        """Audit a new status and tell the listeners (R-NOTIFY-1)."""
-        audit("status_changed", rec.requestor, rec.task_id, status=rec.status.value)
-        await self._emit(rec)
-
-    async def _emit(self, rec: TaskRecord) -> None:
-        for listener in self.on_status:
-            try:
-                await listener(rec)
-            except Exception:
-                log.exception("status notification failed for task %s", rec.task_id)
+        """A status changed that this engine's runs did not make (a worker's): to the
+        events sink (R-NOTIFY-1)."""
+        self.events.status(rec)
 
     async def transition(
         self, task_id: str, status: protocol.TaskStatus, **kw: Any
     ) -> TaskRecord | None:
-        return await self.guard.transition(task_id, status, now=self.clock(), **kw)
+        return await self.writer.transition(task_id, status, **kw)
 
-    async def _expired(self, rec: TaskRecord) -> None:
+    def _expired(self, rec: TaskRecord) -> None:
         """Forget an expired task (R-TTL-3): tombstone, stop its work, wake its waiters."""
         self.tombstones.add(rec.requestor, rec.task_id)
         self.retention.forget(rec.task_id)
         self.runs.forget(rec.task_id)
-        audit("expired", rec.requestor, rec.task_id, status=rec.status.value)
         self.runs.stop(rec.task_id, forget=True)
-        self._tell(self.on_expired, rec)
-
-    @staticmethod
-    def _tell(listeners: list[RecordListener], rec: TaskRecord) -> None:
-        for listener in listeners:
-            try:
-                listener(rec)
-            except Exception:
-                log.exception("task listener failed for task %s", rec.task_id)
+        self.events.expired(rec)
 
     async def ended(self, rec: TaskRecord, size: int) -> None:
         """A task of this engine ended keeping ``size`` bytes of result, error and
@@ -312,19 +310,14 @@ class TaskEngine:
             audit("lookup_rejected", requestor, task_id)
             raise TaskNotFound()
         expires = rec.expires_at
-        now = self.clock()
-        if expires is not None and expires <= now:
-            run = self.runs.get(task_id)
-            if run is not None and rec.status not in protocol.TERMINAL and self.renewals.on:
-                # Its work runs here: renewed, not expired (EngineConfig.keep_running_tasks).
-                renewed = await self.renewals.renew(task_id, run, now)
-                if renewed is not None:
-                    return renewed
-                if run.expires_at is not None and run.expires_at > now:
-                    return rec  # renewed since this read
+        if expires is not None and expires <= (now := self.clock()):
+            # Its work runs here: renewed, not expired (EngineConfig.keep_running_tasks).
+            kept = await self.runs.keep_alive(rec, now)
+            if kept is not None:
+                return kept
             self.runs.forget(task_id)
             if await self.guard.delete(task_id):
-                await self._expired(rec)
+                self._expired(rec)
             raise TaskExpired()
         return rec
 
@@ -355,9 +348,9 @@ class TaskEngine:
         if tg is None:
             raise InternalError(detail="the task engine is not running (use `async with engine`)")
         self.rate.check(requestor)  # a creation is a task operation (R-SEC-3)
-        # Work that runs on workers: stored through its own guard (no front end owns it),
-        # then handed over instead of started here.
-        remote = work if isinstance(work, RemoteWork) else None
+        # Work an executor runs elsewhere: stored through its guard, then handed over
+        # instead of started here (executor.py).
+        handed = work if isinstance(work, HandedWork) else None
         ttl = ttl_policy(self.config, ttl_ms)
         task_id = secrets.token_urlsafe(16)  # 128 bits from `secrets` (R-ID-1, R-ID-2)
         retention = self.retention
@@ -378,23 +371,21 @@ class TaskEngine:
                 face=face,
                 tool=tool,
             )
-            run = Run(requestor, tool_error, created_at=now, ttl_ms=ttl)
-            active = self.runs.active
-            if remote is None:
-                active[rec.task_id] = run
+            runs = self.runs
+            run = None if handed else runs.register(task_id, requestor, tool_error, now, ttl)
             try:
                 # The count and the write in one store call (R-SEC-4).
                 room = limit.limit if self._atomic_limit else limit.room(requestor)
-                guard = self.guard if remote is None else remote.guard
+                guard = self.guard if handed is None else handed.guard
                 created = await guard.create_limited(rec, room)
             except TaskError as exc:
-                active.pop(rec.task_id, None)
+                runs.discard(task_id)
                 if isinstance(exc, StoreUnavailable):  # it may have been written all the same
-                    self.settler.doubt(rec.task_id, rec.expires_at)
+                    runs.doubts.doubt(rec.task_id, rec.expires_at)
                 retention.forget(task_id)
                 raise
             if not created:
-                active.pop(rec.task_id, None)
+                runs.discard(task_id)
                 retention.forget(task_id)
                 limit.refuse(requestor)
         finally:
@@ -402,13 +393,14 @@ class TaskEngine:
             for owner, old in dropped:  # forgotten by the ledger already: gone either way
                 await self._drop(owner, old)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
-        if self.on_created:
-            self._tell(self.on_created, rec)
-        if remote is not None:
-            await hand_over(self, remote, rec, tool_error, progress_token)
+        events = self.events
+        if events.on_created:
+            events.created(rec)
+        if run is None:
+            assert handed is not None
+            await self.runs.hand_over(handed, rec, tool_error, progress_token)
             return rec
-        tc = TaskContext(self, rec.task_id, requestor, progress_token)
-        self.runs.start(tg, rec, run, tc, work, is_error_result)
+        self.runs.start(rec, run, work, is_error_result, progress_token)
         return rec
 
     async def record(self, requestor: str, task_id: str, *, face: str | None = None) -> TaskRecord:
@@ -441,7 +433,7 @@ class TaskEngine:
         )
         audit("input_answered", requestor, task_id, keys=len(taken))
         if new is not None:
-            await self.status_changed(new)
+            self.events.status(new)
         return taken
 
     async def cancel(
@@ -527,19 +519,17 @@ class TaskEngine:
         First the tasks whose work ended here without a stored outcome get it written again
         (``outcomes.py``: from the kept outcome), and the ttls of running work near their
         expiry are renewed (``EngineConfig.keep_running_tasks``): neither is expired."""
-        await self.settler.retry_due()
-        await self.settler.settle_doubtful()
-        await self.renewals.renew_due(self.clock())
+        await self.runs.sweep(self.clock())
         n = 0
         while True:
             batch = await self.guard.pop_expired(self.clock(), 1000)
             for rec in batch:
-                await self._expired(rec)
+                self._expired(rec)
             n += len(batch)
             if len(batch) < 1000:
                 break
         for rec in await self.coordination.recover_on_sweep(self.clock()):
-            await self.status_changed(rec)
+            self.events.status(rec)
         self.rate.prune()
         return n
 
@@ -563,16 +553,14 @@ class TaskEngine:
 
     async def _cancel_record(self, rec: TaskRecord, message: str) -> TaskRecord | None:
         """Move a task to cancelled and stop its work (R-CANCEL-2); None if it ended first."""
-        run = self.runs.get(rec.task_id)
-        if run is not None:  # its ttl, renewed under its work, counts from this end now
-            await self.renewals.before_outcome(rec.task_id, run, self.clock())
+        await self.runs.before_end(rec.task_id)  # its ttl counts from this end now
         new = await self.transition(rec.task_id, protocol.CANCELLED, **cancel_change(message))
         if new is None:
             return None
         audit("cancel_requested", rec.requestor, rec.task_id)
         self.runs.stop(rec.task_id)
-        await self._emit(new)
-        await self.ended(new, outcome_size(None, new.error, new.status_message))
+        self.events.status(new, audited=False)
+        await self.events.ended(new, outcome_size(None, new.error, new.status_message))
         return new
 
     async def cancel_task(self, task_id: str, message: str) -> tuple[TaskRecord | None, bool]:

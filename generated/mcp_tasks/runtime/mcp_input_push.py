@@ -43,7 +43,8 @@ from ._sdk import Connection, MCPError, from_sdk_error, standalone_delivers
 from .core import FACE, stamped
 from .engine import TaskEngine
 from .mcp_identity import has_channel
-from .runs import InputHandler, PendingInput, await_settled
+from .runs import InputHandler, PendingInput
+from .waiting import await_settled
 
 __all__ = ["WATCH_S", "InputPush"]
 

@@ -48,7 +48,6 @@ from .mcp_input_push import InputPush
 from .mcp_outbound import request_client_task
 from .mcp_sessions import SessionQuota, Sessions
 from .mcp_transport import malformed_answer, run_stdio, tidy_http_errors
-from .offload import Offload
 from .router import Router, TaskTools, ToolFn, check_task_support
 from .sdk_hooks import SdkHooks
 from .shutdown import drain
@@ -172,22 +171,17 @@ class McpTasks:
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> McpTasks:
         await self.check_tools()
-        offload = Offload(self.engine.store) if self.tools.on_workers else None
         await self.engine.__aenter__()
-        if offload is not None:
-            try:
-                await offload.__aenter__()
-            except BaseException:
-                await self.engine.__aexit__(None, None, None)
-                raise
-            self.router.offload = offload
+        try:
+            await self.router.executors.open(self.engine.store)
+        except BaseException:
+            await self.engine.__aexit__(None, None, None)
+            raise
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        offload, self.router.offload = self.router.offload, None
         try:
-            if offload is not None:
-                await offload.__aexit__(*exc)
+            await self.router.executors.close(*exc)
         finally:
             await self.engine.__aexit__(*exc)
 

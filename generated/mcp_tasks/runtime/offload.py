@@ -7,9 +7,11 @@
 
 """Task work on worker processes: the front end's side.
 
-A tool declared ``on_workers`` (``McpTasks.tool(..., on_workers=True, retries=N)``) is not
-run by the process that accepts its call. The router gives the face's handler a
-:class:`RemoteWork` as the task's work; the engine stores the task through
+An executor (``executor.py``): a tool declared ``on_workers`` (``McpTasks.tool(...,
+on_workers=True, retries=N)``) is not run by the process that accepts its call. The
+executors' registry (``executors.py``, the only module that imports this one besides the
+worker's) gives the face's handler a :class:`RemoteWork` as the task's work; the engine
+stores the task through
 :attr:`Offload.guard` (a view of the Redis store whose tasks no front end owns, so no front
 end's lease fails them) and hands the task's :class:`Job` to Docket (pydocket: jobs in Redis
 streams, redelivered when the worker that took one stops renewing it). Worker processes
@@ -31,23 +33,18 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.abc
 from pydantic import BaseModel, ConfigDict
 
-from .. import protocol
 from ..errors import InternalError
 from ..protocol import TaskStatus
 from ..store import TaskRecord, TaskStore
 from .background import aclose_quietly, close_group, open_group
+from .executor import HandedWork
 from .guard import StoreGuard
-from .runs import Run, TaskContext
-
-if TYPE_CHECKING:
-    from .engine import TaskEngine
-    from .runs import Work
 
 __all__ = [
     "Job",
@@ -139,7 +136,7 @@ def set_runner(runner: Callable[[dict[str, Any]], Any] | None) -> None:
         _RUNNER.append(runner)
 
 
-class RemoteWork:
+class RemoteWork(HandedWork):
     """The work of a task whose tool runs on a worker: the engine stores the task through
     ``guard`` and calls :meth:`hand_over` instead of running it."""
 
@@ -160,7 +157,7 @@ class RemoteWork:
         self.connection = connection
         self.client_capabilities = client_capabilities
 
-    async def __call__(self, tctx: TaskContext) -> dict[str, Any]:
+    async def __call__(self, tctx: Any) -> dict[str, Any]:
         raise InternalError(detail="this tool's work runs on workers, not in the front end")
 
     @property
@@ -302,59 +299,3 @@ class Offload:
         if self._docket is None:
             raise InternalError(detail="the hand-over to workers is not running (async with)")
         await self._docket.add(tool_call, key=job.task_id)(job.model_dump(mode="json"))
-
-
-async def hand_over(
-    engine: TaskEngine,
-    remote: RemoteWork,
-    rec: TaskRecord,
-    tool_error: protocol.TaskStatus,
-    progress_token: str | int | None,
-) -> None:
-    """Queue a stored task's work for workers; a task that cannot be queued fails."""
-    try:
-        await remote.hand_over(rec, tool_error, progress_token)
-    except Exception as exc:
-        log.warning("task %s: could not hand it to workers", rec.task_id, exc_info=True)
-        err = InternalError(detail=f"the task could not be handed to workers ({exc})")
-        new = await engine.transition(
-            rec.task_id, protocol.FAILED, expected=protocol.NON_TERMINAL,
-            status_message=err.message, error=err.to_error(),
-        )  # fmt: skip
-        if new is not None:
-            await engine.status_changed(new)
-        raise err from None
-
-
-async def adopt(
-    engine: TaskEngine,
-    rec: TaskRecord,
-    work: Work,
-    *,
-    tool_error: protocol.TaskStatus,
-    progress_token: str | int | None = None,
-) -> TaskRecord | None:
-    """Run ``work`` for a task stored elsewhere (a worker running a front end's task)
-    as ``start`` runs its own: the same context (progress, input requests through the
-    store, cancellation from any instance) and its outcome stored only while the task
-    is not terminal (a late or second outcome is a no-op). Returns once the work ended:
-    the record its outcome stored, or None when it stored none (ended elsewhere).
-
-    The caller cancelled (a worker stopping), the work is stopped and no outcome is
-    stored: the task is left as it is for whoever runs it next."""
-    tg = engine.task_group
-    if tg is None:
-        raise InternalError(detail="the task engine is not running (use `async with engine`)")
-    if rec.task_id in engine.runs.active:
-        raise InternalError(detail=f"task {rec.task_id} already runs here")
-    run = Run(rec.requestor, tool_error)
-    engine.runs.active[rec.task_id] = run
-    tc = TaskContext(engine, rec.task_id, rec.requestor, progress_token)
-    engine.runs.start(tg, rec, run, tc, work, None)
-    try:
-        while engine.runs.get(rec.task_id) is run:
-            await run.changed.wait()
-    except anyio.get_cancelled_exc_class():
-        run.scope.cancel()  # no outcome: the run ends without storing one
-        raise
-    return run.final

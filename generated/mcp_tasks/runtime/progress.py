@@ -14,17 +14,21 @@ A tool's ``report_progress(progress, total, message)`` becomes one line
 ``EngineConfig.progress_message_interval_s``: the first report at once, later ones as the
 interval allows, and the last one of a burst when its interval ends, so a chatty tool costs
 a bounded number of store writes and its latest progress is what readers see.
+
+Built from narrow inputs (the interval, whether a task runs here, the message write, the
+group later writes run in); it imports no other part of the engine.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 import anyio
+import anyio.abc
 
-if TYPE_CHECKING:
-    from .engine import TaskEngine
+log = logging.getLogger(__name__.rsplit(".", 2)[0] + ".runtime")
 
 __all__ = ["ProgressNotes", "progress_text"]
 
@@ -51,14 +55,23 @@ class _Note:
 class ProgressNotes:
     """The throttled ``statusMessage`` writes of one engine's running tasks."""
 
-    def __init__(self, engine: TaskEngine) -> None:
-        self.engine = engine
+    def __init__(
+        self,
+        interval_s: float,
+        running: Callable[[str], bool],
+        write: Callable[[str, str], Awaitable[None]],
+        group: Callable[[], anyio.abc.TaskGroup | None],
+    ) -> None:
+        self.interval_s = interval_s
+        self._running = running
+        self._write_message = write
+        self._group = group
         self._notes: dict[str, _Note] = {}
+        self._prune_at = 64
 
     async def note(self, task_id: str, text: str) -> None:
         """Show ``text`` as the task's ``statusMessage`` (throttled; see the module)."""
-        engine = self.engine
-        if engine.runs.get(task_id) is None:
+        if not self._running(task_id):
             return  # not running here (ended, or another instance's)
         note = self._notes.get(task_id)
         if note is None:
@@ -67,11 +80,11 @@ class ProgressNotes:
         note.pending = text
         if note.scheduled:
             return  # the end of this interval writes the latest text
-        wait = note.written_at + engine.config.progress_message_interval_s - time.monotonic()
+        wait = note.written_at + self.interval_s - time.monotonic()
         if wait <= 0:
             await self._write(task_id, note)
             return
-        group = engine.task_group
+        group = self._group()
         if group is None:
             return
         note.scheduled = True
@@ -80,7 +93,7 @@ class ProgressNotes:
     async def _later(self, task_id: str, note: _Note, wait: float) -> None:
         await anyio.sleep(wait)
         note.scheduled = False
-        if self.engine.runs.get(task_id) is None:
+        if not self._running(task_id):
             self._notes.pop(task_id, None)
             return
         await self._write(task_id, note)
@@ -91,13 +104,14 @@ class ProgressNotes:
             return
         note.written_at = time.monotonic()
         try:
-            await self.engine.runs.set_message(task_id, text)
+            await self._write_message(task_id, text)
         except Exception:  # progress is informational: a failed write never fails the work
-            self.engine.log.warning("task %s: progress not shown", task_id, exc_info=True)
+            log.warning("task %s: progress not shown", task_id, exc_info=True)
 
     def _prune(self) -> None:
         """Forget the notes of tasks no longer running here (amortised: when many)."""
         notes = self._notes
-        if len(notes) >= 64 and len(notes) > 2 * len(self.engine.runs):
-            for task_id in [t for t in notes if self.engine.runs.get(t) is None]:
+        if len(notes) >= self._prune_at:
+            for task_id in [t for t in notes if not self._running(t)]:
                 del notes[task_id]
+            self._prune_at = max(64, 2 * len(notes))

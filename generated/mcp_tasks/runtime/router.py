@@ -61,12 +61,12 @@ from ._sdk import (
     tool_call_params,
     validation_error,
 )
+from .executors import Executors
 from .faces import EXTENSION, EXTENSION_DECLARED
 from .mcp_identity import budget_of
 from .mcp_input_push import InputPush
 from .mcp_outbound import PollOutbound, TaskOutbound
 from .mcp_sessions import Sessions
-from .offload import Offload, RemoteWork
 
 __all__ = [
     "COUNTED_SCOPE",
@@ -273,8 +273,8 @@ class Router:
         self.sessions = sessions
         self.list_without_identity = list_without_identity
         self.immediate_response = immediate_response
-        #: the hand-over of tools declared ``on_workers`` (set while the server runs)
-        self.offload: Offload | None = None
+        #: where each tool's task work runs (``open`` while the server runs)
+        self.executors = Executors(tools.on_workers)
         self.core = handlers[protocol.REVISION]
         ext = EXTENSION
         self.extension = handlers.get(ext.REVISION) if ext is not None else None
@@ -404,19 +404,15 @@ class Router:
         """The work of a ``tools/call`` task: the front door's ``run_tool`` with the
         task-scoped outbound of the face (progress and input requests, R-INPUT-*, X-UPD-1)."""
         run_tool, conn, request_id = req.run_tool, req.connection, req.id
-        attempts = self.tools.on_workers.get(str(call.get("name")))
-        if attempts is not None:
-            if self.offload is None:
-                raise InternalError(detail="the hand-over to workers is not running")
+        tool = str(call.get("name"))
+        if tool in self.tools.on_workers:  # another executor runs it (executors.py)
             caps = getattr(conn, "client_capabilities", None) if conn is not None else None
-            return RemoteWork(
-                self.offload,
-                call,
-                core=core,
-                attempts=attempts,
-                connection=conn if core else None,
+            handed = self.executors.work(
+                tool, call, core=core, connection=conn,
                 client_capabilities=_wire(caps) if caps is not None else None,
-            )
+            )  # fmt: skip
+            if handed is not None:
+                return handed
         if run_tool is None:
             raise InternalError(detail="this front door cannot run tools")
 

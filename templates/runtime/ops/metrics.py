@@ -12,8 +12,9 @@ What is counted, and where it comes from (nothing is read from the store on a sc
 - ``mcp_tasks_created_total{face,tool}`` and ``mcp_tasks_ended_total{face,tool,status}``,
   ``mcp_tasks_duration_seconds{face,tool,status}`` (created to terminal, from the task's
   own times) and ``mcp_tasks_input_required_seconds{face,tool}`` (each stretch a task
-  waited for its requestor): the engine's ``on_created`` and ``on_status`` listeners, so the
-  changes this process makes (a task another instance ends is counted there);
+  waited for its requestor): the engine's events (``on_created``, ``on_changed``: observers
+  called inline, never behind a notification), so the changes this process makes (a task
+  another instance ends is counted there);
 - ``mcp_tasks_expired_total{face}``: the engine's ``on_expired``;
 - ``mcp_tasks_active{status}``: the tasks whose work runs in this process now (working, or
   waiting for input), read at scrape time;
@@ -153,7 +154,7 @@ class TaskMetrics:
         names = tools if tools is None or callable(tools) else _fixed(frozenset(tools))
         self._attached.append(_Attached(engine, sessions, names, task_endpoint))
         engine.on_created.append(self._on_created)
-        engine.on_status.append(self._on_status)
+        engine.events.on_changed.append(self._on_status)
         engine.on_expired.append(self._on_expired)
 
     def attach_server(self, tasks: Any) -> None:
@@ -179,7 +180,7 @@ class TaskMetrics:
         _discard(store_retried, self._store_retried)
         for att in self._attached:
             _discard(att.engine.on_created, self._on_created)
-            _discard(att.engine.on_status, self._on_status)
+            _discard(att.engine.events.on_changed, self._on_status)
             _discard(att.engine.on_expired, self._on_expired)
         self._attached.clear()
 
@@ -214,7 +215,7 @@ class TaskMetrics:
         created = self.created
         created[key] = created.get(key, 0) + 1
 
-    async def _on_status(self, rec: TaskRecord) -> None:
+    def _on_status(self, rec: TaskRecord) -> None:
         status = rec.status
         waiting = self._waiting
         if waiting:
@@ -327,9 +328,9 @@ def _read_live(attached: list[_Attached]) -> Iterator[Metric]:
     dropped = 0
     outcomes = {"replied": 0, "passed": 0}
     for att in attached:
-        for run in list(att.engine.runs.active.values()):
-            if run.busy:
-                counts[(INPUT_REQUIRED if run.pending else WORKING).value] += 1
+        working, waiting = att.engine.runs.counts()
+        counts[WORKING.value] += working
+        counts[INPUT_REQUIRED.value] += waiting
         dropped += int(getattr(att.sessions, "notifications_dropped", 0) or 0)
         endpoint = att.endpoint() if att.endpoint is not None else None
         for outcome in outcomes:

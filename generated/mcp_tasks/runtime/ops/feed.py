@@ -8,7 +8,7 @@
 """``TaskFeed``: the live changes of one engine's tasks, for the dashboard's event stream.
 
 Each change this engine makes or learns of (a task created, a status change, a task
-expired) goes to every subscriber as one event: ``{"kind": "created" | "status", "task":
+expired: the engine's events, observed inline) goes to every subscriber as one event: ``{"kind": "created" | "status", "task":
 view}`` or ``{"kind": "expired", "taskId": ...}``. Nothing is built while nobody listens. A
 subscriber that falls ``BACKLOG`` events behind gets one ``{"kind": "resync"}`` instead of
 what it missed (it lists again).
@@ -70,19 +70,18 @@ class TaskFeed:
         self.engine = engine
         self._subs: set[Subscription] = set()
         engine.on_created.append(self._created)
-        engine.on_status.append(self._status)
+        engine.events.on_changed.append(self._status)
         engine.on_expired.append(self._expired)
 
     def close(self) -> None:
         engine = self.engine
         for listeners, fn in (
             (engine.on_created, self._created),
+            (engine.events.on_changed, self._status),
             (engine.on_expired, self._expired),
         ):
             if fn in listeners:
                 listeners.remove(fn)
-        if self._status in engine.on_status:
-            engine.on_status.remove(self._status)
 
     @property
     def subscribers(self) -> int:
@@ -105,7 +104,7 @@ class TaskFeed:
         if self._subs:
             self._push({"kind": "created", "task": task_view(rec, self.engine.clock())})
 
-    async def _status(self, rec: TaskRecord) -> None:
+    def _status(self, rec: TaskRecord) -> None:
         if self._subs:
             self._push({"kind": "status", "task": task_view(rec, self.engine.clock())})
 
