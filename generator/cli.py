@@ -29,8 +29,13 @@ def _list_template_context(ctx: click.Context, _param: click.Parameter, value: b
         "Generate a typed Python package for MCP Tasks from the MCP JSON SCHEMA "
         "(a path or an http(s) URL); several schemas (such as 2025-11-25 and the tasks "
         "extension) become one package with one face subpackage each.\n\n"
+        "The package is the bindings: typed models, dispatch tables, handler bases, the "
+        "capability negotiator, lifecycle, errors and the abstract TaskStore; it needs only "
+        "pydantic and anyio. Serve it with the runtime installed by `pip install "
+        "'mcptask-gen[mcp]'` (mcp_tasks.runtime), or vendor that runtime into it with "
+        "--with-runtime.\n\n"
         "Options may also be set in [tool.mcptask-gen] of ./pyproject.toml "
-        "(keys: schema, output, package-name, revision, templates); flags win."
+        "(keys: schema, output, package-name, revision, templates, with-runtime); flags win."
     ),
 )
 @click.argument("schemas", nargs=-1)
@@ -49,6 +54,16 @@ def _list_template_context(ctx: click.Context, _param: click.Parameter, value: b
     "--templates",
     type=click.Path(path_type=Path, file_okay=False),
     help="Directory of templates overriding the built-in ones file by file.",
+)
+@click.option(
+    "--with-runtime",
+    is_flag=True,
+    default=None,
+    help=(
+        "Also copy the default runtime (engine, stores, MCP server, CLI, test kit) into the "
+        "package, for a self-contained package; its parts and their requirements are listed "
+        "in the package's descriptor module."
+    ),
 )
 @click.option(
     "--check", "check_only", is_flag=True, help="Write nothing; exit 1 if the output would change."
@@ -80,6 +95,7 @@ def main(
     package_name: str | None,
     revision: str | None,
     templates: Path | None,
+    with_runtime: bool | None,
     check_only: bool,
     config_path: Path | None,
     no_cache: bool,
@@ -108,6 +124,7 @@ def main(
             package_name=package_name or config.get("package-name"),
             revision=revision,
             templates=templates or config.get("templates"),
+            with_runtime=bool(with_runtime if with_runtime is not None else config.get("with-runtime")),
         )
         if check_only:
             ok, report = check_output(options)
