@@ -34,8 +34,8 @@ BIN = Path(sys.executable).parent
 
 IMPORT_PYDANTIC = "import pydantic; pydantic.BaseModel"
 IMPORT_PKG = (
-    "import mcp_tasks.models, mcp_tasks.methods, mcp_tasks.capabilities, mcp_tasks.lifecycle, "
-    "mcp_tasks.errors, mcp_tasks.meta, mcp_tasks.store, mcp_tasks.handlers"
+    "import mcp_tasks.core.models, mcp_tasks.core.methods, mcp_tasks.core.capabilities, mcp_tasks.lifecycle, "
+    "mcp_tasks.errors, mcp_tasks.core.meta, mcp_tasks.store, mcp_tasks.core.handlers"
 )
 
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(HERE / "peers"))
 
 from driver import Session  # noqa: E402
 
-from mcp_tasks.handlers import RequestContext  # noqa: E402
+from mcp_tasks.core.handlers import RequestContext  # noqa: E402
 from mcp_tasks.protocol import TASKS_RESULT, TOOLS_CALL  # noqa: E402
 from mcp_tasks.runtime import CoreTasks, EngineConfig, TaskContext, TaskEngine  # noqa: E402
 from mcp_tasks.runtime.ops.metrics import TaskMetrics  # noqa: E402

@@ -48,7 +48,7 @@ import anyio
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_runtime import lifecycle_rows, print_lifecycle
 
-from mcp_tasks.handlers import RequestContext
+from mcp_tasks.core.handlers import RequestContext
 from mcp_tasks.lifecycle import COMPLETED, WORKING
 from mcp_tasks.runtime import CoreTasks, EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
 from mcp_tasks.runtime.redis import RedisTaskStore

@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 
-from mcp_tasks.handlers import RequestContext
+from mcp_tasks.core.handlers import RequestContext
 from mcp_tasks.protocol import COMPLETED, INITIAL, TASKS_LIST, TASKS_RESULT, TOOLS_CALL
 from mcp_tasks.runtime import (
     CoreTasks,

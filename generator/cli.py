@@ -33,8 +33,13 @@ def _warn(message: str) -> None:
         "Generate a typed Python package for MCP Tasks from the MCP JSON SCHEMA "
         "(a path or an http(s) URL); several schemas (such as 2025-11-25 and the tasks "
         "extension) become one package with one face subpackage each.\n\n"
+        "The package is the bindings: typed models, dispatch tables, handler bases, the "
+        "capability negotiator, lifecycle, errors and the abstract TaskStore; it needs only "
+        "pydantic and anyio. Serve it with the runtime installed by `pip install "
+        "'mcptask-gen[mcp]'` (mcp_tasks.runtime), or vendor that runtime into it with "
+        "--with-runtime.\n\n"
         "Options may also be set in [tool.mcptask-gen] of ./pyproject.toml "
-        "(keys: schema, output, package-name, revision, templates, rules); flags win.\n\n"
+        "(keys: schema, output, package-name, revision, templates, rules, with-runtime); flags win.\n\n"
         "A revision mcptask-gen does not know is generated when its task definitions have "
         "a known shape (the 2025-11-25 core protocol's or the 2026-07-28 tasks extension's), "
         "with that shape's rules overlay and one warning on stderr saying what to check; "
@@ -72,6 +77,16 @@ def _warn(message: str) -> None:
     ),
 )
 @click.option(
+    "--with-runtime",
+    is_flag=True,
+    default=None,
+    help=(
+        "Also copy the default runtime (engine, stores, MCP server, CLI, test kit) into the "
+        "package, for a self-contained package; its parts and their requirements are listed "
+        "in the package's descriptor module."
+    ),
+)
+@click.option(
     "--check", "check_only", is_flag=True, help="Write nothing; exit 1 if the output would change."
 )
 @click.option(
@@ -102,6 +117,7 @@ def main(
     revision: str | None,
     templates: Path | None,
     rules: Path | None,
+    with_runtime: bool | None,
     check_only: bool,
     config_path: Path | None,
     no_cache: bool,
@@ -132,6 +148,9 @@ def main(
             templates=templates or config.get("templates"),
             rules=rules or config.get("rules"),
             warn=_warn,
+            with_runtime=bool(
+                with_runtime if with_runtime is not None else config.get("with-runtime")
+            ),
         )
         if check_only:
             ok, report = check_output(options)

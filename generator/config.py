@@ -8,7 +8,9 @@ from typing import Any
 
 from mcptask_gen.errors import GeneratorError
 
-KEYS = {"schema", "output", "package-name", "revision", "templates", "rules"}
+KEYS = {"schema", "output", "package-name", "revision", "templates", "rules", "with-runtime"}
+#: keys whose value is a boolean
+BOOL_KEYS = {"with-runtime"}
 PATH_KEYS = {"schema", "output", "templates", "rules"}
 
 
@@ -29,6 +31,11 @@ def read_config(pyproject: Path) -> dict[str, Any]:
         )
     out: dict[str, Any] = {}
     for key, value in section.items():
+        if key in BOOL_KEYS:
+            if not isinstance(value, bool):
+                raise GeneratorError(f"[tool.mcptask-gen] {key} in {pyproject} must be true or false")
+            out[key] = value
+            continue
         values = value if key == "schema" and isinstance(value, list) and value else [value]
         if not all(isinstance(v, str) for v in values):
             what = "a string or an array of strings" if key == "schema" else "a string"

@@ -71,6 +71,8 @@ class Options:
     rules: Path | None = None
     #: where warnings go (default: ``warnings.warn`` with ``RulesWarning``)
     warn: Warn | None = None
+    #: vendor the default runtime (engine, stores, server, CLI, test kit) into the package
+    with_runtime: bool = False
 
     @property
     def schemas(self) -> tuple[Path, ...]:
@@ -246,7 +248,7 @@ def format_files(rendered: Rendered) -> dict[str, str]:
 def build(options: Options) -> tuple[list[IR], dict[str, str]]:
     """Stages 1-8: the faces and the bytes of every output file; writes nothing."""
     package, selections = analyse_all(options)
-    renderer = Renderer(package, options.templates)
+    renderer = Renderer(package, options.templates, options.with_runtime)
     with start_models(renderer, selections) as models:
         files = format_files(render(renderer))
         files |= format_files(render_models(renderer, models.wait()))

@@ -2,7 +2,13 @@
 
 - ``models.py``: around the models stage's output (``mcptask_gen.models``);
 - ``*.jinja``: jinja2 templates (StrictUndefined), user templates first;
-- every other template file (the hand-written runtime): copied in.
+- every other template file (the hand-written bases and, on request, the runtime): copied in.
+
+The built-in templates come in two parts, each laid out as the package it makes:
+``templates/bindings/`` (every package: the models, tables, bases and the neutral modules)
+and ``templates/vendored/`` (the default runtime, its CLI, example server and test kit:
+written only with ``with_runtime``; this project's distribution installs it once, built on
+``generated/``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ if TYPE_CHECKING:
     import jinja2
 
 SKIP_PARTS = {"__pycache__", ".mypy_cache", ".ruff_cache"}
+#: The built-in templates of the bindings (every package) and of the vendored runtime.
+BINDINGS_DIR = "bindings"
+VENDORED_DIR = "vendored"
 #: Templates of a face live under ``faces/<kind>/`` and are written into ``<face>/``.
 FACES_DIR = "faces"
 #: Which face kinds a top-level template needs (``templates/needs.toml``); not copied.
@@ -32,6 +41,24 @@ TEXT_SUFFIXES = {".py", ".jinja", ".typed", ".txt", ".md", ".json", ".toml", ".s
 
 def builtin_templates() -> Path:
     return Path(str(resources.files("mcptask_gen.templates")))
+
+
+def builtin_roots(with_runtime: bool = True) -> list[Path]:
+    """The roots of the built-in templates: the bindings', then (``with_runtime``) the
+    vendored runtime's."""
+    root = builtin_templates()
+    return [root / BINDINGS_DIR] + ([root / VENDORED_DIR] if with_runtime else [])
+
+
+def builtin_files(with_runtime: bool) -> dict[str, Path]:
+    """Output-relative path -> built-in template file (``needs.toml`` included)."""
+    out: dict[str, Path] = {}
+    for root in builtin_roots(with_runtime):
+        out |= _list_templates(root)
+    needs = builtin_templates() / NEEDS_FILE
+    if needs.is_file():
+        out[NEEDS_FILE] = needs
+    return out
 
 
 def header(irs: IR | Sequence[IR], comment: str = "#") -> str:
@@ -109,18 +136,20 @@ def _refuse_replacing_copied(user_dir: Path, builtin: dict[str, Path], user: dic
         )
 
 
-def template_files(user_dir: Path | None) -> dict[str, tuple[Path, Path]]:
-    """Relative template path -> (root, file). User templates override built-in templates
-    file by file and may add files; replacing a hand-written module copied verbatim is
-    refused (subclass the generated classes instead)."""
-    builtin = _list_templates(builtin_templates())
-    builtin.pop("__init__.py", None)  # the generator's own package marker
-    files = {rel: (builtin_templates(), p) for rel, p in builtin.items()}
+def template_files(
+    user_dir: Path | None, with_runtime: bool = False
+) -> dict[str, tuple[Path, Path]]:
+    """Relative template path -> (root, file): the bindings', and the vendored runtime's
+    when ``with_runtime``. User templates override built-in templates file by file and may
+    add files; replacing a hand-written module copied verbatim is refused (subclass the
+    generated classes instead), whether or not the runtime is vendored."""
+    builtin = builtin_files(with_runtime)
+    files = {rel: (p.parent, p) for rel, p in builtin.items()}
     if user_dir is not None:
         if not user_dir.is_dir():
             raise GeneratorError(f"templates directory not found: {user_dir}")
         user = _list_templates(user_dir)
-        _refuse_replacing_copied(user_dir, builtin, user)
+        _refuse_replacing_copied(user_dir, builtin_files(True), user)
         files.update({rel: (user_dir, p) for rel, p in user.items()})
     return files
 
@@ -141,6 +170,21 @@ def read_needs(files: dict[str, tuple[Path, Path]]) -> dict[str, tuple[str, ...]
     if not ok:
         raise GeneratorError(f"{entry[1]}: [needs] maps path prefixes to arrays of face kinds")
     return {str(prefix): tuple(kinds) for prefix, kinds in needs.items()}
+
+
+def read_parts(files: dict[str, tuple[Path, Path]]) -> dict[str, tuple[str, ...]]:
+    """Part of the vendored runtime -> the output path prefixes it holds (``[parts]``)."""
+    entry = files.get(NEEDS_FILE)
+    if entry is None:
+        return {}
+    data = tomllib.loads(entry[1].read_text(encoding="utf-8"))
+    parts = data.get("parts", {})
+    ok = isinstance(parts, dict) and all(
+        isinstance(v, list) and all(isinstance(k, str) for k in v) for v in parts.values()
+    )
+    if not ok:
+        raise GeneratorError(f"{entry[1]}: [parts] maps part names to arrays of path prefixes")
+    return {str(part): tuple(paths) for part, paths in parts.items()}
 
 
 def _env(roots: list[Path]) -> jinja2.Environment:
@@ -175,12 +219,15 @@ class Renderer:
     once with ``ir`` = the package IR, ``faces`` and ``core`` (the newest core face, or None).
     It checks nothing about the faces: it renders what it is given."""
 
-    def __init__(self, package: Package, user_templates: Path | None) -> None:
+    def __init__(
+        self, package: Package, user_templates: Path | None, with_runtime: bool = False
+    ) -> None:
         self.faces = list(package.faces)
-        self.files = template_files(user_templates)
+        self.files = template_files(user_templates, with_runtime)
         self.needs = read_needs(self.files)
+        self.parts = read_parts(self.files) if with_runtime else {}
         self.files.pop(NEEDS_FILE, None)
-        self.roots = ([user_templates] if user_templates else []) + [builtin_templates()]
+        self.roots = ([user_templates] if user_templates else []) + builtin_roots(with_runtime)
         self._env: jinja2.Environment | None = None  # jinja2 is imported on first render
         self.ir = package.ir
         self.context: dict[str, Any] = {
@@ -188,8 +235,24 @@ class Renderer:
             "faces": package.faces,
             "core": package.core,
             "header": header(self.faces),
+            "descriptor": self._descriptor(with_runtime),
         }
         self.builtin = builtin_templates()
+        self.with_runtime = with_runtime
+
+    def _descriptor(self, with_runtime: bool) -> dict[str, Any]:
+        """What the ``descriptor`` module says: the bindings API, whether the runtime is
+        vendored, and each part's path prefixes and requirement lines."""
+        from mcptask_gen import BINDINGS_API
+        from mcptask_gen.requires import requirements
+
+        needs = requirements()
+        parts: dict[str, dict[str, Any]] = {"bindings": {"paths": (), "requires": needs["bindings"]}}
+        for name, prefixes in self.parts.items():
+            if name not in needs:
+                raise GeneratorError(f"templates: [parts] names {name!r}, not a part with requirements")
+            parts[name] = {"paths": prefixes, "requires": needs[name]}
+        return {"bindings_api": BINDINGS_API, "with_runtime": with_runtime, "parts": parts}
 
     def _wanted(self, rel: str) -> bool:
         kinds = {f.kind for f in self.faces}
@@ -242,7 +305,7 @@ class Renderer:
             if rel.endswith(".py") and not text.startswith(head):
                 text = head + "\n" + text
             out.files[target] = text
-            if root == self.builtin:
+            if root == self.builtin or self.builtin in root.parents:
                 out.preformatted.add(target)
         return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_tasks.capabilities import (
+from mcp_tasks.core.capabilities import (
     build_tasks_capability,
     check_tool_call,
     may_call_tool_as_task,

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 600
 #: The error machinery every generated ``errors`` module builds on.
-ERROR_MACHINERY = REPO / "templates" / "_errors.py"
+ERROR_MACHINERY = REPO / "templates" / "bindings" / "_errors.py"
 
 
 def hand_written_runtime() -> list[Path]:

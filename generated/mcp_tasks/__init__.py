@@ -9,11 +9,11 @@
 ``core`` (protocol revision 2025-11-25);
 ``extension`` (protocol revision 2026-07-28, extension io.modelcontextprotocol/tasks).
 
-Protocol-neutral modules: ``lifecycle``, ``errors`` (the errors of every face) and
-``protocol`` (statuses, ``FACES``, and the 2025-11-25 face's facts).
-``models``, ``methods``, ``capabilities``, ``meta`` and ``handlers`` re-export the
-2025-11-25 face; ``store`` (abstract ``TaskStore``) and ``runtime`` (the default
-engine and stores) serve it.
+Protocol-neutral modules: ``lifecycle``, ``errors`` (the errors of every face),
+``protocol`` (statuses, ``FACES``, and the 2025-11-25 face's facts), ``store`` (the abstract ``TaskStore``)
+and ``descriptor`` (the generator, the faces, and what each part of the package needs).
+The default runtime is vendored in: ``runtime`` (engine, stores, MCP server), ``cli``,
+``examples``, ``testing``.
 """
 
 from __future__ import annotations

@@ -154,6 +154,10 @@ class HandlerBase:
     hooks: ClassVar[Mapping[str, str]] = {}
     #: notification method -> (params model, handler method name)
     notifications: ClassVar[Table] = {}
+    #: ``tasks/*`` request -> the type of its result
+    results: ClassVar[Mapping[str, Any]] = {}
+    #: the answer of a request that became a task
+    created: ClassVar[type[BaseModel]] = NoParams
     #: The model of a request's task metadata, and the params member carrying it ("": none).
     task_metadata: ClassVar[type[BaseModel]] = NoParams
     task_param: ClassVar[str] = "task"

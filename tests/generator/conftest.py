@@ -35,8 +35,19 @@ def schema_doc() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def generated_pkg(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One fresh generation of the pinned schemas, shared by read-only tests."""
+    """One fresh generation of the pinned schemas with the runtime vendored in (as
+    ``generated/``), shared by read-only tests."""
     out = tmp_path_factory.mktemp("gen") / "mcp_tasks_fresh"
+    result = run_cli(*PINNED, "-o", out, "--with-runtime")
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="session")
+def bindings_pkg(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One fresh generation of the pinned schemas as a user gets it by default: the
+    bindings, shared by read-only tests."""
+    out = tmp_path_factory.mktemp("gen") / "userpkg"
     result = run_cli(*PINNED, "-o", out)
     assert result.exit_code == 0, result.output
     return out
@@ -55,7 +66,7 @@ def import_package() -> Iterator[Callable[[Path], Any]]:
         loaded.append(pkg_dir.name)
         modules = ("models", "methods", "capabilities", "handlers", "lifecycle", "errors")
         faces = sorted(p.parent.name for p in pkg_dir.glob("*/__init__.py"))
-        for sub in (*modules, "meta", "store", "protocol", *faces):
+        for sub in (*modules, "meta", "store", "protocol", "descriptor", *faces):
             if (pkg_dir / f"{sub}.py").is_file() or sub in faces:
                 importlib.import_module(f"{pkg_dir.name}.{sub}")
         for face in faces:

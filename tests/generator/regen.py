@@ -57,7 +57,7 @@ def main() -> int:
         snapshot_path(name).write_text(ir_snapshot(schema), encoding="utf-8")
         print(f"wrote {snapshot_path(name).relative_to(REPO)}")
     try:
-        cli([*map(str, GENERATED_FROM), "-o", str(GENERATED)], standalone_mode=False)
+        cli([*map(str, GENERATED_FROM), "-o", str(GENERATED), "--with-runtime"], standalone_mode=False)
     except SystemExit as exc:
         return int(exc.code or 0)
     return 0

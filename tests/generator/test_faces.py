@@ -216,7 +216,7 @@ def test_2025_only_output_passes_mypy_strict_and_ruff(tmp_path: Path) -> None:
 def test_argument_order_does_not_matter(generated_pkg: Path, tmp_path: Path) -> None:
     """Faces are ordered by revision."""
     out = tmp_path / "mcp_tasks_fresh"
-    assert run_cli(*reversed(PINNED), "-o", out).exit_code == 0
+    assert run_cli(*reversed(PINNED), "-o", out, "--with-runtime").exit_code == 0
     assert tree(out) == tree(generated_pkg)
 
 
@@ -306,14 +306,31 @@ def test_extension_face_facts(generated_pkg: Path, import_package: Any) -> None:
     assert parsed.model_dump(mode="json", by_alias=True, exclude_unset=True) == message
 
 
-def test_compat_names_are_the_core_face(generated_pkg: Path, import_package: Any) -> None:
-    """Top-level modules keep their names: re-exports of the 2025-11-25 face."""
+def test_the_package_describes_itself_and_carries_no_re_exports(
+    bindings_pkg: Path, import_package: Any
+) -> None:
+    """The bindings by default: one face subpackage per schema, the neutral modules and the
+    descriptor a runtime reads; no top-level re-export of a face, no runtime."""
+    generated_pkg = bindings_pkg
     pkg = import_package(generated_pkg)
-    assert pkg.models.Task is pkg.core.models.Task
     assert pkg.protocol.TASKS_RESULT == "tasks/result"
     assert pkg.protocol.Task is pkg.core.models.Task
-    assert pkg.handlers.TasksHandlerBase is pkg.core.handlers.TasksHandlerBase
     assert pkg.protocol.FACES == {"2025-11-25": "core", "2026-07-28": "extension"}
+    for gone in ("models", "handlers", "methods", "capabilities", "meta", "runtime", "cli"):
+        assert not (generated_pkg / f"{gone}.py").exists() and not (generated_pkg / gone).exists()
+    d = pkg.descriptor
+    assert d.GENERATOR == "mcptask-gen" and d.RUNTIME_VENDORED is False
+    assert {f.module: (f.kind, f.revision) for f in d.FACES.values()} == {
+        "core": ("core", "2025-11-25"),
+        "extension": ("extension", "2026-07-28"),
+    }
+    assert list(d.PARTS) == ["bindings"]
+    assert sorted(r.split("<")[0].split(">")[0] for r in d.PARTS["bindings"].requires) == [
+        "anyio",
+        "pydantic",
+    ]
+    assert pkg.core.handlers.TasksHandlerBase.results["tasks/get"] is pkg.core.models.GetTaskResult
+    assert pkg.extension.handlers.TasksHandlerBase.created is pkg.extension.models.CreateTaskResult
 
 
 def test_extension_handler_base_gates_before_params(ext_only: Path, import_package: Any) -> None:

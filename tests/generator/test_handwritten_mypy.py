@@ -18,19 +18,19 @@ TEMPLATES = REPO / "templates"
 GENERATED = REPO / "generated" / "mcp_tasks"
 
 
-def hand_written() -> list[Path]:
-    """The hand-written Python files of templates/ (relative), shipped verbatim."""
-    return sorted(
-        p.relative_to(TEMPLATES)
-        for p in TEMPLATES.rglob("*.py")
-        if "__pycache__" not in p.parts and p.relative_to(TEMPLATES) != Path("__init__.py")
-    )
+def hand_written() -> dict[Path, Path]:
+    """The hand-written Python files of templates/, shipped verbatim: the path each makes in a
+    package -> the template (the bindings' and the vendored runtime's)."""
+    from mcptask_gen.render import builtin_files
+
+    return {Path(rel): p for rel, p in builtin_files(True).items() if rel.endswith(".py")}
 
 
 @TYPECHECK
 def test_hand_written_modules_pass_mypy_strict_in_place(tmp_path: Path) -> None:
     pkg = tmp_path / "mcp_tasks"
-    ours = set(hand_written())
+    files = hand_written()
+    ours = set(files)
     assert Path("_errors.py") in ours and Path("runtime/engine.py") in ours
     for path in sorted(GENERATED.rglob("*")):
         rel = path.relative_to(GENERATED)
@@ -40,9 +40,9 @@ def test_hand_written_modules_pass_mypy_strict_in_place(tmp_path: Path) -> None:
         (pkg / rel).symlink_to(path)
     for rel in ours:
         (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
-        (pkg / rel).symlink_to(TEMPLATES / rel)
+        (pkg / rel).symlink_to(files[rel])
     assert_mypy_strict(
         "--python-version", "3.11", "-p", "mcp_tasks", cwd=tmp_path, env=mypy_path_env(tmp_path)
     )
     # The files mypy named are the hand-written ones themselves (through the links).
-    assert all((pkg / rel).resolve() == (TEMPLATES / rel).resolve() for rel in ours)
+    assert all((pkg / rel).resolve() == files[rel].resolve() for rel in ours)

@@ -29,12 +29,12 @@ def _same(model: Any, original: Any) -> None:
 
 @pytest.fixture(scope="module")
 def pkg() -> Any:
-    import mcp_tasks.capabilities
+    import mcp_tasks.core.capabilities
+    import mcp_tasks.core.handlers
+    import mcp_tasks.core.meta
+    import mcp_tasks.core.methods
+    import mcp_tasks.core.models
     import mcp_tasks.errors
-    import mcp_tasks.handlers
-    import mcp_tasks.meta
-    import mcp_tasks.methods
-    import mcp_tasks.models
 
     return mcp_tasks
 
@@ -47,29 +47,29 @@ def test_every_seed_example_is_covered() -> None:
 @pytest.mark.parametrize("entry", INDEX, ids=[e["file"] for e in INDEX])
 def test_example_round_trips(entry: dict[str, Any], pkg: Any) -> None:
     data = json.loads((FIXTURES / entry["file"]).read_text())
-    models = pkg.models
+    models = pkg.core.models
     kind, model = entry["kind"], entry["model"]
     if kind == "capabilities":
         side = "server" if model == "ServerCapabilities" else "client"
         tasks = data["capabilities"]["tasks"]
-        cap_model = pkg.capabilities.CAPABILITY_MODELS[side]
+        cap_model = pkg.core.capabilities.CAPABILITY_MODELS[side]
         _same(cap_model.model_validate(tasks), tasks)
-        assert pkg.capabilities.build_tasks_capability(side) == tasks  # R-CAP-2: what we declare
-    elif kind == "request" and entry["method"] in pkg.methods.METHODS:
-        _same(pkg.methods.parse_request(data), data)
+        assert pkg.core.capabilities.build_tasks_capability(side) == tasks  # R-CAP-2: what we declare
+    elif kind == "request" and entry["method"] in pkg.core.methods.METHODS:
+        _same(pkg.core.methods.parse_request(data), data)
     elif kind == "request":
         # A task-augmented request of a non-task method (tools/call): its `task` param (R-CREATE-1).
-        assert entry["method"] in pkg.methods.AUGMENTABLE
+        assert entry["method"] in pkg.core.methods.AUGMENTABLE
         _same(models.TaskMetadata.model_validate(data["params"]["task"]), data["params"]["task"])
     elif kind == "notification":
-        _same(pkg.methods.parse_notification(data), data)
+        _same(pkg.core.methods.parse_notification(data), data)
     elif kind == "response":
         result_model = getattr(models, model)
         _same(result_model.model_validate(data["result"]), data["result"])
     elif kind == "other" and model == "RelatedTaskMetadata":
-        _same(pkg.meta.TaskMeta.model_validate(data), data)
+        _same(pkg.core.meta.TaskMeta.model_validate(data), data)
         task_id = data["io.modelcontextprotocol/related-task"]["taskId"]
-        assert pkg.meta.related_task_meta(task_id) == data  # R-META-1
+        assert pkg.core.meta.related_task_meta(task_id) == data  # R-META-1
     elif kind == "other":
         _same(getattr(models, model).model_validate(data), data)
     elif kind == "error":
@@ -94,9 +94,9 @@ def test_ttl_null_survives_a_round_trip(pkg: Any) -> None:
         "lastUpdatedAt": "2025-11-25T10:30:00Z",
         "ttl": None,
     }
-    for model in (pkg.models.Task, pkg.models.GetTaskResult, pkg.models.CancelTaskResult):
+    for model in (pkg.core.models.Task, pkg.core.models.GetTaskResult, pkg.core.models.CancelTaskResult):
         _same(model.model_validate(task), task)
-    _same(pkg.models.CreateTaskResult.model_validate({"task": task}), {"task": task})
+    _same(pkg.core.models.CreateTaskResult.model_validate({"task": task}), {"task": task})
 
 
 # The tasks extension io.modelcontextprotocol/tasks (spec/tasks-extension.md §23): every JSON

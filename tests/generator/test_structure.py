@@ -11,7 +11,7 @@ from testkit.gen import run_cli, with_prompts_get_augmentable, write_schema
 
 def test_pinned_schema_structure(generated_pkg: Path, import_package: Any) -> None:
     pkg = import_package(generated_pkg)
-    methods = pkg.methods
+    methods = pkg.core.methods
     assert set(methods.METHODS) == {
         "tasks/get",
         "tasks/result",
@@ -20,7 +20,7 @@ def test_pinned_schema_structure(generated_pkg: Path, import_package: Any) -> No
         "notifications/tasks/status",
     }
     get = methods.METHODS["tasks/get"]
-    assert get.params is pkg.models.GetTaskRequestParams and get.result is pkg.models.GetTaskResult
+    assert get.params is pkg.core.models.GetTaskRequestParams and get.result is pkg.core.models.GetTaskResult
     assert get.sent_by == {"client", "server"}
     assert set(methods.AUGMENTABLE) == {
         "tools/call",
@@ -29,11 +29,11 @@ def test_pinned_schema_structure(generated_pkg: Path, import_package: Any) -> No
     }
     assert methods.AUGMENTABLE["tools/call"].receiver == "server"
     assert methods.AUGMENTABLE["elicitation/create"].receiver == "client"
-    assert methods.AUGMENTABLE["tools/call"].answer is pkg.models.CreateTaskResult
-    caps = pkg.capabilities
+    assert methods.AUGMENTABLE["tools/call"].answer is pkg.core.models.CreateTaskResult
+    caps = pkg.core.capabilities
     assert caps.TASK_REQUESTS["server"] == {"tools/call"}
     assert caps.TASK_REQUESTS["client"] == {"sampling/createMessage", "elicitation/create"}
-    handlers = pkg.handlers
+    handlers = pkg.core.handlers
     assert dict(handlers.HOOKS) == {
         "elicitation/create": "elicitation_create_task",
         "sampling/createMessage": "sampling_create_message_task",
@@ -51,15 +51,15 @@ def test_new_augmentable_request_appears_without_code_change(
     result = run_cli(schema, "-o", out)
     assert result.exit_code == 0, result.output
     pkg = import_package(out)
-    assert pkg.handlers.HOOKS["prompts/get"] == "prompts_get_task"
-    assert hasattr(pkg.handlers.TasksHandlerBase, "prompts_get_task")
-    spec = pkg.methods.AUGMENTABLE["prompts/get"]
+    assert pkg.core.handlers.HOOKS["prompts/get"] == "prompts_get_task"
+    assert hasattr(pkg.core.handlers.TasksHandlerBase, "prompts_get_task")
+    spec = pkg.core.methods.AUGMENTABLE["prompts/get"]
     assert spec.receiver == "server" and spec.capability_path == ("prompts", "get")
-    assert "prompts/get" in pkg.capabilities.TASK_REQUESTS["server"]
-    ours = pkg.capabilities.build_tasks_capability("server")
+    assert "prompts/get" in pkg.core.capabilities.TASK_REQUESTS["server"]
+    ours = pkg.core.capabilities.build_tasks_capability("server")
     assert ours["requests"]["prompts"] == {"get": {}}
-    assert pkg.capabilities.peer_supports({"tasks": ours}, "prompts/get")
-    assert not pkg.capabilities.peer_supports(
+    assert pkg.core.capabilities.peer_supports({"tasks": ours}, "prompts/get")
+    assert not pkg.core.capabilities.peer_supports(
         {"tasks": {"requests": {"tools": {"call": {}}}}}, "prompts/get"
     )
 
@@ -73,12 +73,12 @@ def test_augmentable_request_without_capability_is_not_augmentable(
     out = tmp_path / "nocap_tasks"
     assert run_cli(write_schema(tmp_path / "s.json", doc), "-o", out).exit_code == 0
     pkg = import_package(out)
-    assert "prompts/get" not in pkg.handlers.HOOKS
+    assert "prompts/get" not in pkg.core.handlers.HOOKS
 
 
 def test_inline_objects_get_stable_names(generated_pkg: Path, import_package: Any) -> None:
     pkg = import_package(generated_pkg)
-    m = pkg.models
+    m = pkg.core.models
     for name in (
         "GetTaskRequestParams",
         "GetTaskPayloadRequestParams",
@@ -119,7 +119,7 @@ def test_inline_objects_get_stable_names(generated_pkg: Path, import_package: An
     )
     assert r.model_dump(by_alias=True, exclude_unset=True)["_meta"] == {"k": 1}
     assert (
-        pkg.meta.TaskMeta.model_validate(
+        pkg.core.meta.TaskMeta.model_validate(
             {"io.modelcontextprotocol/related-task": {"taskId": "abc"}}
         ).related_task.taskId
         == "abc"
@@ -143,17 +143,17 @@ def test_methods_without_params_get_a_generic_params_model(
     result = run_cli(write_schema(tmp_path / "s.json", doc), "-o", out)
     assert result.exit_code == 0, result.output
     pkg = import_package(out)
-    assert pkg.handlers.DISPATCH["tasks/list"][0] is pkg.handlers.NoParams
-    assert pkg.handlers.NOTIFICATION_DISPATCH["notifications/tasks/status"][0] is (
-        pkg.handlers.NoParams
+    assert pkg.core.handlers.DISPATCH["tasks/list"][0] is pkg.core.handlers.NoParams
+    assert pkg.core.handlers.NOTIFICATION_DISPATCH["notifications/tasks/status"][0] is (
+        pkg.core.handlers.NoParams
     )
-    assert pkg.methods.METHODS["tasks/list"].params is None
+    assert pkg.core.methods.METHODS["tasks/list"].params is None
 
-    class Lister(pkg.handlers.TasksHandlerBase):  # type: ignore[name-defined,misc]
+    class Lister(pkg.core.handlers.TasksHandlerBase):  # type: ignore[name-defined,misc]
         async def tasks_list(self, params: Any, ctx: Any) -> Any:
             assert params.model_extra == {"cursor": "c1"}
-            return pkg.models.ListTasksResult(tasks=[])
+            return pkg.core.models.ListTasksResult(tasks=[])
 
-    ctx = pkg.handlers.RequestContext(requestor="alice")
+    ctx = pkg.core.handlers.RequestContext(requestor="alice")
     answer = asyncio.run(Lister().dispatch("tasks/list", {"cursor": "c1"}, ctx))
     assert answer == {"tasks": []}

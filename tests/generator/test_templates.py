@@ -142,4 +142,4 @@ def test_new_files_may_still_be_added(tmp_path: Path) -> None:
     result = run_cli(SCHEMA, "-o", out, "--templates", templates)
     assert result.exit_code == 0, result.output
     assert (out / "contrib" / "notes.txt").read_text() == "# mine\n"
-    assert (out / "runtime" / "engine.py").is_file()  # the built-in, untouched
+    assert (out / "_handlers.py").is_file()  # the built-in, untouched

@@ -20,7 +20,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from mcp_tasks import models
+from mcp_tasks.core import models
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, TasksClientSession, raw_request
 from testkit.interop import (
     CONFIRM_OUTCOMES,

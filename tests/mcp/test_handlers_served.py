@@ -25,8 +25,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from mcp_tasks.core.meta import RELATED_TASK_KEY
 from mcp_tasks.extension import protocol as ext
-from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime.mcp_client import TaskRequestor, raw_request
 from mcp_tasks.runtime.mcp_ext_client import TasksClientExtension
 from testkit.interop import npm_ci, run_node

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from mcp_tasks import models
+from mcp_tasks.core import models
 from testkit.mcp_e2e import http_session
 
 pytestmark = pytest.mark.anyio

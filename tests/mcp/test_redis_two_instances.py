@@ -19,7 +19,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from mcp_tasks import models
+from mcp_tasks.core import models
 from testkit.ext_wire import ExtClient
 from testkit.mcp_e2e import HttpServer, cancel_while_result_held, http_session, redis_store
 from testkit.redis_fixtures import (  # noqa: F401

@@ -14,8 +14,8 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
+from mcp_tasks.core.handlers import RequestContext
 from mcp_tasks.errors import StoreUnavailable
-from mcp_tasks.handlers import RequestContext
 from mcp_tasks.protocol import (
     CANCELLED,
     COMPLETED,

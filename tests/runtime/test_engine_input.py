@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_tasks.core.meta import RELATED_TASK_KEY
 from mcp_tasks.errors import JsonRpcError, TaskError
-from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime import CoreTasks, TaskContext, TaskEngine
 from mcp_tasks.store import TaskRecord
 from testkit.core_calls import Asked, create_task, handle

@@ -14,8 +14,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_tasks.core.meta import RELATED_TASK_KEY
 from mcp_tasks.errors import JsonRpcError, TaskError
-from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime import TaskContext, TaskEngine
 from testkit.core_calls import create_task
 from testkit.engine_kit import (

@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_tasks.core.meta import RELATED_TASK_KEY
 from mcp_tasks.errors import ConcurrencyLimitExceeded, RateLimitExceeded
-from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime import InMemoryTaskStore, TaskEngine
 from testkit.core_calls import create_task, handle
 from testkit.engine_kit import ALICE, BOB, NOT_FOUND, Clock, call, expect_error, gate, instant

@@ -10,8 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_tasks.core.handlers import RequestContext
 from mcp_tasks.errors import JsonRpcError, RequestCancelled, TaskError
-from mcp_tasks.handlers import RequestContext
 from mcp_tasks.runtime import EngineConfig, TaskContext, TaskEngine
 from mcp_tasks.runtime.redis import RedisTaskStore
 from testkit.core_calls import Asked, create_task, handle

@@ -14,8 +14,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_tasks.core.handlers import RequestContext
 from mcp_tasks.errors import TaskAlreadyTerminal, TaskError
-from mcp_tasks.handlers import RequestContext
 from mcp_tasks.runtime import EngineConfig, SqliteTaskStore, TaskContext, TaskEngine
 from testkit.core_calls import create_task, handle
 from testkit.engine_kit import store_maker
@@ -108,7 +108,7 @@ async def test_cancel_complete_race_1000_R_CANCEL_2_R_CANCEL_3_R_STATE_3(
 
 CHILD = textwrap.dedent("""
     import json, sys, anyio
-    from mcp_tasks.handlers import RequestContext
+    from mcp_tasks.core.handlers import RequestContext
     from mcp_tasks.runtime import CoreTasks, EngineConfig, SqliteTaskStore, TaskEngine
     from testkit.wait import until_async
 

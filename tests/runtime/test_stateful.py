@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
+from mcp_tasks.core.handlers import RequestContext
+from mcp_tasks.core.meta import RELATED_TASK_KEY
 from mcp_tasks.errors import JsonRpcError, TaskError
-from mcp_tasks.handlers import RequestContext
-from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime import (
     EngineConfig,
     InMemoryTaskStore,

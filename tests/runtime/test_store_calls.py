@@ -12,8 +12,8 @@ from typing import Any, Unpack
 import anyio
 import pytest
 
+from mcp_tasks.core.handlers import RequestContext
 from mcp_tasks.errors import ConcurrencyLimitExceeded, TaskNotFound
-from mcp_tasks.handlers import RequestContext
 from mcp_tasks.protocol import (
     COMPLETED,
     TASKS_GET,

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from mcp_tasks.core.meta import RELATED_TASK_KEY
 from mcp_tasks.errors import TaskError
-from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime import (
     InMemoryTaskStore,
     TaskContext,

@@ -18,10 +18,10 @@ from typing import Any
 
 import anyio
 
+from mcp_tasks.core.handlers import RequestContext
+from mcp_tasks.core.meta import RELATED_TASK_KEY
 from mcp_tasks.errors import TaskError
 from mcp_tasks.extension import protocol as ext
-from mcp_tasks.handlers import RequestContext
-from mcp_tasks.meta import RELATED_TASK_KEY
 from mcp_tasks.runtime import CoreTasks, ExtensionTasks, TaskContext, TaskEngine
 from mcp_tasks.store import TaskRecord, TaskStore
 from testkit.procs import stop_process

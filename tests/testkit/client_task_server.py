@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
-from mcp_tasks.capabilities import peer_supports
+from mcp_tasks.core.capabilities import peer_supports
 from mcp_tasks.runtime._sdk import connection_of
 from mcp_tasks.runtime.mcp_server import McpTasks, request_client_task
 

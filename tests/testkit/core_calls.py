@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mcp_tasks.handlers import RequestContext
+from mcp_tasks.core.handlers import RequestContext
 from mcp_tasks.runtime import CoreTasks, TaskEngine
 
 

@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_tasks.core.handlers import RequestContext
 from mcp_tasks.errors import TaskError
-from mcp_tasks.handlers import RequestContext
 from mcp_tasks.runtime import (
     EngineConfig,
     InMemoryTaskStore,

@@ -29,7 +29,7 @@ from mcp import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from mcp_tasks import models
+from mcp_tasks.core import models
 from mcp_tasks.runtime.mcp_client import TasksClientSession
 from testkit.doors import door_of, http_targets
 from testkit.example_server import SERVER_MODULE, HttpServer, ServerPool

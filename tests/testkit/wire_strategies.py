@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from mcp_tasks import models
+from mcp_tasks.core import models
 from mcp_tasks.extension import protocol as ext_protocol
 from testkit.json_tree import drop_at, json_paths, set_at
 

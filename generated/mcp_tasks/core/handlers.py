@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 from pydantic import BaseModel
 
@@ -41,6 +41,18 @@ DISPATCH: Final[Mapping[str, tuple[type[BaseModel], str]]] = MappingProxyType(
         "tasks/result": (models.GetTaskPayloadRequestParams, "tasks_result"),
     }
 )
+#: method -> the type of its result, and the answer of a request that became a task: what a
+#: handler returns (a runtime's default handler builds its results with these, so they are
+#: this package's own classes)
+RESULTS: Final[Mapping[str, Any]] = MappingProxyType(
+    {
+        "tasks/cancel": models.CancelTaskResult,
+        "tasks/get": models.GetTaskResult,
+        "tasks/list": models.ListTasksResult,
+        "tasks/result": models.GetTaskPayloadResult,
+    }
+)
+CREATED: Final[type[BaseModel]] = models.CreateTaskResult
 #: task-augmentable method -> hook method name
 HOOKS: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -67,6 +79,8 @@ class TasksHandlerBase(HandlerBase):
     face: ClassVar[str] = REVISION
     requests: ClassVar[Table] = DISPATCH
     hooks: ClassVar[Mapping[str, str]] = HOOKS
+    results: ClassVar[Mapping[str, Any]] = RESULTS
+    created: ClassVar[type[BaseModel]] = CREATED
     notifications: ClassVar[Table] = NOTIFICATION_DISPATCH
     task_metadata: ClassVar[type[BaseModel]] = models.TaskMetadata
     task_param: ClassVar[str] = "task"
@@ -131,11 +145,13 @@ class TasksHandlerBase(HandlerBase):
 
 
 __all__ = [
+    "CREATED",
     "DISPATCH",
     "HOOKS",
     "NOTIFICATION_DISPATCH",
     "AugmentedRequest",
     "NoParams",
+    "RESULTS",
     "RequestContext",
     "TasksHandlerBase",
     "Unimplemented",

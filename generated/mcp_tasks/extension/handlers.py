@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 from pydantic import BaseModel
 
@@ -44,6 +44,17 @@ DISPATCH: Final[Mapping[str, tuple[type[BaseModel], str]]] = MappingProxyType(
         "tasks/update": (models.UpdateTaskRequestParams, "tasks_update"),
     }
 )
+#: method -> the type of its result, and the answer of a request that became a task: what a
+#: handler returns (a runtime's default handler builds its results with these, so they are
+#: this package's own classes)
+RESULTS: Final[Mapping[str, Any]] = MappingProxyType(
+    {
+        "tasks/cancel": models.CancelTaskResult,
+        "tasks/get": models.GetTaskResult,
+        "tasks/update": models.UpdateTaskResult,
+    }
+)
+CREATED: Final[type[BaseModel]] = models.CreateTaskResult
 #: method that may become a task -> hook method name (X-CAP-4, X-CAP-7)
 HOOKS: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -61,6 +72,8 @@ class TasksHandlerBase(HandlerBase):
     face: ClassVar[str] = REVISION
     requests: ClassVar[Table] = DISPATCH
     hooks: ClassVar[Mapping[str, str]] = HOOKS
+    results: ClassVar[Mapping[str, Any]] = RESULTS
+    created: ClassVar[type[BaseModel]] = CREATED
     task_param: ClassVar[str] = ""  # no task param on this face (X-CREATE-5)
     gated: ClassVar[frozenset[str]] = GATE_METHODS
 
@@ -102,11 +115,13 @@ class TasksHandlerBase(HandlerBase):
 
 
 __all__ = [
+    "CREATED",
     "DECLARED",
     "DISPATCH",
     "HOOKS",
     "AugmentedRequest",
     "NoParams",
+    "RESULTS",
     "RequestContext",
     "TasksHandlerBase",
     "Unimplemented",

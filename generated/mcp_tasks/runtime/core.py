@@ -15,6 +15,11 @@ task-augmented (``tools/call`` on a server; ``sampling/createMessage`` and
 to change one rule and call ``super()``; write a handler from the generated base alone to
 serve tasks from your own job system. The server (``McpTasks``) serves whichever it is given.
 
+``CoreTasksMixin`` is the same behaviour on any package's bindings: put it before the
+``TasksHandlerBase`` of a package you generated (``class Jobs(CoreTasksMixin,
+userpkg.core.handlers.TasksHandlerBase)``) and its results are that package's classes (its
+``RESULTS`` and ``CREATED``), so your ``isinstance`` checks hold.
+
 Every translation between the protocol-neutral engine and this face's wire is here: the
 engine's ``TaskRecord`` as the revision's ``Task`` (``ttl``, ``pollInterval``), the ``task``
 param's ttl, the blocking ``tasks/result`` with the related-task ``_meta`` on the input
@@ -24,14 +29,18 @@ it created (``TaskRecord.face``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from functools import cache
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, TypeAdapter
 
 from .. import protocol
 from .._handlers import RATE_COUNTED, NeedsStream
 from ..core.handlers import AugmentedRequest, RequestContext, TasksHandlerBase
+from ..core.meta import with_related_task
 from ..errors import InvalidParams, TaskAlreadyTerminal, error_from_payload
-from ..meta import with_related_task
 from ..store import TaskRecord, rfc3339
 from .limits import DEFAULT, Default, json_size
 from .runs import InputHandler, PendingInput
@@ -39,7 +48,16 @@ from .runs import InputHandler, PendingInput
 if TYPE_CHECKING:
     from .engine import TaskEngine
 
-__all__ = ["FACE", "CoreTasks", "requested_ttl", "stamped", "start_work", "task_json"]
+__all__ = [
+    "FACE",
+    "CoreTasks",
+    "CoreTasksMixin",
+    "build_result",
+    "requested_ttl",
+    "stamped",
+    "start_work",
+    "task_json",
+]
 
 #: The face's name: the revision it speaks (``TaskRecord.face`` of the tasks it creates).
 FACE: str = protocol.REVISION
@@ -64,13 +82,26 @@ def task_json(
     return out
 
 
-def requested_ttl(task: protocol.TaskMetadata) -> int | None | Default:
+@cache
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(kind)
+
+
+def build_result(kind: Any, data: Any) -> Any:
+    """``data`` validated as ``kind``, a result type of a handler's bindings (a model, or a
+    union of models)."""
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        return kind.model_validate(data)
+    return _adapter(kind).validate_python(data)
+
+
+def requested_ttl(task: Any) -> int | None | Default:
     """The ttl a request's validated ``task`` param asks for (R-TTL-2): ``DEFAULT`` when
     absent, ``None`` for unlimited, else a non-negative integer (the engine applies its
     policy)."""
     if "ttl" not in task.model_fields_set:
         return DEFAULT
-    ttl = task.ttl
+    ttl: int | None = task.ttl
     if ttl is not None and ttl < 0:
         raise InvalidParams(detail="params.task.ttl: must not be negative")
     return ttl
@@ -139,8 +170,12 @@ def _deliverer(ctx: RequestContext) -> InputHandler | None:
     return deliver
 
 
-class CoreTasks(TasksHandlerBase):
-    """The core face's ``tasks/*`` requests and task creation over a ``TaskEngine``."""
+class CoreTasksMixin:
+    """The core face's ``tasks/*`` requests and task creation over a ``TaskEngine``, on the
+    bindings of the ``TasksHandlerBase`` it is mixed into (before it)."""
+
+    results: ClassVar[Mapping[str, Any]]
+    created: ClassVar[type[BaseModel]]
 
     def __init__(self, engine: TaskEngine) -> None:
         self.engine = engine
@@ -149,59 +184,47 @@ class CoreTasks(TasksHandlerBase):
         self.carrying: dict[str, int] = {}
 
     # ------------------------------------------------------------------ starting tasks
-    async def start(
-        self, request: AugmentedRequest[protocol.TaskMetadata], ctx: RequestContext
-    ) -> protocol.CreateTaskResult:
+    async def start(self, request: AugmentedRequest[Any], ctx: RequestContext) -> Any:
         """Store a task for ``request`` and start its ``work``; ``CreateTaskResult`` at once
         (R-CREATE-2). The body of every hook of this handler."""
         ttl = requested_ttl(request.task)
         rec = await start_work(  # R-STATE-4: an isError result ends failed
             self.engine, request, ctx, FACE, tool_error=protocol.FAILED, ttl_ms=ttl
         )
-        return protocol.CreateTaskResult.model_validate({"task": task_json(rec)})
+        return self.created.model_validate({"task": task_json(rec)})
 
-    async def tools_call_task(
-        self, request: AugmentedRequest[protocol.TaskMetadata], ctx: RequestContext
-    ) -> protocol.CreateTaskResult:
+    async def tools_call_task(self, request: AugmentedRequest[Any], ctx: RequestContext) -> Any:
         return await self.start(request, ctx)
 
     async def sampling_create_message_task(
-        self, request: AugmentedRequest[protocol.TaskMetadata], ctx: RequestContext
-    ) -> protocol.CreateTaskResult:
+        self, request: AugmentedRequest[Any], ctx: RequestContext
+    ) -> Any:
         return await self.start(request, ctx)
 
     async def elicitation_create_task(
-        self, request: AugmentedRequest[protocol.TaskMetadata], ctx: RequestContext
-    ) -> protocol.CreateTaskResult:
+        self, request: AugmentedRequest[Any], ctx: RequestContext
+    ) -> Any:
         return await self.start(request, ctx)
 
     # ------------------------------------------------------------------ tasks/*
-    async def tasks_get(
-        self, params: protocol.GetTaskParams, ctx: RequestContext
-    ) -> protocol.GetTaskResult:
+    async def tasks_get(self, params: Any, ctx: RequestContext) -> Any:
         rec = await self.engine.record(ctx.requestor, params.taskId, face=FACE)
-        return protocol.GetTaskResult.model_validate(task_json(rec))  # R-GET-3, R-META-3
+        return build_result(self.results[protocol.TASKS_GET], task_json(rec))  # R-GET-3, R-META-3
 
-    async def tasks_cancel(
-        self, params: protocol.CancelTaskParams, ctx: RequestContext
-    ) -> protocol.CancelTaskResult:
+    async def tasks_cancel(self, params: Any, ctx: RequestContext) -> Any:
         rec, moved = await self.engine.cancel(ctx.requestor, params.taskId, face=FACE)
         if not moved:
             raise TaskAlreadyTerminal(rec.status.value)  # R-CANCEL-1
-        return protocol.CancelTaskResult.model_validate(task_json(rec))
+        return build_result(self.results[protocol.TASKS_CANCEL], task_json(rec))
 
-    async def tasks_list(
-        self, params: protocol.ListTasksParams, ctx: RequestContext
-    ) -> protocol.ListTasksResult:
+    async def tasks_list(self, params: Any, ctx: RequestContext) -> Any:
         recs, cursor = await self.engine.list_page(ctx.requestor, params.cursor, face=FACE)
         out: dict[str, Any] = {"tasks": [task_json(r) for r in recs]}
         if cursor is not None:  # R-LIST-1
             out["nextCursor"] = cursor
-        return protocol.ListTasksResult.model_validate(out)
+        return build_result(self.results[protocol.TASKS_LIST], out)
 
-    async def tasks_result(
-        self, params: protocol.GetTaskPayloadParams, ctx: RequestContext
-    ) -> protocol.GetTaskPayloadResult:
+    async def tasks_result(self, params: Any, ctx: RequestContext) -> Any:
         """Block until terminal (R-RESULT-2), delivering the task's input requests on the
         request's own stream meanwhile (R-INPUT-3). Without a stream (``ctx.send_request``
         None) a task that asks for input raises :class:`NeedsStream`: a front door with one
@@ -227,10 +250,14 @@ class CoreTasks(TasksHandlerBase):
                     carrying[task_id] = left
         if rec.status not in protocol.TERMINAL:
             raise NeedsStream(f"task {params.taskId} asks for input (R-INPUT-3)")
-        return protocol.GetTaskPayloadResult.model_validate(result_payload(rec))
+        return build_result(self.results[protocol.TASKS_RESULT], result_payload(rec))
 
     # ------------------------------------------------------------------ notifications
     def status_notification(self, rec: TaskRecord) -> tuple[str, dict[str, Any]]:
         """``notifications/tasks/status`` of a status change: the whole Task, no
         related-task ``_meta`` (R-NOTIFY-1, R-NOTIFY-3)."""
         return protocol.NOTIFICATIONS_TASKS_STATUS, task_json(rec)
+
+
+class CoreTasks(CoreTasksMixin, TasksHandlerBase):
+    """The default handler of the core face, on this package's bindings."""

@@ -55,14 +55,14 @@ from mcp.client.session import ClientSession
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import protocol
-from ..capabilities import (
+from ..core.capabilities import (
     build_tasks_capability,
     may_call_tool_as_task,
     peer_supports_cancel,
     peer_supports_list,
     tool_task_support,
 )
-from ..handlers import RequestContext
+from ..core.handlers import RequestContext
 from ..protocol import (
     AUGMENTABLE,
     INPUT_REQUIRED,

@@ -42,6 +42,7 @@ from .._handlers import HandlerBase
 from ..protocol import REVISION, TASK_SUPPORT_OPTIONAL, TaskSupportValue
 from ..store import TaskStore
 from ._sdk import http_endpoint, lowlevel_server, session_manager, take_lone_surrogates
+from .bindings import adopt
 from .engine import EngineConfig, TaskEngine
 from .faces import DEFAULTS
 from .mcp_input_push import InputPush
@@ -66,29 +67,24 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-def _generated_base(default: type[HandlerBase]) -> str:
-    """The dotted name of the generated ``TasksHandlerBase`` a face's default subclasses."""
-    base = next(c for c in default.__mro__ if c.__name__ == "TasksHandlerBase")
-    return f"{base.__module__}.{base.__qualname__}"
-
-
-def face_handlers(engine: TaskEngine, handlers: Iterable[HandlerBase]) -> dict[str, HandlerBase]:
+def face_handlers(engine: TaskEngine, handlers: Iterable[object]) -> dict[str, HandlerBase]:
     """Each face's handler: the one given for it (at most one per face), else its default
-    built on ``engine``. A handler must be an instance of a subclass of a face's generated
-    ``TasksHandlerBase`` (``TypeError`` otherwise)."""
+    built on ``engine``. A handler is an instance of a subclass of a face's generated
+    ``TasksHandlerBase``, of this package's bindings or of any package the generator wrote
+    for a revision this runtime serves (:func:`~.bindings.adopt`; ``TypeError`` otherwise)."""
     out: dict[str, HandlerBase] = {}
-    for handler in handlers:
+    for given in handlers:
+        handler = adopt(given)
         face = str(getattr(handler, "face", ""))
-        if not isinstance(handler, HandlerBase) or face not in DEFAULTS:
-            faces = ", ".join(_generated_base(d) for d in DEFAULTS.values())
+        if face not in DEFAULTS:
             raise TypeError(
-                f"handlers: {type(handler).__name__} is not a subclass of a face's generated"
-                f" TasksHandlerBase (one of: {faces})"
+                f"handlers: {type(given).__name__} speaks revision {face or '(none)'};"
+                f" this runtime serves {', '.join(sorted(DEFAULTS))}"
             )
         if face in out:
             raise ValueError(
                 f"handlers: two handlers for the face of revision {face}"
-                f" ({type(out[face]).__name__}, {type(handler).__name__}): give one per face"
+                f" ({type(out[face]).__name__}, {type(given).__name__}): give one per face"
             )
         out[face] = handler
     for face, default in DEFAULTS.items():
@@ -123,7 +119,7 @@ class McpTasks:
         server: Any,
         *,
         engine: TaskEngine | None = None,
-        handlers: Iterable[HandlerBase] = (),
+        handlers: Iterable[object] = (),
         store: TaskStore | None = None,
         config: EngineConfig | None = None,
         task_support: Mapping[str, TaskSupportValue] | None = None,

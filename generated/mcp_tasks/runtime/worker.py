@@ -45,8 +45,8 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
+from ..core.meta import RELATED_TASK_KEY
 from ..errors import InternalError, MethodNotFound, TaskError
-from ..meta import RELATED_TASK_KEY
 from ..protocol import FAILED, NON_TERMINAL, TERMINAL, TOOLS_CALL, TaskStatus
 from ._sdk import (
     connection_from_envelope,

@@ -21,8 +21,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ...models import TaskStatus
-from ...protocol import REVISION, TERMINAL
+from ...protocol import REVISION, TERMINAL, TaskStatus
 from ...store import TaskRecord, encode_json, storable_text
 
 

@@ -28,19 +28,20 @@ filter to hang ``notifications/tasks`` on (X-NOTIF-1 is optional); clients poll.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from .. import protocol
 from .._handlers import ROUTING_NAME
+from ..core.handlers import RequestContext
 from ..errors import HeaderMismatch, InternalError, InvalidParams, describe_validation_error
 from ..extension import models
 from ..extension import protocol as ext
-from ..extension.handlers import DISPATCH, AugmentedRequest, NoParams, TasksHandlerBase
-from ..handlers import RequestContext
+from ..extension.handlers import AugmentedRequest, NoParams, TasksHandlerBase
 from ..store import TaskRecord
-from .core import start_work, task_json
+from .core import build_result, start_work, task_json
 from .runs import TaskView
 
 if TYPE_CHECKING:
@@ -62,21 +63,25 @@ MAX_INPUT_RESPONSES: Final = 256
 #: The engine's status of a tool result with ``isError`` on this face (X-ERR-4).
 TOOL_ERROR: Final = next(s for s in protocol.STATUSES if s.value == ext.TOOL_ERROR_STATUS.value)
 
-_GET_RESULT: TypeAdapter[Any] = TypeAdapter(models.GetTaskResult)
 _INPUT_RESPONSE: TypeAdapter[Any] = TypeAdapter(models.InputResponse)
 
 
-class UpdateParams(models.UpdateTaskRequestParams):
-    """``tasks/update`` params with the values left unread: only the values under
-    outstanding keys are validated, by the handler (X-UPD-7, A-9)."""
+@cache
+def lenient_update(params: type[BaseModel]) -> type[BaseModel]:
+    """A bindings' ``tasks/update`` params model with the values left unread: only the values
+    under outstanding keys are validated, by the handler (X-UPD-7, A-9)."""
+    if getattr(params, _LENIENT, False):
+        return params
+    model: type[BaseModel] = create_model(
+        params.__name__, __base__=params, inputResponses=(dict[str, Any], ...)
+    )
+    setattr(model, _LENIENT, True)
+    return model
 
-    inputResponses: dict[str, Any]
 
-
-_REQUESTS: Final[dict[str, tuple[type[BaseModel], str]]] = {
-    **DISPATCH,
-    ext.TASKS_UPDATE: (UpdateParams, DISPATCH[ext.TASKS_UPDATE][1]),
-}
+_LENIENT = "__mcptask_lenient_inputs__"
+#: This package's ``tasks/update`` params as the default handler reads them.
+UpdateParams: Final = lenient_update(models.UpdateTaskRequestParams)
 
 
 def extension_task_json(rec: TaskRecord) -> dict[str, Any]:
@@ -112,35 +117,39 @@ def check_routing_name(task_id: str, ctx: RequestContext) -> None:
         )
 
 
-class ExtensionTasks(TasksHandlerBase):
-    """The extension's ``tasks/*`` requests and task creation over a ``TaskEngine``."""
+class ExtensionTasksMixin:
+    """The extension's ``tasks/*`` requests and task creation over a ``TaskEngine``, on the
+    bindings of the ``TasksHandlerBase`` it is mixed into (before it): ``class
+    Jobs(ExtensionTasksMixin, userpkg.extension.handlers.TasksHandlerBase)``."""
 
-    requests: ClassVar[Mapping[str, tuple[type[BaseModel], str]]] = _REQUESTS
+    requests: ClassVar[Mapping[str, tuple[type[BaseModel], str]]]
+    results: ClassVar[Mapping[str, Any]]
+    created: ClassVar[type[BaseModel]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        model, name = cls.requests[ext.TASKS_UPDATE]
+        cls.requests = {**cls.requests, ext.TASKS_UPDATE: (lenient_update(model), name)}
 
     def __init__(self, engine: TaskEngine) -> None:
         self.engine = engine
 
     async def tools_call_task(
         self, request: AugmentedRequest[NoParams], ctx: RequestContext
-    ) -> models.CreateTaskResult:
+    ) -> Any:
         """Store the task and start its work; the flat ``CreateTaskResult`` once ``tasks/get``
         finds it (X-CREATE-3). The ttl is the server's policy (none is asked on this face)."""
         rec = await start_work(self.engine, request, ctx, FACE, tool_error=TOOL_ERROR)
         out = extension_task_json(rec)
         out["resultType"] = ext.RESULT_TYPE_TASK
-        return models.CreateTaskResult.model_validate(out)
+        return self.created.model_validate(out)
 
-    async def tasks_get(
-        self, params: models.GetTaskRequestParams, ctx: RequestContext
-    ) -> models.GetTaskResult:
+    async def tasks_get(self, params: Any, ctx: RequestContext) -> Any:
         check_routing_name(params.taskId, ctx)
         view = await self.engine.view(ctx.requestor, params.taskId, face=FACE)
-        result: models.GetTaskResult = _GET_RESULT.validate_python(detailed(view))
-        return result
+        return build_result(self.results[ext.TASKS_GET], detailed(view))
 
-    async def tasks_update(  # type: ignore[override]
-        self, params: UpdateParams, ctx: RequestContext
-    ) -> models.UpdateTaskResult:
+    async def tasks_update(self, params: Any, ctx: RequestContext) -> Any:
         check_routing_name(params.taskId, ctx)
         responses = params.inputResponses
         if len(responses) > MAX_INPUT_RESPONSES:
@@ -166,15 +175,21 @@ class ExtensionTasks(TasksHandlerBase):
             answers[key] = value
         if answers:
             await self.engine.answer(ctx.requestor, params.taskId, answers, face=FACE)
-        return models.UpdateTaskResult(resultType=ext.RESULT_TYPE_COMPLETE)
+        return build_result(
+            self.results[ext.TASKS_UPDATE], {"resultType": ext.RESULT_TYPE_COMPLETE}
+        )
 
-    async def tasks_cancel(
-        self, params: models.CancelTaskRequestParams, ctx: RequestContext
-    ) -> models.CancelTaskResult:
+    async def tasks_cancel(self, params: Any, ctx: RequestContext) -> Any:
         check_routing_name(params.taskId, ctx)
         await self.engine.cancel(ctx.requestor, params.taskId, face=FACE)  # terminal: the same ack
-        return models.CancelTaskResult(resultType=ext.RESULT_TYPE_COMPLETE)
+        return build_result(
+            self.results[ext.TASKS_CANCEL], {"resultType": ext.RESULT_TYPE_COMPLETE}
+        )
 
     def status_notification(self, rec: TaskRecord) -> tuple[str, dict[str, Any]] | None:
         """No notification channel on this face yet (see the module's docstring)."""
         return None
+
+
+class ExtensionTasks(ExtensionTasksMixin, TasksHandlerBase):
+    """The default handler of the extension's face, on this package's bindings."""

@@ -14,9 +14,9 @@ from typing import Any
 import anyio
 from mcp.server.session import ServerSession
 
-from ..capabilities import peer_supports
+from ..core.capabilities import peer_supports
+from ..core.meta import RELATED_TASK_KEY
 from ..errors import MethodNotFound, TaskError
-from ..meta import RELATED_TASK_KEY
 from ..protocol import (
     INPUT_REQUIRED,
     SERVER_REQUEST_METHODS,

@@ -42,9 +42,9 @@ from .._handlers import (
     RequestContext,
     Work,
 )
-from ..capabilities import build_tasks_capability, check_tool_call
+from ..core.capabilities import build_tasks_capability, check_tool_call
+from ..core.meta import MODEL_IMMEDIATE_RESPONSE_KEY
 from ..errors import InternalError, MethodNotFound, TaskError
-from ..meta import MODEL_IMMEDIATE_RESPONSE_KEY
 from ._sdk import (
     Connection,
     MCPError,

@@ -27,8 +27,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 from ...errors import StoreUnavailable
-from ...models import TaskStatus
-from ...protocol import INPUT_REQUIRED, REVISION, TERMINAL, WORKING
+from ...protocol import INPUT_REQUIRED, REVISION, TERMINAL, WORKING, TaskStatus
 from ...store import (
     Change,
     SharedTaskStore,
