@@ -262,9 +262,9 @@ def test_the_package_passes_mypy_strict_and_ruff(next_pkg: tuple[Path, Any]) -> 
 
 
 def test_beside_2025_11_25_it_is_the_extension_face_the_runtime_serves(tmp_path: Path) -> None:
-    """With the core face the runtime is written; its extension face is the new revision's."""
+    """With the core face and the runtime vendored, its extension face is the new revision's."""
     out = tmp_path / "both_tasks"
-    result = run_cli(SCHEMA, write_folded(tmp_path), "-o", out)
+    result = run_cli(SCHEMA, write_folded(tmp_path), "-o", out, "--with-runtime")
     assert result.exit_code == 0, result.output
     protocol = (out / "protocol.py").read_text()
     assert f'"2025-11-25": "core",\n        "{NEXT}": "extension",' in protocol

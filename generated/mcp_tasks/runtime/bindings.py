@@ -112,10 +112,14 @@ def adopt(handler: object) -> HandlerBase:
 
 
 def _unknown(handler: object) -> HandlerBase:
+    package = own.__name__.removesuffix(".descriptor")
+    bases = ", ".join(
+        f"{package}.{face.module}.handlers.TasksHandlerBase" for face in own.FACES.values()
+    )
     raise _refuse(
         handler,
-        "is not a subclass of a generated TasksHandlerBase (of this package's bindings,"
-        f" {own.__name__.removesuffix('.descriptor')}, or of a package mcptask-gen wrote)",
+        f"is not a subclass of a generated TasksHandlerBase (one of: {bases}, or the same"
+        " class of a package mcptask-gen wrote)",
     )
 
 

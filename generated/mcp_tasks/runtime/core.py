@@ -260,4 +260,35 @@ class CoreTasksMixin:
 
 
 class CoreTasks(CoreTasksMixin, TasksHandlerBase):
-    """The default handler of the core face, on this package's bindings."""
+    """The default handler of the core face, on this package's bindings (typed with its
+    models: a subclass's ``super()`` calls return them)."""
+
+    async def tools_call_task(
+        self, request: AugmentedRequest[protocol.TaskMetadata], ctx: RequestContext
+    ) -> protocol.CreateTaskResult:
+        created: protocol.CreateTaskResult = await super().tools_call_task(request, ctx)
+        return created
+
+    async def tasks_get(
+        self, params: protocol.GetTaskParams, ctx: RequestContext
+    ) -> protocol.GetTaskResult:
+        result: protocol.GetTaskResult = await super().tasks_get(params, ctx)
+        return result
+
+    async def tasks_cancel(
+        self, params: protocol.CancelTaskParams, ctx: RequestContext
+    ) -> protocol.CancelTaskResult:
+        result: protocol.CancelTaskResult = await super().tasks_cancel(params, ctx)
+        return result
+
+    async def tasks_list(
+        self, params: protocol.ListTasksParams, ctx: RequestContext
+    ) -> protocol.ListTasksResult:
+        result: protocol.ListTasksResult = await super().tasks_list(params, ctx)
+        return result
+
+    async def tasks_result(
+        self, params: protocol.GetTaskPayloadParams, ctx: RequestContext
+    ) -> protocol.GetTaskPayloadResult:
+        result: protocol.GetTaskPayloadResult = await super().tasks_result(params, ctx)
+        return result

@@ -199,4 +199,29 @@ class ExtensionTasksMixin:
 
 
 class ExtensionTasks(ExtensionTasksMixin, TasksHandlerBase):
-    """The default handler of the extension's face, on this package's bindings."""
+    """The default handler of the extension's face, on this package's bindings (typed with its
+    models: a subclass's ``super()`` calls return them)."""
+
+    async def tools_call_task(
+        self, request: AugmentedRequest[NoParams], ctx: RequestContext
+    ) -> models.CreateTaskResult:
+        created: models.CreateTaskResult = await super().tools_call_task(request, ctx)
+        return created
+
+    async def tasks_get(
+        self, params: models.GetTaskRequestParams, ctx: RequestContext
+    ) -> models.GetTaskResult:
+        result: models.GetTaskResult = await super().tasks_get(params, ctx)
+        return result
+
+    async def tasks_update(
+        self, params: models.UpdateTaskRequestParams, ctx: RequestContext
+    ) -> models.UpdateTaskResult:
+        result: models.UpdateTaskResult = await super().tasks_update(params, ctx)
+        return result
+
+    async def tasks_cancel(
+        self, params: models.CancelTaskRequestParams, ctx: RequestContext
+    ) -> models.CancelTaskResult:
+        result: models.CancelTaskResult = await super().tasks_cancel(params, ctx)
+        return result
