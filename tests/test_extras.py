@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_tasks.runtime.sdk_check import EXTRAS
+from mcp_tasks import descriptor
+from mcp_tasks.runtime.parts import EXTRA, MODULES
 from testkit.procs import python_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,14 +72,20 @@ def test_every_extra_the_docs_name_exists_and_installs_from_the_checkout() -> No
         assert f"'.[mcp,{extra}]'" in readme, extra
 
 
-def test_what_a_command_asks_for_is_what_the_extra_installs() -> None:
-    for extra, modules in EXTRAS.items():
-        pins = {_name(pin): pin for pin in modules.values()}
+def test_what_a_part_asks_for_is_what_its_extra_installs() -> None:
+    """The lines a missing part names (the package's ``descriptor.PARTS``) are its extra's in
+    ``pyproject.toml``, and every module the part checks for is one of them."""
+    for part, extra in EXTRA.items():
         declared = {_name(r): r for r in OPTIONAL[extra] if not r.startswith("mcptask-gen[")}
         for inner in (r for r in OPTIONAL[extra] if r.startswith("mcptask-gen[")):
             for sub in inner.removeprefix("mcptask-gen[").rstrip("]").split(","):
                 declared.update({_name(r): r for r in OPTIONAL[sub]})
-        assert pins == declared, extra
+        lines = descriptor.PARTS[part].requires
+        assert {_name(line) for line in lines} == set(declared), part
+        distributions = {"prometheus_client": "prometheus-client", "docket": "pydocket"}
+        distributions |= {"mcp_types": "mcp"}
+        for module in MODULES[part]:
+            assert distributions.get(module, module) in declared, (part, module)
 
 
 def test_the_constraints_cover_the_test_extra() -> None:
@@ -151,3 +158,35 @@ def test_a_missing_extra_is_one_line_naming_it(
     assert lines[0].startswith(f"python -m {argv[0]}: error: "), lines[0]
     assert f"the '{extra}' extra ({refused} is not installed)" in lines[0]
     assert f"pip install -e '.[{extra}]'" in lines[0]
+
+
+#: ``import MODULE`` (argv[2]) with the top-level modules of argv[1] refused by the import system
+IMPORT_WITHOUT = WITHOUT.replace(
+    'sys.argv = sys.argv[2:]\nrunpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)\n',
+    "import importlib\nimportlib.import_module(sys.argv[2])\n",
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "refused", "extra"),
+    [
+        ("mcp_tasks.runtime.redis", "redis", "redis"),
+        ("mcp_tasks.runtime.ops.metrics", "prometheus_client", "ops"),
+    ],
+)
+def test_importing_a_part_without_its_extra_says_which_in_one_line(
+    module: str, refused: str, extra: str
+) -> None:
+    """An optional part of the runtime imported without its extra: one line naming the part,
+    the extra and its pins (from the package's descriptor), not a trace from deep inside."""
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORT_WITHOUT, refused, module],
+        capture_output=True,
+        text=True,
+        env=python_env(),
+        timeout=120,
+    )
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("ModuleNotFoundError: ") and f"{module} needs the '{extra}' extra" in last
+    assert all(f"'{pin}'" in last for pin in descriptor.PARTS[extra].requires)

@@ -113,7 +113,7 @@ PARTS: Final[Mapping[str, Part]] = MappingProxyType(
             requires=("prometheus-client<1,>=0.20",),
         ),
         "workers": Part(
-            paths=("runtime/worker.py", "worker.py", "examples/workers.py"),
+            paths=("runtime/offload.py", "runtime/worker.py", "worker.py", "examples/workers.py"),
             requires=("pydocket<0.28,>=0.27", "redis<9,>=6.0.0"),
         ),
     }

@@ -1,7 +1,7 @@
 // A TypeScript-SDK (1.32.2) client driving a tasks server through one scenario.
 //
 //   node ts_client.mjs SCENARIO URL                  (Streamable HTTP)
-//   node ts_client.mjs SCENARIO stdio COMMAND ARGS...  (stdio)
+//   node ts_client.mjs SCENARIO stdio COMMAND ARGS... [-- SCENARIO_ARGS...]  (stdio)
 //
 // Prints one JSON object on stdout: what the SDK observed. The pytest side checks it
 // against the spec rules (shared/spec/tasks-2025-11-25.md). Uses the SDK's experimental
@@ -20,7 +20,11 @@ const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const errorOf = (e) => ({ code: e?.code ?? null, message: String(e?.message ?? e) });
 
-const [scenario, target, ...rest] = process.argv.slice(2);
+const [scenario, target, ...argv] = process.argv.slice(2);
+// over stdio: the server's command, then `--` and the scenario's own arguments
+const split = target === 'stdio' ? argv.indexOf('--') : -1;
+const command = target === 'stdio' ? (split < 0 ? argv : argv.slice(0, split)) : [];
+const rest = target === 'stdio' ? (split < 0 ? [] : argv.slice(split + 1)) : argv;
 const out = { scenario, transport: target === 'stdio' ? 'stdio' : 'http' };
 
 const elicitAnswer = scenario === 'confirm_decline' ? 'decline' : 'accept';
@@ -41,7 +45,7 @@ client.setRequestHandler(ElicitRequestSchema, async (request) => {
 
 const transport =
   target === 'stdio'
-    ? new StdioClientTransport({ command: rest[0], args: rest.slice(1), env: process.env, stderr: 'inherit' })
+    ? new StdioClientTransport({ command: command[0], args: command.slice(1), env: process.env, stderr: 'inherit' })
     : new StreamableHTTPClientTransport(new URL(target));
 
 const tasks = client.experimental.tasks;

@@ -22,49 +22,19 @@ import sys
 from importlib.util import find_spec
 from typing import Final
 
-__all__ = ["EXTRAS", "SDK_MISSING", "extra_missing", "require_extra"]
+from .parts import install, missing
 
-#: what to install, said once
-SDK_MISSING: Final = (
-    "the mcp SDK is not installed (the 'mcp' extra): pip install 'mcp>=2.3,<2.4' uvicorn,"
-    " or from the mcptask-gen checkout: pip install -e '.[mcp]'"
-)
+__all__ = ["SDK_MISSING", "require_extra"]
 
-#: The optional parts beyond the SDK, by extra: the modules each needs, and their pins.
-EXTRAS: Final[dict[str, dict[str, str]]] = {
-    # --ops: the metrics (runtime/ops/metrics.py)
-    "ops": {"prometheus_client": "prometheus-client>=0.20,<1"},
-    # --on-workers and ``python -m PACKAGE.worker``: Docket's jobs in Redis
-    "workers": {"docket": "pydocket>=0.27,<0.28", "redis": "redis>=6.0.0,<9"},
-}
-
-
-def _absent(module: str) -> bool:
-    try:
-        return find_spec(module) is None
-    except ImportError:  # an import hook that refuses it
-        return True
-
-
-def extra_missing(extra: str) -> str | None:
-    """What to install when a module ``extra`` needs is missing, as "the 'EXTRA' extra (...):
-    pip install ..." (None: all are there)."""
-    missing = [module for module in EXTRAS[extra] if _absent(module)]
-    if not missing:
-        return None
-    pins = " ".join(f"'{pin}'" for pin in EXTRAS[extra].values())
-    absent = f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed"
-    return (
-        f"the '{extra}' extra ({absent}): pip install {pins},"
-        f" or from the mcptask-gen checkout: pip install -e '.[{extra}]'"
-    )
+#: what to install, said once (the ``runtime`` part's lines, from the package's descriptor)
+SDK_MISSING: Final = f"the mcp SDK is not installed (the 'mcp' extra): {install('runtime')}"
 
 
 def require_extra(prog: str, extra: str, wanted_by: str) -> None:
     """Exit 2 with one line on stderr when ``extra`` is not installed for ``wanted_by`` (a
     flag or command) of the command ``prog``."""
-    if (missing := extra_missing(extra)) is not None:
-        sys.stderr.write(f"{prog}: error: {wanted_by} needs {missing}\n")
+    if (text := missing(extra)) is not None:
+        sys.stderr.write(f"{prog}: error: {wanted_by} needs {text}\n")
         raise SystemExit(2)
 
 

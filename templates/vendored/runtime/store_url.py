@@ -23,6 +23,7 @@ import anyio
 
 from ..errors import StoreUnavailable
 from ..store import TaskStore
+from .parts import missing
 
 __all__ = ["SHARED_SCHEMES", "STORE_URLS", "check_store", "shared_store_url", "store_from_url"]
 
@@ -46,13 +47,10 @@ def store_from_url(url: str) -> TaskStore:
     if url.startswith("sqlite:"):
         return _sqlite(url, url[len("sqlite:") :])
     if shared_store_url(url):
-        try:
-            from .redis import RedisTaskStore
-        except ImportError:
-            raise ValueError(
-                f"{url}: a Redis store needs the redis package: pip install 'redis>=5,<9'"
-                " (the mcptask-gen checkout: pip install -e '.[redis]')"
-            ) from None
+        if (text := missing("redis")) is not None:
+            raise ValueError(f"{url}: a Redis store needs {text}")
+        from .redis import RedisTaskStore
+
         try:
             return RedisTaskStore.from_url(url)
         except ValueError as exc:

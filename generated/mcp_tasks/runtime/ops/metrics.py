@@ -50,19 +50,23 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
-from prometheus_client.exposition import generate_latest
-from prometheus_client.metrics_core import (
+from ..parts import require
+
+require("ops", __name__, "prometheus_client")
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry  # noqa: E402
+from prometheus_client.exposition import generate_latest  # noqa: E402
+from prometheus_client.metrics_core import (  # noqa: E402
     CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
 )
 
-from ...protocol import FACES, INPUT_REQUIRED, TERMINAL, WORKING
-from ...store import TaskRecord
-from ..audit import sinks as audit_sinks
-from ..observe import store_failed, store_retried
+from ...protocol import FACES, INPUT_REQUIRED, TERMINAL, WORKING  # noqa: E402
+from ...store import TaskRecord  # noqa: E402
+from ..audit import sinks as audit_sinks  # noqa: E402
+from ..observe import store_failed, store_retried  # noqa: E402
 
 if TYPE_CHECKING:
     from ..engine import TaskEngine

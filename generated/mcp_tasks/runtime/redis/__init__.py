@@ -31,7 +31,11 @@ Where things are (one room each):
 
 from __future__ import annotations
 
-from .events import TaskWatchHandle
-from .store import RedisTaskStore
+from ..parts import require
+
+require("redis", __name__, "redis")
+
+from .events import TaskWatchHandle  # noqa: E402
+from .store import RedisTaskStore  # noqa: E402
 
 __all__ = ["RedisTaskStore", "TaskWatchHandle"]
