@@ -27,7 +27,26 @@ PYTHON_BLOCKS = [
 ]
 
 
+#: the README's generate command (its install part aside), and where it writes the bindings
+GENERATE = README.split("&& .venv/bin/mcptask-gen ", 1)[1].split("\n", 1)[0].split()
+BINDINGS = "build/my_tasks"
+
+
+def _bindings_beside(directory: Path) -> None:
+    """The bindings of the README's generate command, written into ``directory`` (the README's
+    example runs beside them, in ``build/``), when a block imports them."""
+    if not any("from my_tasks" in block for block in PYTHON_BLOCKS):
+        return
+    argv = [str(directory / "my_tasks") if arg == BINDINGS else arg for arg in GENERATE]
+    assert argv != GENERATE, f"the README's generate command no longer writes {BINDINGS}"
+    made = subprocess.run(
+        [sys.executable, "-m", "mcptask_gen", *argv], cwd=REPO, capture_output=True, text=True
+    )
+    assert made.returncode == 0, made.stderr
+
+
 def _write_blocks(directory: Path) -> list[str]:
+    _bindings_beside(directory)
     names = []
     for i, block in enumerate(PYTHON_BLOCKS):
         name = f"readme_block_{i}.py"

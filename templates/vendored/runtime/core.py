@@ -165,7 +165,11 @@ def _deliverer(ctx: RequestContext) -> InputHandler | None:
 
 class CoreTasksMixin:
     """The core face's ``tasks/*`` requests and task creation over a ``TaskEngine``, on the
-    bindings of the ``TasksHandlerBase`` it is mixed into (before it)."""
+    bindings of the ``TasksHandlerBase`` it is mixed into (before it).
+
+    Its requests and contexts are typed ``Any``: they are the classes of whichever generated
+    package the base comes from, so a subclass on its own bindings overrides these methods
+    with that package's types (and ``super()`` calls return that package's models)."""
 
     results: ClassVar[Mapping[str, Any]]
     created: ClassVar[type[BaseModel]]
@@ -177,7 +181,7 @@ class CoreTasksMixin:
         self.carrying: dict[str, int] = {}
 
     # ------------------------------------------------------------------ starting tasks
-    async def start(self, request: AugmentedRequest[Any], ctx: RequestContext) -> Any:
+    async def start(self, request: Any, ctx: Any) -> Any:
         """Store a task for ``request`` and start its ``work``; ``CreateTaskResult`` at once
         (R-CREATE-2). The body of every hook of this handler."""
         ttl = requested_ttl(request.task)
@@ -186,38 +190,34 @@ class CoreTasksMixin:
         )
         return self.created.model_validate({"task": task_json(rec)})
 
-    async def tools_call_task(self, request: AugmentedRequest[Any], ctx: RequestContext) -> Any:
+    async def tools_call_task(self, request: Any, ctx: Any) -> Any:
         return await self.start(request, ctx)
 
-    async def sampling_create_message_task(
-        self, request: AugmentedRequest[Any], ctx: RequestContext
-    ) -> Any:
+    async def sampling_create_message_task(self, request: Any, ctx: Any) -> Any:
         return await self.start(request, ctx)
 
-    async def elicitation_create_task(
-        self, request: AugmentedRequest[Any], ctx: RequestContext
-    ) -> Any:
+    async def elicitation_create_task(self, request: Any, ctx: Any) -> Any:
         return await self.start(request, ctx)
 
     # ------------------------------------------------------------------ tasks/*
-    async def tasks_get(self, params: Any, ctx: RequestContext) -> Any:
+    async def tasks_get(self, params: Any, ctx: Any) -> Any:
         rec = await self.engine.record(ctx.requestor, params.taskId, face=FACE)
         return build_result(self.results[protocol.TASKS_GET], task_json(rec))  # R-GET-3, R-META-3
 
-    async def tasks_cancel(self, params: Any, ctx: RequestContext) -> Any:
+    async def tasks_cancel(self, params: Any, ctx: Any) -> Any:
         rec, moved = await self.engine.cancel(ctx.requestor, params.taskId, face=FACE)
         if not moved:
             raise TaskAlreadyTerminal(rec.status.value)  # R-CANCEL-1
         return build_result(self.results[protocol.TASKS_CANCEL], task_json(rec))
 
-    async def tasks_list(self, params: Any, ctx: RequestContext) -> Any:
+    async def tasks_list(self, params: Any, ctx: Any) -> Any:
         recs, cursor = await self.engine.list_page(ctx.requestor, params.cursor, face=FACE)
         out: dict[str, Any] = {"tasks": [task_json(r) for r in recs]}
         if cursor is not None:  # R-LIST-1
             out["nextCursor"] = cursor
         return build_result(self.results[protocol.TASKS_LIST], out)
 
-    async def tasks_result(self, params: Any, ctx: RequestContext) -> Any:
+    async def tasks_result(self, params: Any, ctx: Any) -> Any:
         """Block until terminal (R-RESULT-2), delivering the task's input requests on the
         request's own stream meanwhile (R-INPUT-3). Without a stream (``ctx.send_request``
         None) a task that asks for input raises :class:`NeedsStream`: a front door with one

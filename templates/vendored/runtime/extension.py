@@ -120,7 +120,8 @@ def check_routing_name(task_id: str, ctx: RequestContext) -> None:
 class ExtensionTasksMixin:
     """The extension's ``tasks/*`` requests and task creation over a ``TaskEngine``, on the
     bindings of the ``TasksHandlerBase`` it is mixed into (before it): ``class
-    Jobs(ExtensionTasksMixin, userpkg.extension.handlers.TasksHandlerBase)``."""
+    Jobs(ExtensionTasksMixin, userpkg.extension.handlers.TasksHandlerBase)``. Its requests
+    and contexts are typed ``Any``, as :class:`~.core.CoreTasksMixin`'s are."""
 
     requests: ClassVar[Mapping[str, tuple[type[BaseModel], str]]]
     results: ClassVar[Mapping[str, Any]]
@@ -134,9 +135,7 @@ class ExtensionTasksMixin:
     def __init__(self, engine: TaskEngine) -> None:
         self.engine = engine
 
-    async def tools_call_task(
-        self, request: AugmentedRequest[NoParams], ctx: RequestContext
-    ) -> Any:
+    async def tools_call_task(self, request: Any, ctx: Any) -> Any:
         """Store the task and start its work; the flat ``CreateTaskResult`` once ``tasks/get``
         finds it (X-CREATE-3). The ttl is the server's policy (none is asked on this face)."""
         rec = await start_work(self.engine, request, ctx, FACE, tool_error=TOOL_ERROR)
@@ -144,12 +143,12 @@ class ExtensionTasksMixin:
         out["resultType"] = ext.RESULT_TYPE_TASK
         return self.created.model_validate(out)
 
-    async def tasks_get(self, params: Any, ctx: RequestContext) -> Any:
+    async def tasks_get(self, params: Any, ctx: Any) -> Any:
         check_routing_name(params.taskId, ctx)
         view = await self.engine.view(ctx.requestor, params.taskId, face=FACE)
         return build_result(self.results[ext.TASKS_GET], detailed(view))
 
-    async def tasks_update(self, params: Any, ctx: RequestContext) -> Any:
+    async def tasks_update(self, params: Any, ctx: Any) -> Any:
         check_routing_name(params.taskId, ctx)
         responses = params.inputResponses
         if len(responses) > MAX_INPUT_RESPONSES:
@@ -179,7 +178,7 @@ class ExtensionTasksMixin:
             self.results[ext.TASKS_UPDATE], {"resultType": ext.RESULT_TYPE_COMPLETE}
         )
 
-    async def tasks_cancel(self, params: Any, ctx: RequestContext) -> Any:
+    async def tasks_cancel(self, params: Any, ctx: Any) -> Any:
         check_routing_name(params.taskId, ctx)
         await self.engine.cancel(ctx.requestor, params.taskId, face=FACE)  # terminal: the same ack
         return build_result(
