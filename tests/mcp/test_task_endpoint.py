@@ -300,3 +300,51 @@ def test_mcp_param_headers_are_checked_on_both_paths() -> None:
         assert fast.answered == 1  # the good one; the refusals are the SDK's
     assert got == expected
     assert "error" in expected[0] and "error" in expected[1] and expected[2] == "task"
+
+
+def _counted(runs: list[str]) -> Any:
+    """``build()``: a server whose one tool counts its runs in ``runs``."""
+
+    def build() -> tuple[Any, McpTasks]:
+        mcp = MCPServer("counted")
+        tasks = McpTasks(mcp)
+
+        @tasks.tool(task_support="optional")
+        @mcp.tool()
+        async def count(label: str) -> str:
+            runs.append(label)
+            return f"counted {label}"
+
+        return mcp, tasks
+
+    return build
+
+
+def test_a_task_call_that_fails_after_it_was_routed_runs_once_R_CREATE_2(front_door: str) -> None:
+    """A task-augmented ``tools/call`` whose answer fails after the router created its task
+    (a fault injected between the router and the reply): the requestor gets one JSON-RPC
+    internal error, and there is exactly one task and one run of the tool, on both doors and
+    both faces; the request is never handed on to be run again."""
+    runs: list[str] = []
+    with serving(front_door, build=_counted(runs)) as srv:
+        router = srv.tasks.router
+        route = router.route
+
+        async def faulty(req: Any) -> Any:
+            routed = await route(req)
+            if req.method == "tools/call":
+                raise RuntimeError("injected: the answer failed after routing")
+            return routed
+
+        router.route = faulty  # type: ignore[method-assign]
+        call = {"name": "count", "arguments": {"label": "core"}, "task": {}}
+        with RawHttp(srv.url) as c:
+            answer = c.call("tools/call", call)
+            assert answer["error"]["code"] == -32603, answer
+        with ExtClient(srv.url) as ext:
+            made = ext.send("tools/call", {"name": "count", "arguments": {"label": "ext"}})
+            assert made["error"]["code"] == -32603, made
+        until(lambda: len(runs) >= 2, 10, what="both runs")
+        time.sleep(0.3)  # a second run of either would have started by now
+        assert sorted(runs) == ["core", "ext"]
+        assert len(srv.tasks.engine.store) == 2  # one task each  # type: ignore[arg-type]

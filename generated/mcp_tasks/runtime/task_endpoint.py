@@ -27,7 +27,9 @@ HTTP allows for any request):
 Everything else goes to the SDK unchanged, body replayed: every request the SDK would refuse
 (so refusals keep the SDK's shape), a ``tools/call`` that does not become a task
 (:class:`~.router.Pass`), a ``tasks/result`` whose task asks for input (its requests ride
-the request's own stream, R-INPUT-3: :class:`NeedsStream`) or runs longer.
+the request's own stream, R-INPUT-3: :class:`NeedsStream`) or runs longer. An error
+raised once the router has the request is answered here (a JSON-RPC internal error), never
+handed on: the SDK's path would run it again (a second task, a second run of its tool).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from pydantic import ValidationError
 
 from .. import protocol
 from .._handlers import NeedsStream
-from ..errors import InvalidRequest, TaskError
+from ..errors import InternalError, InvalidRequest, TaskError
 from ._sdk import (
     DEFAULT_NEGOTIATED_VERSION,
     ERROR_CODE_HTTP_STATUS,
@@ -85,6 +87,8 @@ _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
 RESULT_WAIT_S: Final = 10.0
 #: set in the ASGI scope of a request the task endpoint has already left to the SDK
 _SEEN = "mcp_tasks.task_endpoint_seen"
+#: scope key: the request reached the router here (an error after that is answered here)
+_ROUTED = "mcp_tasks.task_endpoint_routed"
 
 
 class ClientGone(Exception):
@@ -213,6 +217,24 @@ def _envelope(doc: Any) -> tuple[JSONRPCRequest, dict[str, Any]] | None:
         return None
 
 
+def _error_status(version: str | None, code: int) -> int:
+    """The HTTP status of an error answer: 200 in the handshake era (2025-11-25), else the
+    SDK's status for its code."""
+    return 200 if version in (None, protocol.REVISION) else ERROR_CODE_HTTP_STATUS.get(code, 200)
+
+
+def _internal_error(doc: Mapping[str, Any], headers: Mapping[str, str]) -> Reply:
+    """The answer to a request that failed after it was routed: a JSON-RPC internal error."""
+    error = InternalError(message="Internal error")
+    status = _error_status(headers.get(_VERSION_HEADER), error.code)
+    return Reply(
+        doc.get("id"),
+        error=error.to_error(),
+        status=status,
+        session_id=headers.get(_SESSION_HEADER),
+    )
+
+
 class TaskEndpoint:
     """The ASGI app in front of the SDK's Streamable HTTP endpoint (see the module)."""
 
@@ -271,9 +293,13 @@ class TaskEndpoint:
                 reply = await self.reply(scope, headers, doc, receive)
             except ClientGone:
                 return  # left while its tasks/result waited: nobody to answer
-            except Exception:  # never lose a request: the SDK's path answers it
-                log.exception("task endpoint: a request fell back to the SDK after an error")
-                reply = None
+            except Exception:
+                if not scope.get(_ROUTED):  # nothing ran yet: the SDK's path answers it
+                    log.exception("task endpoint: a request went to the SDK after an error")
+                    reply = None
+                else:  # it ran here: answered here, never run a second time by the SDK
+                    log.exception("task endpoint: %s failed after it was routed", doc["method"])
+                    reply = _internal_error(doc, headers)
         if reply is None:
             self.passed += 1
             scope[_SEEN] = True
@@ -412,6 +438,7 @@ class TaskEndpoint:
     ) -> Reply | None:
         """The router's answer as JSON; ``None`` when the SDK's path must answer."""
         rid = req.id if req.id is not None else 0
+        scope[_ROUTED] = True  # from here on the request is this door's to answer
         try:
             if req.method == protocol.TASKS_RESULT and receive is not None:
                 routed = await self._waiting(req, receive, scope)
@@ -419,12 +446,8 @@ class TaskEndpoint:
                 routed = await self.router.route(req)
         except NeedsStream:
             return None
-        except TaskError as exc:  # the handshake era answers errors with 200
-            status = (
-                200
-                if req.version == protocol.REVISION
-                else ERROR_CODE_HTTP_STATUS.get(exc.code, 200)
-            )
+        except TaskError as exc:
+            status = _error_status(req.version, exc.code)
             return Reply(rid, error=exc.to_error(), status=status, session_id=session_id)
         if routed is None or isinstance(routed, Pass):
             return None
