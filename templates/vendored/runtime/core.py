@@ -22,7 +22,7 @@ it created (``TaskRecord.face``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -45,7 +45,7 @@ __all__ = [
     "FACE",
     "CoreTasks",
     "CoreTasksMixin",
-    "build_result",
+    "result_builders",
     "requested_ttl",
     "stamped",
     "start_work",
@@ -75,17 +75,18 @@ def task_json(
     return out
 
 
+def result_builders(results: Mapping[str, Any]) -> dict[str, Callable[[Any], Any]]:
+    """Per method, the function that validates a result as the type ``results`` gives for it
+    (a handler's bindings' model, or union of models), chosen once: a model's own
+    ``model_validate``, else a ``TypeAdapter``'s."""
+    return {method: _builder(kind) for method, kind in results.items()}
+
+
 @cache
-def _adapter(kind: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(kind)
-
-
-def build_result(kind: Any, data: Any) -> Any:
-    """``data`` validated as ``kind``, a result type of a handler's bindings (a model, or a
-    union of models)."""
+def _builder(kind: Any) -> Callable[[Any], Any]:
     if isinstance(kind, type) and issubclass(kind, BaseModel):
-        return kind.model_validate(data)
-    return _adapter(kind).validate_python(data)
+        return kind.model_validate
+    return TypeAdapter(kind).validate_python
 
 
 def requested_ttl(task: Any) -> int | None | Default:
@@ -176,6 +177,7 @@ class CoreTasksMixin:
 
     def __init__(self, engine: TaskEngine) -> None:
         self.engine = engine
+        self._build = result_builders(self.results)
         #: task id -> how many ``tasks/result`` calls wait with a stream to carry its input
         #: requests (none: the server may push them on the requestor's standalone channel)
         self.carrying: dict[str, int] = {}
@@ -202,20 +204,20 @@ class CoreTasksMixin:
     # ------------------------------------------------------------------ tasks/*
     async def tasks_get(self, params: Any, ctx: Any) -> Any:
         rec = await self.engine.record(ctx.requestor, params.taskId, face=FACE)
-        return build_result(self.results[protocol.TASKS_GET], task_json(rec))  # R-GET-3, R-META-3
+        return self._build[protocol.TASKS_GET](task_json(rec))  # R-GET-3, R-META-3
 
     async def tasks_cancel(self, params: Any, ctx: Any) -> Any:
         rec, moved = await self.engine.cancel(ctx.requestor, params.taskId, face=FACE)
         if not moved:
             raise TaskAlreadyTerminal(rec.status.value)  # R-CANCEL-1
-        return build_result(self.results[protocol.TASKS_CANCEL], task_json(rec))
+        return self._build[protocol.TASKS_CANCEL](task_json(rec))
 
     async def tasks_list(self, params: Any, ctx: Any) -> Any:
         recs, cursor = await self.engine.list_page(ctx.requestor, params.cursor, face=FACE)
         out: dict[str, Any] = {"tasks": [task_json(r) for r in recs]}
         if cursor is not None:  # R-LIST-1
             out["nextCursor"] = cursor
-        return build_result(self.results[protocol.TASKS_LIST], out)
+        return self._build[protocol.TASKS_LIST](out)
 
     async def tasks_result(self, params: Any, ctx: Any) -> Any:
         """Block until terminal (R-RESULT-2), delivering the task's input requests on the
@@ -243,7 +245,7 @@ class CoreTasksMixin:
                     carrying[task_id] = left
         if rec.status not in protocol.TERMINAL:
             raise NeedsStream(f"task {params.taskId} asks for input (R-INPUT-3)")
-        return build_result(self.results[protocol.TASKS_RESULT], result_payload(rec))
+        return self._build[protocol.TASKS_RESULT](result_payload(rec))
 
     # ------------------------------------------------------------------ notifications
     def status_notification(self, rec: TaskRecord) -> tuple[str, dict[str, Any]]:
@@ -256,32 +258,24 @@ class CoreTasks(CoreTasksMixin, TasksHandlerBase):
     """The default handler of the core face, on this package's bindings (typed with its
     models: a subclass's ``super()`` calls return them)."""
 
-    async def tools_call_task(
-        self, request: AugmentedRequest[protocol.TaskMetadata], ctx: RequestContext
-    ) -> protocol.CreateTaskResult:
-        created: protocol.CreateTaskResult = await super().tools_call_task(request, ctx)
-        return created
+    if TYPE_CHECKING:  # the mixin's methods as typed with these bindings; no wrapper at run time
 
-    async def tasks_get(
-        self, params: protocol.GetTaskParams, ctx: RequestContext
-    ) -> protocol.GetTaskResult:
-        result: protocol.GetTaskResult = await super().tasks_get(params, ctx)
-        return result
+        async def tools_call_task(
+            self, request: AugmentedRequest[protocol.TaskMetadata], ctx: RequestContext
+        ) -> protocol.CreateTaskResult: ...
 
-    async def tasks_cancel(
-        self, params: protocol.CancelTaskParams, ctx: RequestContext
-    ) -> protocol.CancelTaskResult:
-        result: protocol.CancelTaskResult = await super().tasks_cancel(params, ctx)
-        return result
+        async def tasks_get(
+            self, params: protocol.GetTaskParams, ctx: RequestContext
+        ) -> protocol.GetTaskResult: ...
 
-    async def tasks_list(
-        self, params: protocol.ListTasksParams, ctx: RequestContext
-    ) -> protocol.ListTasksResult:
-        result: protocol.ListTasksResult = await super().tasks_list(params, ctx)
-        return result
+        async def tasks_cancel(
+            self, params: protocol.CancelTaskParams, ctx: RequestContext
+        ) -> protocol.CancelTaskResult: ...
 
-    async def tasks_result(
-        self, params: protocol.GetTaskPayloadParams, ctx: RequestContext
-    ) -> protocol.GetTaskPayloadResult:
-        result: protocol.GetTaskPayloadResult = await super().tasks_result(params, ctx)
-        return result
+        async def tasks_list(
+            self, params: protocol.ListTasksParams, ctx: RequestContext
+        ) -> protocol.ListTasksResult: ...
+
+        async def tasks_result(
+            self, params: protocol.GetTaskPayloadParams, ctx: RequestContext
+        ) -> protocol.GetTaskPayloadResult: ...

@@ -41,7 +41,7 @@ from ..extension import models
 from ..extension import protocol as ext
 from ..extension.handlers import AugmentedRequest, NoParams, TasksHandlerBase
 from ..store import TaskRecord
-from .core import build_result, start_work, task_json
+from .core import result_builders, start_work, task_json
 from .runs import TaskView
 
 if TYPE_CHECKING:
@@ -134,6 +134,7 @@ class ExtensionTasksMixin:
 
     def __init__(self, engine: TaskEngine) -> None:
         self.engine = engine
+        self._build = result_builders(self.results)
 
     async def tools_call_task(self, request: Any, ctx: Any) -> Any:
         """Store the task and start its work; the flat ``CreateTaskResult`` once ``tasks/get``
@@ -146,7 +147,7 @@ class ExtensionTasksMixin:
     async def tasks_get(self, params: Any, ctx: Any) -> Any:
         check_routing_name(params.taskId, ctx)
         view = await self.engine.view(ctx.requestor, params.taskId, face=FACE)
-        return build_result(self.results[ext.TASKS_GET], detailed(view))
+        return self._build[ext.TASKS_GET](detailed(view))
 
     async def tasks_update(self, params: Any, ctx: Any) -> Any:
         check_routing_name(params.taskId, ctx)
@@ -174,16 +175,12 @@ class ExtensionTasksMixin:
             answers[key] = value
         if answers:
             await self.engine.answer(ctx.requestor, params.taskId, answers, face=FACE)
-        return build_result(
-            self.results[ext.TASKS_UPDATE], {"resultType": ext.RESULT_TYPE_COMPLETE}
-        )
+        return self._build[ext.TASKS_UPDATE]({"resultType": ext.RESULT_TYPE_COMPLETE})
 
     async def tasks_cancel(self, params: Any, ctx: Any) -> Any:
         check_routing_name(params.taskId, ctx)
         await self.engine.cancel(ctx.requestor, params.taskId, face=FACE)  # terminal: the same ack
-        return build_result(
-            self.results[ext.TASKS_CANCEL], {"resultType": ext.RESULT_TYPE_COMPLETE}
-        )
+        return self._build[ext.TASKS_CANCEL]({"resultType": ext.RESULT_TYPE_COMPLETE})
 
     def status_notification(self, rec: TaskRecord) -> tuple[str, dict[str, Any]] | None:
         """No notification channel on this face yet (see the module's docstring)."""
@@ -194,26 +191,20 @@ class ExtensionTasks(ExtensionTasksMixin, TasksHandlerBase):
     """The default handler of the extension's face, on this package's bindings (typed with its
     models: a subclass's ``super()`` calls return them)."""
 
-    async def tools_call_task(
-        self, request: AugmentedRequest[NoParams], ctx: RequestContext
-    ) -> models.CreateTaskResult:
-        created: models.CreateTaskResult = await super().tools_call_task(request, ctx)
-        return created
+    if TYPE_CHECKING:  # the mixin's methods as typed with these bindings; no wrapper at run time
 
-    async def tasks_get(
-        self, params: models.GetTaskRequestParams, ctx: RequestContext
-    ) -> models.GetTaskResult:
-        result: models.GetTaskResult = await super().tasks_get(params, ctx)
-        return result
+        async def tools_call_task(
+            self, request: AugmentedRequest[NoParams], ctx: RequestContext
+        ) -> models.CreateTaskResult: ...
 
-    async def tasks_update(
-        self, params: models.UpdateTaskRequestParams, ctx: RequestContext
-    ) -> models.UpdateTaskResult:
-        result: models.UpdateTaskResult = await super().tasks_update(params, ctx)
-        return result
+        async def tasks_get(
+            self, params: models.GetTaskRequestParams, ctx: RequestContext
+        ) -> models.GetTaskResult: ...
 
-    async def tasks_cancel(
-        self, params: models.CancelTaskRequestParams, ctx: RequestContext
-    ) -> models.CancelTaskResult:
-        result: models.CancelTaskResult = await super().tasks_cancel(params, ctx)
-        return result
+        async def tasks_update(
+            self, params: models.UpdateTaskRequestParams, ctx: RequestContext
+        ) -> models.UpdateTaskResult: ...
+
+        async def tasks_cancel(
+            self, params: models.CancelTaskRequestParams, ctx: RequestContext
+        ) -> models.CancelTaskResult: ...
