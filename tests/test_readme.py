@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,43 +33,48 @@ GENERATE = README.split("&& .venv/bin/mcptask-gen ", 1)[1].split("\n", 1)[0].spl
 BINDINGS = "build/my_tasks"
 
 
-def _bindings_beside(directory: Path) -> None:
-    """The bindings of the README's generate command, written into ``directory`` (the README's
-    example runs beside them, in ``build/``), when a block imports them."""
-    if not any("from my_tasks" in block for block in PYTHON_BLOCKS):
-        return
-    argv = [str(directory / "my_tasks") if arg == BINDINGS else arg for arg in GENERATE]
+@pytest.fixture(scope="module")
+def bindings(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bindings of the README's generate command, made once (its example runs beside
+    them, in ``build/``)."""
+    out = tmp_path_factory.mktemp("readme") / "my_tasks"
+    argv = [str(out) if arg == BINDINGS else arg for arg in GENERATE]
     assert argv != GENERATE, f"the README's generate command no longer writes {BINDINGS}"
     made = subprocess.run(
         [sys.executable, "-m", "mcptask_gen", *argv], cwd=REPO, capture_output=True, text=True
     )
     assert made.returncode == 0, made.stderr
+    return out
 
 
-def _write_blocks(directory: Path) -> list[str]:
-    _bindings_beside(directory)
+def _write_blocks(directory: Path, bindings: Path, only: int | None = None) -> list[str]:
+    """Every block (or block ``only``) written into ``directory``, beside a copy of the
+    bindings when one of them imports them."""
     names = []
     for i, block in enumerate(PYTHON_BLOCKS):
         name = f"readme_block_{i}.py"
-        (directory / name).write_text(block)
+        if only in (None, i):
+            (directory / name).write_text(block)
+            if "from my_tasks" in block and not (directory / "my_tasks").exists():
+                shutil.copytree(bindings, directory / "my_tasks")
         names.append(name)
     return names
 
 
 @TYPECHECK
-def test_every_python_block_passes_mypy_strict(tmp_path: Path) -> None:
+def test_every_python_block_passes_mypy_strict(tmp_path: Path, bindings: Path) -> None:
     """From a directory outside the repository, with this environment's mypy: the packages
     resolve through the editable install alone (no MYPYPATH, no repository config)."""
     assert len(PYTHON_BLOCKS) >= 4
-    names = _write_blocks(tmp_path)
+    names = _write_blocks(tmp_path, bindings)
     assert_mypy_strict(*names, cwd=tmp_path)
 
 
 @pytest.mark.parametrize("index", range(len(PYTHON_BLOCKS)))
-def test_every_python_block_runs(tmp_path: Path, index: int) -> None:
+def test_every_python_block_runs(tmp_path: Path, index: int, bindings: Path) -> None:
     """Each block runs as a module (its ``if __name__ == "__main__"`` part, which would serve,
     does not), with warnings as errors."""
-    (name,) = _write_blocks(tmp_path)[index : index + 1]
+    name = _write_blocks(tmp_path, bindings, only=index)[index]
     out = subprocess.run(
         [sys.executable, "-W", "error", "-c"]
         + ["import runpy, sys; runpy.run_path(sys.argv[1], run_name='readme_block')", name],
