@@ -348,3 +348,43 @@ def test_a_task_call_that_fails_after_it_was_routed_runs_once_R_CREATE_2(front_d
         time.sleep(0.3)  # a second run of either would have started by now
         assert sorted(runs) == ["core", "ext"]
         assert len(srv.tasks.engine.store) == 2  # one task each  # type: ignore[arg-type]
+
+
+def test_a_tasks_tool_runs_once_through_the_whole_pipeline_on_both_doors_R_CREATE_2(
+    front_door: str,
+) -> None:
+    """The tool of a task-augmented ``tools/call`` runs once, by the one runner both doors
+    use: through the server's whole request pipeline (a middleware of the server's own sees
+    the run, once, marked as a task's run), on both faces; the task middleware lets that run
+    by instead of making a second task of it."""
+    from mcp_tasks.runtime._sdk import lowlevel_server
+    from mcp_tasks.runtime.tool_runner import IN_TASK
+
+    runs: list[str] = []
+    seen: list[tuple[str, bool]] = []  # (label, a task's run) per tools/call seen
+
+    def build() -> tuple[Any, McpTasks]:
+        mcp, tasks = _counted(runs)()
+
+        async def watch(ctx: Any, call_next: Any) -> Any:
+            if ctx.method == "tools/call":
+                arguments = (ctx.params or {}).get("arguments") or {}
+                seen.append((str(arguments.get("label")), IN_TASK.get()))
+            return await call_next(ctx)
+
+        lowlevel_server(mcp).middleware.insert(0, watch)  # outermost, before the tasks'
+        return mcp, tasks
+
+    with serving(front_door, build=build) as srv:
+        with RawHttp(srv.url) as c:
+            made = c.call("tools/call", {"name": "count", "arguments": {"label": "core"}, "task": {}})
+            assert "task" in made["result"], made
+        with ExtClient(srv.url) as ext:
+            made = ext.send("tools/call", {"name": "count", "arguments": {"label": "ext"}})
+            assert made["result"]["resultType"] == "task", made
+        until(lambda: len(runs) >= 2, 10, what="both runs")
+        until(lambda: sum(in_task for _, in_task in seen) >= 2, 10, what="both runs seen")
+        time.sleep(0.3)  # a second run of either would have started by now
+        assert sorted(runs) == ["core", "ext"]
+        assert sorted(label for label, in_task in seen if in_task) == ["core", "ext"]
+        assert len(srv.tasks.engine.store) == 2  # type: ignore[arg-type]

@@ -47,13 +47,8 @@ from pydantic import ValidationError
 
 from ..core.meta import RELATED_TASK_KEY
 from ..errors import InternalError, MethodNotFound, TaskError
-from ..protocol import FAILED, NON_TERMINAL, TERMINAL, TOOLS_CALL, TaskStatus
-from ._sdk import (
-    connection_from_envelope,
-    lowlevel_server,
-    sdk_request_runner,
-    to_sdk_error,
-)
+from ..protocol import FAILED, NON_TERMINAL, TERMINAL, TaskStatus
+from ._sdk import connection_from_envelope, lowlevel_server, to_sdk_error
 from .config import EngineConfig
 from .engine import TaskEngine
 from .mcp_outbound import INPUT_METHODS, TaskDispatchContext
@@ -61,7 +56,7 @@ from .offload import Job, attempts_key, docket_name, progress_channel, set_runne
 from .router import run_call
 from .runs import TaskContext, Work
 from .sdk_check import require_extra
-from .sdk_hooks import IN_TASK
+from .tool_runner import tool_runner
 
 __all__ = ["WorkerRuntime", "load_app", "main", "serve"]
 
@@ -240,16 +235,8 @@ class WorkerRuntime:
     def work(self, job: Job) -> Work:
         """The job's tool through the server's pipeline, with a worker's task context."""
         conn = connection_from_envelope(job.face, None, job.client_capabilities)
-        on_request = sdk_request_runner(self.server, conn, self.lifespan_state)
+        run_tool = tool_runner(self.server, conn, self.lifespan_state)
         redis, channel = self.store.redis, self.channel
-
-        async def run_tool(dctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-            token = IN_TASK.set(True)  # the server's task middleware lets it by
-            try:
-                result: dict[str, Any] = await on_request(dctx, TOOLS_CALL, params)
-                return result
-            finally:
-                IN_TASK.reset(token)
 
         async def work(tctx: TaskContext) -> dict[str, Any]:
             outbound = WorkerOutbound(tctx, job, redis, channel)

@@ -36,12 +36,11 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from .. import protocol
-from ..errors import InvalidParams, MethodNotFound, TaskError
+from ..errors import MethodNotFound, TaskError
 from ..store import rfc3339
-from ._sdk import listen_ack_method, request_outbound, to_sdk_error
-from .faces import EXTENSION, EXTENSION_DECLARED
-from .mcp_identity import requestor_of
-from .router import TaskRequest
+from ._sdk import listen_ack_method, request_outbound
+from .faces import EXTENSION
+from .router import LISTEN_MAX_TASKS, TaskRequest
 
 if TYPE_CHECKING:
     from .mcp_server import McpTasks
@@ -51,45 +50,44 @@ __all__ = ["MAX_TASKS", "TaskListen"]
 log = logging.getLogger(__name__)
 
 #: the most task ids one listen request is notified about (the rest are left out of the ack)
-MAX_TASKS: Final = 100
+MAX_TASKS: Final = LISTEN_MAX_TASKS
 Send = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 class TaskListen:
-    """The ``subscriptions/listen`` request handler of one ``McpTasks`` (see the module)."""
+    """The ``subscriptions/listen`` request handler of one ``McpTasks`` (see the module):
+    the request as the SDK door hands every request to the router (``request``), which
+    decides what it is notified about (:meth:`~.router.Router.subscribe`)."""
 
-    def __init__(self, tasks: McpTasks, original: Any | None) -> None:
-        assert EXTENSION is not None and EXTENSION_DECLARED is not None
+    def __init__(
+        self,
+        tasks: McpTasks,
+        original: Any | None,
+        request: Callable[[Any], TaskRequest],
+        sdk_error: Callable[[Exception, str], Exception],
+    ) -> None:
+        assert EXTENSION is not None
         self.tasks = tasks
         self.router = tasks.router
         self.original = original  # the SDK's HandlerEntry for subscriptions/listen, if any
+        self.request = request
+        self.sdk_error = sdk_error
         self.ext = EXTENSION
-        self.declared = EXTENSION_DECLARED
 
     async def __call__(self, ctx: Any, _params: Any) -> Any:
-        params = dict(ctx.params or {})
-        notes = params.get("notifications")
-        wanted = notes.get(self.ext.NOTIFICATION_FILTER) if isinstance(notes, Mapping) else None
-        if wanted is None:
-            return await self._sdk(ctx, params)
-        meta = params.get("_meta")
-        if not self.declared.declared(meta if isinstance(meta, Mapping) else None):
-            handler = self.router.extension
-            assert handler is not None
-            raise to_sdk_error(handler.missing_capability())  # X-NOTIF-4
-        if not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted):
-            raise to_sdk_error(
-                InvalidParams(detail=f"params.notifications.{self.ext.NOTIFICATION_FILTER}: "
-                              "expected an array of task ids")  # fmt: skip
-            )
-        requestor, _ = requestor_of(ctx, sessionless=True)
-        sid = ctx.request_id
-        get = _TaskGet(self, requestor, params.get("_meta"), sid)
-        agreed = [t for t in dict.fromkeys(wanted) if await get.first(t)][:MAX_TASKS]
-        assert isinstance(notes, Mapping)
+        req = self.request(ctx)
+        try:
+            agreed = await self.router.subscribe(req)
+        except Exception as exc:
+            raise self.sdk_error(exc, req.method) from None
+        if agreed is None:
+            return await self._sdk(ctx, req.params)
+        get = _TaskGet(self, req)
+        notes = req.params["notifications"]
         others = {k: v for k, v in notes.items() if k != self.ext.NOTIFICATION_FILTER}
         if others and self.original is not None:
-            return await self._with_sdk(ctx, params, agreed, get)
+            return await self._with_sdk(ctx, req.params, agreed, get)
+        sid = req.id
         send = _sender(ctx.session)
         ack = {"notifications": {self.ext.NOTIFICATION_FILTER: agreed},
                "_meta": {self.ext.SUBSCRIPTION_ID_KEY: sid}}  # fmt: skip
@@ -105,7 +103,7 @@ class TaskListen:
     async def _sdk(self, ctx: Any, params: dict[str, Any]) -> Any:
         """The SDK's own listen handler, with its own params model (or none: -32601)."""
         if self.original is None:
-            raise to_sdk_error(MethodNotFound(detail=self.ext.NOTIFICATION_CHANNEL))
+            raise self.sdk_error(MethodNotFound(detail=self.ext.NOTIFICATION_CHANNEL), "")
         typed = self.original.params_type.model_validate(params, by_name=False)
         return await self.original.handler(ctx, typed)
 
@@ -133,39 +131,21 @@ class TaskListen:
 
 
 class _TaskGet:
-    """One listen stream's ``tasks/get`` of its tasks, through the router, and the loop that
-    follows one task to its end."""
+    """One listen stream's ``tasks/get`` of its tasks, through the router as its requestor,
+    and the loop that follows one task to its end."""
 
-    def __init__(self, listen: TaskListen, requestor: str, meta: Any, sid: Any) -> None:
+    def __init__(self, listen: TaskListen, req: TaskRequest) -> None:
         self.listen = listen
-        self.requestor = requestor
-        self.meta = meta if isinstance(meta, Mapping) else None
-        self.sid = sid
+        self.req = req
+        self.requestor = req.requestor
+        self.sid = req.id
 
     async def get(self, task_id: str) -> dict[str, Any]:
-        ext = self.listen.ext
-        params: dict[str, Any] = {ext.ROUTING_NAME_PARAM: task_id}
-        if self.meta is not None:
-            params["_meta"] = dict(self.meta)
-        req = TaskRequest(
-            version=ext.REVISION,
-            method=ext.TASKS_GET,
-            params=params,
-            id=None,
-            requestor=self.requestor,
-            identified=False,
+        answer = await self.listen.router.route(
+            self.listen.router.subscribed_get(self.req, task_id)
         )
-        answer = await self.listen.router.route(req)
         assert isinstance(answer, dict)
         return answer
-
-    async def first(self, task_id: str) -> bool:
-        """Whether ``tasks/get`` finds the requestor's task (X-SEC-1: else left out)."""
-        try:
-            await self.get(task_id)
-        except TaskError:
-            return False
-        return True
 
     async def follow(self, task_id: str, send: Send) -> None:
         """A notification per change of the task, to its terminal one (X-NOTIF-5)."""

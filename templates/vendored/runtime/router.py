@@ -26,6 +26,7 @@ advertised and what is served follow one rule.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from .._handlers import (
 )
 from ..core.capabilities import build_tasks_capability, check_tool_call
 from ..core.meta import MODEL_IMMEDIATE_RESPONSE_KEY
-from ..errors import InternalError, MethodNotFound, TaskError
+from ..errors import InternalError, InvalidParams, MethodNotFound, TaskError
 from ._sdk import (
     Connection,
     MCPError,
@@ -63,6 +64,7 @@ from .mcp_sessions import Sessions
 
 __all__ = [
     "COUNTED_SCOPE",
+    "LISTEN_MAX_TASKS",
     "Pass",
     "RunTool",
     "Router",
@@ -83,6 +85,9 @@ RunTool = Callable[[Any, dict[str, Any]], Awaitable[Any]]
 #: Set (true) in the ASGI scope of an HTTP request a front door counted against the rate
 #: limit (R-SEC-3) before handing it to the SDK's pipeline, which then does not count it again.
 COUNTED_SCOPE: Final = "mcp_tasks.rate_counted"
+#: the most task ids one ``subscriptions/listen`` is notified about (the rest are left out of
+#: its acknowledgement, X-NOTIF-3)
+LISTEN_MAX_TASKS: Final = 100
 #: The ``Mcp-Name`` routing header, lower-case (X-HTTP-1).
 _NAME_HEADER: Final = EXTENSION.ROUTING_NAME_HEADER.lower() if EXTENSION is not None else ""
 
@@ -273,6 +278,8 @@ class Router:
         self.extension = handlers.get(ext.REVISION) if ext is not None else None
         #: every method the router answers (besides ``tools/call``), on any face
         self.methods = frozenset(m for h in handlers.values() for m in h.requests)
+        #: every request a front door hands the router: those and ``tools/call``
+        self.routed = frozenset({*self.methods, protocol.TOOLS_CALL})
 
     # ------------------------------------------------------------------ picking the face
     def handler(self, version: str | None) -> HandlerBase:
@@ -417,6 +424,60 @@ class Router:
             return await run_call(run_tool, outbound, call, core=core)
 
         return work
+
+    # ------------------------------------------------------------------ subscriptions
+    async def subscribe(self, req: TaskRequest) -> list[str] | None:
+        """The task ids a ``subscriptions/listen`` (the extension face) is notified about:
+        ``None`` when it asks for no task (``params.notifications`` without ``taskIds``:
+        not ours); a request that did not declare the extension in its own envelope is
+        refused (X-NOTIF-4); of the ids asked, those its requestor's ``tasks/get`` finds,
+        in order, at most :data:`LISTEN_MAX_TASKS` (another's task and an unknown id are
+        left out alike: X-SEC-1, X-NOTIF-3, X-NOTIF-8)."""
+        ext, declared, handler = EXTENSION, EXTENSION_DECLARED, self.extension
+        if ext is None or declared is None or handler is None:
+            return None
+        notes = req.params.get("notifications")
+        wanted = notes.get(ext.NOTIFICATION_FILTER) if isinstance(notes, Mapping) else None
+        if wanted is None:
+            return None
+        if not declared.declared(_meta(req.params)):
+            raise handler.missing_capability()  # X-NOTIF-4
+        if not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted):
+            raise InvalidParams(
+                detail=f"params.notifications.{ext.NOTIFICATION_FILTER}: expected an array of"
+                " task ids"
+            )
+        agreed: list[str] = []
+        for task_id in dict.fromkeys(wanted):
+            if len(agreed) == LISTEN_MAX_TASKS:
+                break
+            try:
+                await self.route(self.subscribed_get(req, task_id))
+            except TaskError:
+                continue
+            agreed.append(task_id)
+        return agreed
+
+    def subscribed_get(self, req: TaskRequest, task_id: str) -> TaskRequest:
+        """The ``tasks/get`` a subscription ``req`` makes of one of its tasks: its requestor's
+        (identity included), its ``_meta`` envelope, no id, no routing header."""
+        ext = EXTENSION
+        assert ext is not None
+        params: dict[str, Any] = {ext.ROUTING_NAME_PARAM: task_id}
+        meta = _meta(req.params)
+        if meta is not None:
+            params["_meta"] = dict(meta)
+        return dataclasses.replace(
+            req,
+            version=ext.REVISION,
+            method=ext.TASKS_GET,
+            params=params,
+            id=None,
+            headers=None,
+            send_request=None,
+            run_tool=None,
+            counted=False,
+        )
 
     # ------------------------------------------------------------------ notifications
     async def notify(self, req: TaskRequest) -> None:

@@ -2,28 +2,28 @@
 endpoint leaves to the SDK): its middleware and request handlers build a
 :class:`~.router.TaskRequest` and call the router; nothing here knows a task rule.
 
-What it does to the server, all through ``Server.middleware``,
+What it does to the server, all through ``Server.middleware`` (its middleware goes first),
 ``Server.add_request_handler`` and ``Server.add_notification_handler``:
 
 - ``initialize``: adds ``capabilities.tasks`` (the router's, R-CAP-1, R-CAP-2) on sessions
   of the core face's revision, and notes the session for the task endpoint;
 - ``tools/list``: stamps each tool's ``execution.taskSupport`` (the router's) on that face;
 - ``tools/call``: the router answers it (a task) or hands it back (:class:`Pass`) to run
-  as usual; a task's tool later runs through this same pipeline with a task-scoped
-  session (:func:`~._sdk.task_session`);
+  as usual; a task's tool later runs through the SDK's whole pipeline again, by the one
+  runner every door and worker uses (:mod:`.tool_runner`), which this middleware lets by;
 - ``tasks/*`` of both faces: one handler per method name; ``notifications/tasks/status``
   from the client: to the core face's handler;
 - the tasks extension in ``server/discover`` (``Server.extensions``, X-CAP-2) when its
   handler serves anything.
 
-Errors (its one mapping, through the ``_sdk`` bridge): a :class:`TaskError` becomes the
-SDK's ``MCPError`` with its code, message and data; a ``ValidationError`` ``-32602`` naming
-the field; any other exception a plain ``-32603 Internal error`` (traceback in the log).
+Errors (its one mapping, :func:`sdk_error`, which ``subscriptions/listen`` uses too): a
+:class:`TaskError` becomes the SDK's ``MCPError`` with its code, message and data; a
+``ValidationError`` ``-32602`` naming the field; any other exception a plain ``-32603
+Internal error`` (traceback in the log).
 """
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import importlib
 from collections.abc import Awaitable, Callable
@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import protocol
-from .._handlers import NeedsStream
 from ..errors import InternalError, TaskError
 from ._sdk import (
     INITIALIZE,
@@ -45,21 +44,32 @@ from ._sdk import (
     from_sdk_error,
     internal_error,
     request_outbound,
-    task_session,
     to_sdk_error,
     validation_error,
 )
 from .faces import EXTENSION
 from .mcp_identity import note_address, requestor_of
 from .router import COUNTED_SCOPE, Pass, RunTool, TaskRequest
+from .tool_runner import IN_TASK, tool_runner
 
 if TYPE_CHECKING:
     from .mcp_server import McpTasks
 
-__all__ = ["IN_TASK", "SdkHooks"]
+__all__ = ["SdkHooks", "sdk_error"]
 
-#: Set while the SDK's pipeline runs a task's own tool: the middleware lets it by.
-IN_TASK: contextvars.ContextVar[bool] = contextvars.ContextVar("mcp_tasks_in_task", default=False)
+
+def sdk_error(exc: Exception, what: str) -> MCPError:
+    """What this door raises to the SDK for ``exc`` (the one mapping): the SDK's own error
+    as is, a :class:`TaskError` with its code, message and data, a ``ValidationError``
+    ``-32602`` naming the field, anything else (:class:`NeedsStream` included: this door
+    always offers a stream) a plain ``-32603`` with the traceback in the log."""
+    if isinstance(exc, MCPError):
+        return exc
+    if isinstance(exc, ValidationError):
+        return to_sdk_error(validation_error(exc))
+    if isinstance(exc, TaskError):
+        return to_sdk_error(exc)
+    return internal_error(exc, what)
 
 
 class _RawParams(BaseModel):
@@ -78,7 +88,10 @@ class SdkHooks:
 
     def install(self) -> None:
         server, router = self.server, self.router
-        server.middleware.append(self.middleware)
+        # first, as the task endpoint is in front of the whole pipeline: a tools/call that
+        # becomes a task reaches the router as sent (a sealed requestState among it), and
+        # its tool then runs through the whole pipeline once (.tool_runner) on either door
+        server.middleware.insert(0, self.middleware)
         for method in sorted(router.methods):
             server.add_request_handler(method, _RawParams, self._handler(method))
         for method in router.core.notifications:
@@ -89,20 +102,21 @@ class SdkHooks:
             # package without that face type-checks without it.
             listen_module = importlib.import_module(f"{__package__}.mcp_listen")
             channel = EXTENSION.NOTIFICATION_CHANNEL  # task notifications (X-NOTIF-2)
-            listen = listen_module.TaskListen(self.tasks, server.get_request_handler(channel))
+            listen = listen_module.TaskListen(
+                self.tasks, server.get_request_handler(channel), self.request, sdk_error
+            )
             server.add_request_handler(channel, _RawParams, listen)
 
     # ------------------------------------------------------------------ requests
-    def request(
-        self, ctx: Any, call_next: CallNext | None = None, *, stream: bool = False
-    ) -> TaskRequest:
-        """The router's view of the SDK request ``ctx``; ``call_next`` runs a tool of it,
-        ``stream`` offers the request's own stream for input requests (R-INPUT-3)."""
+    def request(self, ctx: Any, *, runs_tool: bool = False, stream: bool = False) -> TaskRequest:
+        """The router's view of the SDK request ``ctx``; ``runs_tool``: a ``tools/call`` whose
+        tool may run as a task, ``stream`` offers the request's own stream for input requests
+        (R-INPUT-3)."""
         version = ctx.protocol_version
         extension = self.router.is_extension(version)
         requestor, identified = requestor_of(ctx, sessionless=extension)
         conn = None if extension else connection_of(ctx.session)
-        run = self._runner(ctx, call_next, extension) if call_next is not None else None
+        run = self._runner(ctx, extension) if runs_tool else None
         return TaskRequest(
             version=version,
             method=ctx.method,
@@ -117,35 +131,26 @@ class SdkHooks:
             counted=bool(getattr(ctx.request, "scope", {}).get(COUNTED_SCOPE)),
         )
 
-    @staticmethod
-    def _runner(ctx: Any, call_next: CallNext, extension: bool) -> RunTool:
-        """A task's tool through the rest of this request's pipeline, with a task-scoped
-        session (the extension face: a connection from the request's own envelope)."""
+    def _runner(self, ctx: Any, extension: bool) -> RunTool:
+        """A task's tool through the SDK's pipeline (the one runner both doors use), on the
+        request's connection (the extension face: one from the request's own envelope)."""
         if extension:
-            session = ctx.session
-            caps = session.client_capabilities
+            caps = ctx.session.client_capabilities
             conn = connection_from_envelope(
                 ctx.protocol_version,
                 None,
                 caps.model_dump(by_alias=True, exclude_none=True) if caps is not None else None,
             )
-            request = None
         else:
-            conn, request = connection_of(ctx.session), ctx.request
-
-        async def run(dctx: Any, params: dict[str, Any]) -> HandlerResult:
-            scoped = task_session(dctx, conn)
-            inner = dataclasses.replace(ctx, params=params, session=scoped, request=request)
-            return await call_next(inner)
-
-        return run
+            conn = connection_of(ctx.session)
+        return tool_runner(self.server, conn, ctx.lifespan_context)
 
     async def middleware(self, ctx: Any, call_next: CallNext) -> HandlerResult:
         if ctx.request_id is None or IN_TASK.get():  # notifications, a task's own run
             return await call_next(ctx)
         try:
             if ctx.method == protocol.TOOLS_CALL:
-                routed = await self.router.route(self.request(ctx, call_next))
+                routed = await self.router.route(self.request(ctx, runs_tool=True))
                 if isinstance(routed, Pass):
                     return await call_next(dataclasses.replace(ctx, params=routed.params))
                 return routed
@@ -155,25 +160,15 @@ class SdkHooks:
             elif ctx.method == TOOLS_LIST:
                 self._patch_tools_list(ctx, result)
             return result
-        except MCPError:
-            raise
-        except ValidationError as exc:
-            raise to_sdk_error(validation_error(exc)) from None
-        except TaskError as exc:
-            raise to_sdk_error(exc) from None
-        except NeedsStream as exc:
-            raise internal_error(exc, ctx.method) from None
         except Exception as exc:
-            raise internal_error(exc, ctx.method) from None
+            raise sdk_error(exc, ctx.method) from None
 
     def _handler(self, method: str) -> Callable[[Any, _RawParams], Awaitable[dict[str, Any]]]:
         async def handler(ctx: Any, _: _RawParams) -> dict[str, Any]:
             try:
                 routed = await self.router.route(self.request(ctx, stream=True))
-            except TaskError as exc:
-                raise to_sdk_error(exc) from None
-            except NeedsStream as exc:  # this door always offers its stream
-                raise internal_error(exc, method) from None
+            except Exception as exc:  # this door always offers its stream: no NeedsStream
+                raise sdk_error(exc, method) from None
             if isinstance(routed, Pass):  # pragma: no cover - only tools/call passes
                 raise to_sdk_error(InternalError(detail=method))
             return routed

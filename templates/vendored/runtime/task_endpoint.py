@@ -17,12 +17,16 @@ HTTP allows for any request):
   task that ends without asking for input;
 - the extension face (2026-07-28): ``tasks/*`` and ``tools/call``.
 
-Everything else goes to the SDK unchanged, body replayed: every request the SDK would refuse
-(so refusals keep the SDK's shape), a ``tools/call`` that does not become a task
-(:class:`~.router.Pass`), a ``tasks/result`` whose task asks for input (its requests ride
-the request's own stream, R-INPUT-3: :class:`NeedsStream`) or runs longer. An error
-raised once the router has the request is answered here (a JSON-RPC internal error), never
-handed on: the SDK's path would run it again (a second task, a second run of its tool).
+Everything else goes to the SDK unchanged, body replayed, decided before anything ran:
+every request the SDK would refuse (so refusals keep the SDK's shape), and a ``tools/call``
+that does not become a task (:class:`~.router.Pass`, decided before any task or run). One
+request is handed on after the router had it: a core ``tasks/result`` whose task asks for
+input (its requests ride the request's own stream, R-INPUT-3, which only the SDK's
+transport has: :class:`NeedsStream`) or runs past :data:`RESULT_WAIT_S`; the router only
+read for it (waiting changes nothing) and counted it once (R-SEC-3, ``COUNTED_SCOPE``). Any
+error raised once the router has the request is answered here (a JSON-RPC internal error),
+never handed on: the SDK's path would run it again (a second task, a second run of its tool).
+A task's tool runs through the one runner both doors use (:mod:`.tool_runner`).
 """
 
 from __future__ import annotations
@@ -57,12 +61,11 @@ from ._sdk import (
     mcp_param_rejection,
     modern_route,
     post_checks_pass,
-    sdk_request_runner,
     transport_security,
 )
 from .mcp_identity import client_address, http_requestor, identifies
-from .router import COUNTED_SCOPE, Pass, RunTool, TaskRequest
-from .sdk_hooks import IN_TASK
+from .router import COUNTED_SCOPE, Pass, TaskRequest
+from .tool_runner import tool_runner
 
 if TYPE_CHECKING:
     from .mcp_server import McpTasks
@@ -237,8 +240,8 @@ class TaskEndpoint:
         self.sdk_app = sdk_app
         self.manager = manager
         self.security = transport_security(manager)
-        #: the methods routed here on each era: every task method, and ``tools/call``
-        self.methods = frozenset({*self.router.methods, protocol.TOOLS_CALL})
+        #: the methods routed here on each era (the router's: task methods, ``tools/call``)
+        self.methods = self.router.routed
         #: how many requests the task endpoint replied to, and how many it left to the SDK
         self.replied = 0
         self.passed = 0
@@ -392,7 +395,7 @@ class TaskEndpoint:
             headers=headers,
             # only a tools/call runs a tool: no SDK pipeline is built for a tasks/* request
             run_tool=(
-                self._runner(conn)
+                tool_runner(self.tasks.server, conn, lifespan_state(self.manager))
                 if conn is not None and message.method == protocol.TOOLS_CALL
                 else None
             ),
@@ -481,20 +484,6 @@ class TaskEndpoint:
         if failure is not None:
             raise failure
         return routed
-
-    def _runner(self, conn: Connection) -> RunTool:
-        """A task's tool run through the SDK's own pipeline for ``conn``."""
-        on_request = sdk_request_runner(self.tasks.server, conn, lifespan_state(self.manager))
-
-        async def run(dctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-            token = IN_TASK.set(True)
-            try:
-                result: dict[str, Any] = await on_request(dctx, protocol.TOOLS_CALL, params)
-                return result
-            finally:
-                IN_TASK.reset(token)
-
-        return run
 
 
 class Outermost:

@@ -1,0 +1,40 @@
+"""The one way a task's tool runs: through the SDK's whole request pipeline, once.
+
+Every front door (the task endpoint, the SDK's own pipeline through :mod:`.sdk_hooks`) and
+every worker process (:mod:`.worker`) runs the tool of a task-augmented ``tools/call`` with
+:func:`tool_runner`: the server's middleware (its span only while tracing records), the
+SDK's validation of the call, the tool, its result checks, for a connection and with the
+task's own task-scoped outbound as the request-scoped channel. While it runs, :data:`IN_TASK`
+is set, and the task middleware of :mod:`.sdk_hooks` steps aside: the call already is a task.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+from .. import protocol
+from ._sdk import Connection, sdk_request_runner
+from .router import RunTool
+
+__all__ = ["IN_TASK", "tool_runner"]
+
+#: Set while the SDK's pipeline runs a task's own tool: the task middleware lets it by.
+IN_TASK: contextvars.ContextVar[bool] = contextvars.ContextVar("mcp_tasks_in_task", default=False)
+
+
+def tool_runner(server: Any, conn: Connection, lifespan: Any) -> RunTool:
+    """``run(task-scoped outbound, tools/call params)``: the tool of a task on ``conn``
+    through the SDK's pipeline of ``server`` (``lifespan``: what the server's lifespan
+    yielded), its result as the wire dict."""
+    on_request = sdk_request_runner(server, conn, lifespan)
+
+    async def run(dctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+        token = IN_TASK.set(True)
+        try:
+            result: dict[str, Any] = await on_request(dctx, protocol.TOOLS_CALL, params)
+            return result
+        finally:
+            IN_TASK.reset(token)
+
+    return run
