@@ -39,7 +39,6 @@ from ._sdk import (
     CallNext,
     HandlerResult,
     MCPError,
-    connection_from_envelope,
     connection_of,
     from_sdk_error,
     internal_error,
@@ -50,7 +49,7 @@ from ._sdk import (
 from .faces import EXTENSION
 from .mcp_identity import note_address, requestor_of
 from .router import COUNTED_SCOPE, Pass, RunTool, TaskRequest
-from .tool_runner import IN_TASK, tool_runner
+from .tool_runner import IN_TASK, envelope_connection, tool_runner
 
 if TYPE_CHECKING:
     from .mcp_server import McpTasks
@@ -135,12 +134,7 @@ class SdkHooks:
         """A task's tool through the SDK's pipeline (the one runner both doors use), on the
         request's connection (the extension face: one from the request's own envelope)."""
         if extension:
-            caps = ctx.session.client_capabilities
-            conn = connection_from_envelope(
-                ctx.protocol_version,
-                None,
-                caps.model_dump(by_alias=True, exclude_none=True) if caps is not None else None,
-            )
+            conn = envelope_connection(ctx.protocol_version, ctx.params or {})
         else:
             conn = connection_of(ctx.session)
         return tool_runner(self.server, conn, ctx.lifespan_context)

@@ -53,7 +53,6 @@ from ._sdk import (
     Connection,
     InFlight,
     JSONRPCRequest,
-    connection_from_envelope,
     http_session,
     initialized,
     lifespan_state,
@@ -65,7 +64,7 @@ from ._sdk import (
 )
 from .mcp_identity import client_address, http_requestor, identifies
 from .router import COUNTED_SCOPE, Pass, TaskRequest
-from .tool_runner import tool_runner
+from .tool_runner import envelope_connection, tool_runner
 
 if TYPE_CHECKING:
     from .mcp_server import McpTasks
@@ -358,7 +357,7 @@ class TaskEndpoint:
                 return None
             conn = None
             if message.method == protocol.TOOLS_CALL:  # a born-ready connection, as the SDK's
-                conn = connection_from_envelope(protocol.REVISION, None, None)
+                conn = envelope_connection(protocol.REVISION, {})
             req = self._request(scope, protocol.REVISION, message, params, None, conn)
             return await self._route(req, None, receive, scope)
         if session_id is None:
@@ -422,9 +421,7 @@ class TaskEndpoint:
                 self.tasks.server, Request(scope), message, route, lifespan
             ):
                 return None
-            conn = connection_from_envelope(
-                route.protocol_version, route.client_info, route.client_capabilities
-            )
+            conn = envelope_connection(route.protocol_version, params)
         req = self._request(scope, route.protocol_version, message, params, None, conn, headers)
         return await self._route(req, None, None, scope)
 

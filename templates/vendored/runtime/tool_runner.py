@@ -11,13 +11,16 @@ is set, and the task middleware of :mod:`.sdk_hooks` steps aside: the call alrea
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Mapping
 from typing import Any
 
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY
+
 from .. import protocol
-from ._sdk import Connection, sdk_request_runner
+from ._sdk import Connection, connection_from_envelope, sdk_request_runner
 from .router import RunTool
 
-__all__ = ["IN_TASK", "tool_runner"]
+__all__ = ["IN_TASK", "envelope_connection", "tool_runner"]
 
 #: Set while the SDK's pipeline runs a task's own tool: the task middleware lets it by.
 IN_TASK: contextvars.ContextVar[bool] = contextvars.ContextVar("mcp_tasks_in_task", default=False)
@@ -38,3 +41,16 @@ def tool_runner(server: Any, conn: Connection, lifespan: Any) -> RunTool:
             IN_TASK.reset(token)
 
     return run
+
+
+def envelope_connection(version: str, params: Mapping[str, Any]) -> Connection:
+    """The connection a task's tool runs on for a request of a per-request-envelope revision
+    (``version``; a stateless core request has no envelope and gets a bare one): born ready
+    from the request's own ``_meta`` envelope (client info, capabilities), as the SDK builds
+    one for each such request. Not the SDK's own, which it closes when the request ends: the
+    task outlives the request."""
+    meta = params.get("_meta")
+    envelope: Mapping[str, Any] = meta if isinstance(meta, Mapping) else {}
+    return connection_from_envelope(
+        version, envelope.get(CLIENT_INFO_META_KEY), envelope.get(CLIENT_CAPABILITIES_META_KEY)
+    )
