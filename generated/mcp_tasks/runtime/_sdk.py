@@ -13,7 +13,8 @@ import the SDK's internals (private attributes, transport modules, structural de
 from here, so a new ``mcp`` release breaks one module, not several.
 ``tests/mcp/test_sdk_canary.py`` names each assumption in :data:`ASSUMPTIONS` and
 fails with a message like "mcp 2.4.0 changed: ServerSession._connection is gone;
-update mcp_tasks.runtime._sdk" when one no longer holds.
+update mcp_tasks.runtime._sdk" when one no longer holds. What differs between releases
+of :data:`MCP_SUPPORTED` is bridged here too, by what the installed one has (not its version).
 
 It changes the SDK in one place only, :mod:`._sdk_json` (the 2025-11-25 HTTP transport's
 JSON, for messages holding a lone surrogate), re-exported here; that change has a canary too.
@@ -590,12 +591,12 @@ async def mcp_param_rejection(
 ) -> Any | None:
     """The SDK's ``Mcp-Param-*`` header check of a modern ``tools/call`` (a rejection or
     None); skipped when the tool's schema (from ``Server.get_tool_input_schema``) declares
-    no header parameter, where the SDK's check can only pass."""
+    no header parameter, where it can only pass (``mcp`` 2.2 has no lookup: it always runs)."""
     from mcp.server._streamable_http_modern import _mcp_param_rejection
 
     low = lowlevel_server(server)
     name = (message.params or {}).get("name")
-    lookup = low.get_tool_input_schema
+    lookup = getattr(low, "get_tool_input_schema", None)  # mcp >= 2.3
     if lookup is not None and isinstance(name, str):
         try:
             schema: Any = lookup(name)
