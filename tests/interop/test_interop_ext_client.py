@@ -37,7 +37,7 @@ from mcp_tasks.extension import protocol as ext
 from mcp_tasks.runtime.mcp_client import TaskNotSupported, TaskRequestor
 from mcp_tasks.runtime.mcp_ext_client import ExtTaskRequestor, TasksClientExtension
 from testkit.doors import door_of, http_targets
-from testkit.fastmcp_peer import SERVER_SCRIPT, peer_python
+from testkit.fastmcp_peer import SERVER_SCRIPT, peer_env, peer_python
 from testkit.interop import SERVER_MODULE, HttpServer, PeerServer, interrupt_cli_task, node_env
 from testkit.ops import mcptask
 
@@ -61,6 +61,7 @@ def fastmcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         lambda port: [str(python), str(SERVER_SCRIPT), str(port)],
         tmp_path_factory.mktemp("fastmcp"),
         "fastmcp_server",
+        env=peer_env(),
         timeout=90,
     )
     try:

@@ -20,7 +20,7 @@ import pytest
 
 from testkit.example_server import ServerPool
 from testkit.ext_wire import TASKS_EXTENSION, ExtClient
-from testkit.fastmcp_peer import CLIENT_SCRIPT, SERVER_SCRIPT, peer_python
+from testkit.fastmcp_peer import CLIENT_SCRIPT, SERVER_SCRIPT, peer_env, peer_python
 from testkit.interop import HttpServer, PeerServer
 from testkit.mcp_e2e import TOKENS
 from testkit.procs import running
@@ -49,6 +49,7 @@ def fastmcp_url(fastmcp_python: Path, tmp_path_factory: pytest.TempPathFactory) 
         lambda port: [str(fastmcp_python), str(SERVER_SCRIPT), str(port)],
         tmp_path_factory.mktemp("fastmcp"),
         "fastmcp_server",
+        env=peer_env(),
         timeout=90,
     )
     with running(server):
@@ -63,6 +64,7 @@ def drive(python: Path, url: str, *args: str) -> dict[str, Any]:
         text=True,
         timeout=240,
         stdin=subprocess.DEVNULL,
+        env=peer_env(),
     )
     lines = [line for line in out.stdout.splitlines() if line.strip()]
     assert out.returncode == 0 and lines, out.stdout[-3000:] + out.stderr[-3000:]

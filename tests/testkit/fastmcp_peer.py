@@ -9,7 +9,7 @@ package registry: ``tests/install_peers.py`` does it before the suite, and
 :func:`peer_python` gives the tests a skip (a failure under ``CI``) while it is missing.
 Standard library only: ``benchmarks/peers_bench.py`` uses it too.
 
-Scripts run with the venv's Python: ``fastmcp_server.py PORT`` (a FastMCP tasks server with
+Scripts run with the venv's Python, in :func:`peer_env`: ``fastmcp_server.py PORT`` (a FastMCP tasks server with
 the example server's tool contract) and ``fastmcp_client.py URL`` (the FastMCP client
 driving a server's tools; prints one JSON object).
 """
@@ -92,6 +92,12 @@ def ensure_venv(venv: Path = VENV) -> Path:
         _run([str(venv_python(venv)), "-m", "pip", "install", "-q", *PINS])
         (venv / STAMP_NAME).write_text(_wanted())
         return venv_python(venv)
+
+
+def peer_env() -> dict[str, str]:
+    """This process's environment for the peer's scripts, without ``PYTHONPATH``: the peer
+    runs its venv's pins (``.ci/run`` puts the oldest ``mcp`` there for our side only)."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
 
 
 def peer_python() -> Path:
