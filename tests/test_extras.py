@@ -72,6 +72,22 @@ def test_every_extra_the_docs_name_exists_and_installs_from_the_checkout() -> No
         assert f"'.[mcp,{extra}]'" in readme, extra
 
 
+def test_every_statement_of_the_mcp_range_is_the_mcp_extras() -> None:
+    """The ``mcp`` range the README and docs state is the one ``pyproject.toml``'s ``mcp``
+    extra requires (its one home; ``descriptor.PARTS`` and ``_sdk.MCP_SUPPORTED`` are read
+    from it), and the docs state it at least where they say what is supported."""
+    (wanted,) = (r for r in OPTIONAL["mcp"] if _name(r) == "mcp")
+    stated = {
+        (doc.name, found)
+        for doc in DOCS
+        for found in re.findall(
+            r"\bmcp ?[<>=~!]=?[\d.]+(?:, ?[<>=~!]=?[\d.]+)*", doc.read_text("utf-8")
+        )
+    }
+    assert {doc for doc, _ in stated} >= {"serving.md", "why.md", "errors.md"}, stated
+    assert {found for _, found in stated} == {wanted}, f"pyproject.toml says {wanted}: {stated}"
+
+
 def test_what_a_part_asks_for_is_what_its_extra_installs() -> None:
     """The lines a missing part names (the package's ``descriptor.PARTS``) are its extra's in
     ``pyproject.toml``, and every module the part checks for is one of them."""
@@ -188,5 +204,7 @@ def test_importing_a_part_without_its_extra_says_which_in_one_line(
     )
     assert out.returncode != 0
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("ModuleNotFoundError: ") and f"{module} needs the '{extra}' extra" in last
+    assert (
+        last.startswith("ModuleNotFoundError: ") and f"{module} needs the '{extra}' extra" in last
+    )
     assert all(f"'{pin}'" in last for pin in descriptor.PARTS[extra].requires)

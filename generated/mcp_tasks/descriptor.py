@@ -99,7 +99,7 @@ PARTS: Final[Mapping[str, Part]] = MappingProxyType(
             ),
             requires=(
                 "httptools>=0.6.3",
-                "mcp<2.4,>=2.3",
+                "mcp<2.4,>=2.2",
                 "uvicorn>=0.30",
                 'uvloop>=0.21; sys_platform != "win32" and sys_platform != "cygwin" and platform_python_implementation != "PyPy"',
             ),

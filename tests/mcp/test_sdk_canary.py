@@ -9,7 +9,9 @@ hanging somewhere in an end-to-end test.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -57,6 +59,16 @@ def test_every_assumption_has_a_canary() -> None:
         if name.startswith("test_") and obj.__doc__ and ":" in obj.__doc__
     }
     assert named <= tested, f"assumptions without a canary test: {sorted(named - tested)}"
+
+
+def test_the_supported_range_is_the_mcp_extras() -> None:
+    """MCP_SUPPORTED is the ``mcp`` extra's requirement, read from the package's descriptor."""
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    extra = tomllib.loads(pyproject.read_text("utf-8"))["project"]["optional-dependencies"]
+    (line,) = (r for r in extra["mcp"] if re.match(r"mcp\s*[<>=!~]", r))
+    assert line == f"mcp{_sdk.MCP_SUPPORTED}", (line, _sdk.MCP_SUPPORTED)
 
 
 def test_mcpserver_lowlevel_server() -> None:

@@ -4,9 +4,28 @@ test named after each entry. Data only (no SDK import): ``_sdk`` re-exports both
 
 from __future__ import annotations
 
+import re
+from typing import Final
+
+from .. import descriptor
+
 __all__ = ["ASSUMPTIONS", "MCP_SUPPORTED"]
 
-MCP_SUPPORTED = ">=2.3,<2.4"
+_MCP_REQUIREMENT = re.compile(r"mcp\s*([<>=!~][^;]*)")
+
+
+def _supported() -> str:
+    """The ``mcp`` requirement's specifiers (``>=2.2,<2.4``), from the package's
+    ``descriptor.PARTS`` (written from ``pyproject.toml``'s ``mcp`` extra, their one home)."""
+    for line in descriptor.PARTS["runtime"].requires:
+        found = _MCP_REQUIREMENT.fullmatch(line.partition(";")[0].strip())
+        if found is not None:
+            specs = found[1].replace(" ", "").split(",")
+            return ",".join(sorted(specs, key=lambda spec: not spec.startswith(">")))
+    raise LookupError("descriptor.PARTS['runtime'] has no mcp requirement")  # pragma: no cover
+
+
+MCP_SUPPORTED: Final = _supported()
 """The ``mcp`` releases these assumptions were checked against (``pyproject.toml``)."""
 
 ASSUMPTIONS: tuple[tuple[str, str], ...] = (
