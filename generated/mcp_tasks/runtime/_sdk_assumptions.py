@@ -7,7 +7,12 @@
 
 """What :mod:`._sdk` assumes about the ``mcp`` SDK beyond its documented API, one line
 each, and the releases they were checked against: ``tests/mcp/test_sdk_canary.py`` has a
-test named after each entry. Data only (no SDK import): ``_sdk`` re-exports both names."""
+test named after each entry. Data only (no SDK import): ``_sdk`` re-exports both names.
+
+What is public in every supported release (its name without an underscore, in a module's
+``__all__`` or documented there) is not listed: ``Connection.exit_stack``,
+``Connection.from_envelope``, ``Server.session_manager``, ``ServerRunner(...).on_request``,
+``mcp.shared.inbound``, ``mcp_types.methods``."""
 
 from __future__ import annotations
 
@@ -41,41 +46,25 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ("ServerSession._request_outbound", "the request-scoped channel of a task-result call"),
     ("ServerSession(outbound, connection)", "a task-scoped session is built this way"),
     ("DispatchContext members", "the task-scoped outbound duck-types DispatchContext"),
-    ("Connection.exit_stack", "unwound when the connection (stdio, HTTP session) ends"),
-    ("mcp.shared._context_streams.create_context_streams", "the stdio relay's stream pair"),
     ("ClientSession._stamp", "protocol-version stamping of a raw request"),
     ("ClientSession._dispatcher", "raw requests that skip the SDK's result validation"),
     ("ClientSession._on_request", "overridden: the stock one answers tasks/* with -32601"),
     ("ClientSession._build_capabilities", "overridden: extended with capabilities.tasks"),
-    ("ClientSession.dispatch_input_request", "runs the elicitation/sampling callbacks"),
     ("modern stamp _meta envelope", "a raw request's clientCapabilities can be extended"),
-    ("mcp_types.methods.parse_server_request", "a server request's typed model"),
     ('"Validation error" message prefix', "how the SDK's HTTP transport reports a bad envelope"),
     # the tasks extension's face (mcp_extension): public names, structural assumptions
-    ("Server.extensions", "what server/discover advertises under capabilities.extensions"),
-    ("Connection.from_envelope", "a task's session on the extension's face, from the envelope"),
     ("NAME_BEARING_METHODS lacks tasks/*", "the Mcp-Name check of tasks/* requests is ours"),
     ("CORE_RESULT_TYPES lacks task", "a resultType task answer passes the runner unsieved"),
     # the lean path (mcp_lean): the Streamable HTTP endpoint and its session manager
-    ("Server._session_manager", "the session manager streamable_http_app() made"),
     ("streamable_http_app route endpoint", "Route(path).app is the endpoint, maybe in .app"),
     ("StreamableHTTPSessionManager._server_instances", "session id -> its transport"),
     ("StreamableHTTPSessionManager._session_owners", "session id -> the credential"),
     ("StreamableHTTPSessionManager._lifespan_state", "what the server's lifespan yielded"),
     ("StreamableHTTPServerTransport idle accounting", "idle_scope, _idle_timeout, in-flight"),
-    ("Connection.initialize_accepted", "a session past its handshake"),
-    ("ServerRunner(server, connection, lifespan).on_request", "the SDK's request pipeline"),
     ("ServerRunner._compose_server_middleware", "a task's run leaves out the no-op span"),
     ("_streamable_http_modern._mcp_param_rejection", "the Mcp-Param header check"),
     ("StreamableHTTPServerTransport standalone stream", "_request_streams, GET key, event store"),
-    # the front doors (task endpoint, SDK hooks, identity): transport modules they read
-    ("mcp.shared.inbound envelope helpers", "classify, ladder rejection, routing headers, status"),
-    ("streamable_http session header and Accept", "Mcp-Session-Id, check_accept_headers(request)"),
-    ("TransportSecurityMiddleware(settings)", "validate_request(request, is_post=True) -> None"),
+    # the front doors (task endpoint, SDK hooks): the transport's checks, its JSON
     ("header checks read request.headers.get", "a HeaderView answers them as a Request would"),
     ("streamable_http JSON parse and writers", "lone surrogates: pydantic_core, two writers"),
-    ("auth_context.get_access_token", "the verified bearer token of the request being served"),
-    ("InputRequiredResult.result_type default", "the resultType of an MRTR input round"),
-    ("Server.add_notification_handler", "client notifications reach the face's handler"),
-    ("mcp_types.version handshake versions", "HANDSHAKE_PROTOCOL_VERSIONS, the default version"),
 )

@@ -39,7 +39,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorizat
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.lowlevel.server import Server
-from mcp.server.runner import ServerRunner, _apply_middleware
+from mcp.server.runner import ServerRunner
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware
@@ -91,7 +91,6 @@ __all__ = [
     "answer_input_request",
     "connection_from_envelope",
     "connection_of",
-    "create_context_streams",
     "current_subject",
     "decode_header_value",
     "from_sdk_error",
@@ -252,15 +251,8 @@ def task_session(outbound: Any, conn: Connection) -> ServerSession:
 
 def on_connection_close(conn: Connection) -> AsyncExitStack:
     """The stack the SDK unwinds (shielded) when ``conn`` ends: stdio EOF, HTTP session
-    DELETE or termination."""
+    DELETE or termination (``Connection.exit_stack``, public)."""
     return conn.exit_stack
-
-
-def create_context_streams(size: int) -> Any:
-    """``mcp.shared._context_streams.create_context_streams`` (private module)."""
-    from mcp.shared._context_streams import create_context_streams as make
-
-    return make[SessionMessage | Exception](size)
 
 
 def is_sdk_validation_report(message: object) -> bool:
@@ -452,12 +444,15 @@ def http_endpoint(app: Any, path: str) -> tuple[Any, str, bool]:
     raise TypeError(f"no mcp Streamable HTTP endpoint at {path!r} in {type(app).__name__}")
 
 
-def session_manager(server: Any) -> Any:
-    """The ``StreamableHTTPSessionManager`` the last ``streamable_http_app()`` call made."""
-    manager = getattr(lowlevel_server(server), "_session_manager", None)
-    if manager is None:
-        raise TypeError("streamable_http_app() has not been called on this server")
-    return manager
+def session_manager(server: Any, required: bool = True) -> Any:
+    """The ``StreamableHTTPSessionManager`` the last ``streamable_http_app()`` call made
+    (``Server.session_manager``); before one, a ``TypeError``, or None if not ``required``."""
+    try:
+        return lowlevel_server(server).session_manager
+    except RuntimeError:  # the SDK's "only after calling streamable_http_app()"
+        if required:
+            raise TypeError("streamable_http_app() has not been called on this server") from None
+        return None
 
 
 def live_session(manager: Any, session_id: str) -> bool:
@@ -522,7 +517,7 @@ def standalone_delivers(server: Any, conn: Connection, *, replay: bool = True) -
 
     if conn.session_id is None:
         return True
-    manager = getattr(lowlevel_server(server), "_session_manager", None)
+    manager = session_manager(server, required=False)
     if manager is None:
         return True
     transport = manager._server_instances.get(conn.session_id)
@@ -543,6 +538,11 @@ def tracing() -> bool:
     return getattr(trace, "_TRACER_PROVIDER", True) is not None
 
 
+def _call_middleware(middleware: Any, call_next: CallNext, ctx: Any) -> Any:
+    """A ``ServerMiddleware`` as a ``CallNext`` link, ``ctx`` taken at call time."""
+    return middleware(ctx, call_next)
+
+
 class _TaskRunner(ServerRunner[Any]):
     """The SDK's pipeline; its span middleware left out while :func:`tracing` is off."""
 
@@ -551,7 +551,7 @@ class _TaskRunner(ServerRunner[Any]):
             return super()._compose_server_middleware(inner)
         for middleware in reversed(self.server.middleware):
             if type(middleware) is not OpenTelemetryMiddleware:
-                inner = partial(_apply_middleware, middleware, inner)
+                inner = partial(_call_middleware, middleware, inner)
         return inner
 
 

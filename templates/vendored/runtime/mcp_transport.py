@@ -13,7 +13,7 @@ import mcp_types as types
 from pydantic import ValidationError
 
 from ..errors import InvalidRequest
-from ._sdk import SessionMessage, create_context_streams, is_sdk_validation_report, lowlevel_server
+from ._sdk import SessionMessage, is_sdk_validation_report, lowlevel_server
 from .slow_clients import ThrottledLog
 
 __all__ = ["malformed_answer", "run_stdio", "tidy_http_errors"]
@@ -62,7 +62,7 @@ async def run_stdio(server: Any) -> None:
 
     low = lowlevel_server(server)
     async with stdio_server() as (read_stream, write_stream):
-        relay_send, relay_receive = create_context_streams(0)
+        relay_send, relay_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
         async def relay() -> None:
             async with relay_send:
