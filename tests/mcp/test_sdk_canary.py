@@ -50,13 +50,26 @@ def _init_assigns(cls: type[Any], attr: str) -> bool:
 
 
 def test_every_assumption_has_a_canary() -> None:
-    named = {name for name, _why in _sdk.ASSUMPTIONS}
+    named = {name for name, _why, _hook in _sdk.ASSUMPTIONS}
     tested = {
         obj.__doc__.split(":", 1)[0].strip()
         for name, obj in globals().items()
         if name.startswith("test_") and obj.__doc__ and ":" in obj.__doc__
     }
     assert named <= tested, f"assumptions without a canary test: {sorted(named - tested)}"
+    assert len(named) == len(_sdk.ASSUMPTIONS), "an assumption is listed twice"
+
+
+def test_every_assumption_says_why_and_what_would_end_it() -> None:
+    """Each entry says why no public name of ``mcp`` serves instead and which upstream hook
+    would let it go; docs/serving.md lists them, word for word."""
+    for name, why, hook in _sdk.ASSUMPTIONS:
+        assert why.strip() and hook.strip(), name
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "serving.md").read_text("utf-8")
+    rows = re.findall(r"(?m)^\| `(.+?)` \| (.+?) \| (.+?) \|$", doc)
+    assert rows == [
+        (name, why, hook) for name, why, hook in _sdk.ASSUMPTIONS
+    ], "docs/serving.md's table of SDK internals is not _sdk_assumptions.ASSUMPTIONS"
 
 
 def test_the_supported_range_is_the_mcp_extras() -> None:
@@ -277,9 +290,9 @@ def test_serverrunner_compose_server_middleware() -> None:
     assert "_compose_server_middleware(" in inspect.getsource(ServerRunner._on_request), changed(
         "ServerRunner.on_request no longer composes the middleware there"
     )
-    assert any(isinstance(m, OpenTelemetryMiddleware) for m in Server("canary").middleware), (
-        changed("Server.middleware no longer starts with the OpenTelemetry span middleware")
-    )
+    assert any(
+        isinstance(m, OpenTelemetryMiddleware) for m in Server("canary").middleware
+    ), changed("Server.middleware no longer starts with the OpenTelemetry span middleware")
 
 
 def test_mcp_param_rejection() -> None:
@@ -396,5 +409,3 @@ async def test_header_checks_read_request_headers_get() -> None:
             headers = _headers(scope)
             assert await _sdk.post_checks_pass(security, headers, True) == passes  # JSON only
             assert await _sdk.post_checks_pass(security, headers, False) == (passes and want[1])
-
-

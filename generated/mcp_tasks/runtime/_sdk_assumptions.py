@@ -5,14 +5,15 @@
 # DO NOT EDIT: regenerate with mcptask-gen; subclass, never edit.
 # @generated
 
-"""What :mod:`._sdk` assumes about the ``mcp`` SDK beyond its documented API, one line
-each, and the releases they were checked against: ``tests/mcp/test_sdk_canary.py`` has a
-test named after each entry. Data only (no SDK import): ``_sdk`` re-exports both names.
+"""What :mod:`._sdk` assumes about the ``mcp`` SDK beyond its documented API, and the
+releases they were checked against: ``tests/mcp/test_sdk_canary.py`` has a test named after
+each entry. Data only (no SDK import): ``_sdk`` re-exports both names.
 
-What is public in every supported release (its name without an underscore, in a module's
-``__all__`` or documented there) is not listed: ``Connection.exit_stack``,
-``Connection.from_envelope``, ``Server.session_manager``, ``ServerRunner(...).on_request``,
-``mcp.shared.inbound``, ``mcp_types.methods``."""
+Each entry is (what is assumed, why no public name of ``mcp`` serves instead, the upstream
+hook that would let the entry go). What is public in every supported release (its name
+without an underscore, in a module's ``__all__`` or documented there) is not listed:
+``Connection.exit_stack``, ``Connection.from_envelope``, ``Server.session_manager``,
+``ServerRunner(...).on_request``, ``mcp.shared.inbound``, ``mcp_types.methods``."""
 
 from __future__ import annotations
 
@@ -40,31 +41,148 @@ def _supported() -> str:
 MCP_SUPPORTED: Final = _supported()
 """The ``mcp`` releases these assumptions were checked against (``pyproject.toml``)."""
 
-ASSUMPTIONS: tuple[tuple[str, str], ...] = (
-    ("MCPServer._lowlevel_server", "the low-level Server inside an MCPServer"),
-    ("ServerSession._connection", "the stable per-connection object (no public accessor)"),
-    ("ServerSession._request_outbound", "the request-scoped channel of a task-result call"),
-    ("ServerSession(outbound, connection)", "a task-scoped session is built this way"),
-    ("DispatchContext members", "the task-scoped outbound duck-types DispatchContext"),
-    ("ClientSession._stamp", "protocol-version stamping of a raw request"),
-    ("ClientSession._dispatcher", "raw requests that skip the SDK's result validation"),
-    ("ClientSession._on_request", "overridden: the stock one answers tasks/* with -32601"),
-    ("ClientSession._build_capabilities", "overridden: extended with capabilities.tasks"),
-    ("modern stamp _meta envelope", "a raw request's clientCapabilities can be extended"),
-    ('"Validation error" message prefix', "how the SDK's HTTP transport reports a bad envelope"),
+ASSUMPTIONS: Final[tuple[tuple[str, str, str], ...]] = (
+    # the serving (McpTasks on a Server or an MCPServer, a task's session)
+    (
+        "MCPServer._lowlevel_server",
+        "McpTasks registers its handlers and extensions on the low-level Server inside an"
+        " MCPServer, which has no accessor (the SDK's own Client reads this attribute)",
+        "a public MCPServer.lowlevel_server",
+    ),
+    (
+        "ServerSession._connection",
+        "a low-level handler gets ctx.session only; the Connection behind it (identity, exit"
+        " stack, standalone channel) has no accessor there (MCPServer's Context has one)",
+        "ServerSession.connection or ServerRequestContext.connection",
+    ),
+    (
+        "ServerSession._request_outbound",
+        "tasks/result relays a task's requests raw on the request-scoped channel (the"
+        " tasks/result stream); only typed helpers reach that channel",
+        "ServerSession.send_raw_request(..., related=True) or a public request_outbound",
+    ),
+    (
+        "ServerSession(outbound, connection)",
+        "a task's session is built over the task's own outbound; the SDK documents this"
+        " constructor as its kernel's (_make_context), not for callers",
+        "a documented factory of a ServerSession over a given Outbound",
+    ),
+    (
+        "DispatchContext members",
+        "TaskOutbound and PollOutbound stand in for the DispatchContext a ServerSession is"
+        " typed to take; nothing says which of its members the session uses",
+        "ServerSession typed against the public Outbound protocol",
+    ),
+    # the client (TaskRequestor, TasksClientSession)
+    (
+        "ClientSession._stamp",
+        "a raw request gets the protocol-version stamp a typed one gets; the SDK has no raw"
+        " request method on ClientSession",
+        "ClientSession.send_raw_request(method, params, ...) returning the raw result",
+    ),
+    (
+        "ClientSession._dispatcher",
+        "tasks/* results are read raw: send_request always validates the result, clamps its"
+        " ttl and drops later revisions' fields",
+        "ClientSession.send_raw_request(method, params, ...) returning the raw result",
+    ),
+    (
+        "ClientSession._on_request",
+        "overridden: a server's tasks/* requests reach our task receiver; the stock method"
+        " answers them -32601 and nothing registers another server request",
+        "a registry of handlers for server requests (ClientSession(request_handlers=...))",
+    ),
+    (
+        "ClientSession._build_capabilities",
+        "overridden: initialize declares capabilities.tasks; the constructor takes"
+        " extensions only, and no core capability but the callbacks' ones",
+        "a ClientSession(capabilities=...) merged into what it declares",
+    ),
+    (
+        "modern stamp _meta envelope",
+        "one request declares the tasks extension by adding it to the clientCapabilities"
+        " the stamp wrote into params._meta, a shape the SDK does not document",
+        "an extensions= argument of one request (send_request, send_raw_request)",
+    ),
+    (
+        '"Validation error" message prefix',
+        "the SDK's HTTP transport reports a bad envelope as a multi-line text; only that"
+        " text tells it apart, to answer one short -32600 instead",
+        "a marker in the error's data, or a hook formatting the report",
+    ),
     # the tasks extension's face (mcp_extension): public names, structural assumptions
-    ("NAME_BEARING_METHODS lacks tasks/*", "the Mcp-Name check of tasks/* requests is ours"),
-    ("CORE_RESULT_TYPES lacks task", "a resultType task answer passes the runner unsieved"),
-    # the lean path (mcp_lean): the Streamable HTTP endpoint and its session manager
-    ("streamable_http_app route endpoint", "Route(path).app is the endpoint, maybe in .app"),
-    ("StreamableHTTPSessionManager._server_instances", "session id -> its transport"),
-    ("StreamableHTTPSessionManager._session_owners", "session id -> the credential"),
-    ("StreamableHTTPSessionManager._lifespan_state", "what the server's lifespan yielded"),
-    ("StreamableHTTPServerTransport idle accounting", "idle_scope, _idle_timeout, in-flight"),
-    ("ServerRunner._compose_server_middleware", "a task's run leaves out the no-op span"),
-    ("_streamable_http_modern._mcp_param_rejection", "the Mcp-Param header check"),
-    ("StreamableHTTPServerTransport standalone stream", "_request_streams, GET key, event store"),
+    (
+        "NAME_BEARING_METHODS lacks tasks/*",
+        "the Mcp-Name check of tasks/* requests is ours; were it the SDK's too, a request"
+        " would be checked twice, perhaps answered differently",
+        "extension methods declared name-bearing to the SDK's ladder",
+    ),
+    (
+        "CORE_RESULT_TYPES lacks task",
+        "the runner passes a resultType task answer of tools/call unsieved only while task"
+        " is not a core result type; servers have no result claims",
+        "server-side result claims, as ClientSession has (ResultClaim)",
+    ),
+    # the lean path (mcp_lean, task_endpoint): the Streamable HTTP endpoint and its sessions
+    (
+        "streamable_http_app route endpoint",
+        "the task endpoint wraps the SDK's StreamableHTTPASGIApp at Route(path).app (in"
+        " RequireAuthMiddleware's .app with auth); the app's layout is not documented",
+        "a documented way to wrap the endpoint (streamable_http_app(wrap_endpoint=...))",
+    ),
+    (
+        "StreamableHTTPSessionManager._server_instances",
+        "session id -> its transport: whether a session lives, how many there are; the"
+        " manager has no lookup",
+        "a public session lookup and count on StreamableHTTPSessionManager",
+    ),
+    (
+        "StreamableHTTPSessionManager._session_owners",
+        "session id -> the credential that opened it: another credential's session is"
+        " refused as the SDK refuses it; no lookup takes the requestor",
+        "that lookup taking the requestor, answering as handle_request would",
+    ),
+    (
+        "StreamableHTTPSessionManager._lifespan_state",
+        "what the server's lifespan yielded, which the SDK's pipeline takes for a request"
+        " the task endpoint serves; the manager keeps it to itself",
+        "a public StreamableHTTPSessionManager.lifespan_state",
+    ),
+    (
+        "StreamableHTTPServerTransport idle accounting",
+        "a request the task endpoint serves holds the session's idle countdown as"
+        " handle_request does: idle_scope, _idle_timeout, _requests_in_flight",
+        "a public in-flight context manager on the transport",
+    ),
+    (
+        "ServerRunner._compose_server_middleware",
+        "a task's run leaves out the span middleware (mcp.server._otel's"
+        " OpenTelemetryMiddleware, a private module) while no tracer provider is set",
+        "ServerRunner taking its middleware, or the span middleware idle without tracing",
+    ),
+    (
+        "_streamable_http_modern._mcp_param_rejection",
+        "the SDK's Mcp-Param-* header check of a modern tools/call the task endpoint serves;"
+        " only the SDK's private transport module runs it",
+        "a public header check of a tools/call (server, request, route) in mcp.server",
+    ),
+    (
+        "StreamableHTTPServerTransport standalone stream",
+        "whether a notification on a session's standalone channel reaches anyone:"
+        " _request_streams, GET_STREAM_KEY, _event_store",
+        "a Connection property: whether its standalone stream is open or replayable",
+    ),
     # the front doors (task endpoint, SDK hooks): the transport's checks, its JSON
-    ("header checks read request.headers.get", "a HeaderView answers them as a Request would"),
-    ("streamable_http JSON parse and writers", "lone surrogates: pydantic_core, two writers"),
+    (
+        "header checks read request.headers.get",
+        "a HeaderView (a dict by lower-case name) stands in for the Starlette Request that"
+        " check_accept_headers and TransportSecurityMiddleware.validate_request are typed to take",
+        "those checks taking a mapping of headers",
+    ),
+    (
+        "streamable_http JSON parse and writers",
+        "the 2025-11-25 transport parses with its module's pydantic_core.from_json and"
+        " writes with _create_json_response, _create_event_data; _sdk_json swaps them",
+        "that transport taking a lone surrogate as the 2026-07-28 one does",
+    ),
 )
