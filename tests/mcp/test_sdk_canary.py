@@ -3,7 +3,8 @@
 Each test names one entry of ``_sdk.ASSUMPTIONS`` (private attributes, overridden
 private hooks, structural details) and fails with "mcp X.Y changed: ...; update
 mcp_tasks.runtime._sdk" when a new ``mcp`` release breaks it, instead of a task
-hanging somewhere in an end-to-end test.
+hanging somewhere in an end-to-end test. ``.ci/run`` runs it on the oldest ``mcp`` the
+requirement admits as well as on the newest (``.ci/constraints.txt``).
 """
 
 from __future__ import annotations
