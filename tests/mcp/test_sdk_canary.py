@@ -102,13 +102,6 @@ def test_serversession_request_outbound() -> None:
     )
 
 
-def test_serversession_constructor() -> None:
-    """ServerSession(outbound, connection): how a task-scoped session is built."""
-    assert _params(ServerSession.__init__)[:2] == ["request_outbound", "connection"], changed(
-        f"ServerSession.__init__ takes {_params(ServerSession.__init__)}"
-    )
-
-
 def test_dispatch_context_members() -> None:
     """DispatchContext members: TaskOutbound duck-types every one of them."""
     wanted = {name for name, _ in inspect.getmembers(DispatchContext) if not name.startswith("_")}

@@ -126,7 +126,6 @@ __all__ = [
     "session_manager",
     "standalone_delivers",
     "take_lone_surrogates",
-    "task_session",
     "to_sdk_error",
     "tool_call_params",
     "transport_security",
@@ -249,11 +248,6 @@ def connection_of(session: ServerSession) -> Connection:
 def request_outbound(session: ServerSession) -> Any:
     """The request-scoped channel (the ``tasks/result`` response stream) of a session."""
     return session._request_outbound
-
-
-def task_session(outbound: Any, conn: Connection) -> ServerSession:
-    """A ``ServerSession`` whose request-scoped channel is ``outbound`` (a task's)."""
-    return ServerSession(outbound, conn)
 
 
 def on_connection_close(conn: Connection) -> AsyncExitStack:

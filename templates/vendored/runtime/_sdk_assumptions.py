@@ -55,15 +55,10 @@ ASSUMPTIONS: Final[tuple[tuple[str, str, str], ...]] = (
         "ServerSession.send_raw_request(..., related=True) or a public request_outbound",
     ),
     (
-        "ServerSession(outbound, connection)",
-        "a task's session is built over the task's own outbound; the SDK documents this"
-        " constructor as its kernel's (_make_context), not for callers",
-        "a documented factory of a ServerSession over a given Outbound",
-    ),
-    (
         "DispatchContext members",
-        "TaskOutbound and PollOutbound stand in for the DispatchContext a ServerSession is"
-        " typed to take; nothing says which of its members the session uses",
+        "TaskOutbound and PollOutbound stand in for the DispatchContext a task's run hands"
+        " ServerRunner.on_request (its session is built over it); nothing says which of its"
+        " members the session uses",
         "ServerSession typed against the public Outbound protocol",
     ),
     # the client (TaskRequestor, TasksClientSession)
