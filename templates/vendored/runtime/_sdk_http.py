@@ -1,0 +1,62 @@
+"""The SDK's checks of a Streamable HTTP POST, as the task endpoint makes them before it
+answers a request itself: the Host/Origin/Content-Type and ``Accept`` checks
+(:func:`post_checks_pass`) and the classification of a request of a per-request-envelope
+revision (:func:`modern_route`). Part of :mod:`._sdk` (which re-exports every name here and
+is where the rest of the package imports them from); apart only to keep each module short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mcp.server.streamable_http import check_accept_headers
+from mcp.server.transport_security import TransportSecurityMiddleware
+from mcp.shared.inbound import (
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+)
+
+__all__ = ["HeaderView", "modern_route", "post_checks_pass", "transport_security"]
+
+
+def transport_security(manager: Any) -> Any:
+    """The SDK's Host/Origin check with the session manager's settings."""
+    return TransportSecurityMiddleware(manager.security_settings)
+
+
+class HeaderView:
+    """A request as the SDK's header checks read it (``check_accept_headers``,
+    ``TransportSecurityMiddleware.validate_request``): only ``request.headers.get(name)``,
+    names in lower case. ``headers``: the request's headers by lower-case name, the first of
+    repeated ones (what Starlette's ``Headers.get`` answers), built once per request instead
+    of a Starlette ``Request`` whose headers are scanned and decoded at every lookup."""
+
+    __slots__ = ("headers",)
+
+    def __init__(self, headers: Mapping[str, str]) -> None:
+        self.headers = headers
+
+
+async def post_checks_pass(security: Any, headers: Mapping[str, str], json_only: bool) -> bool:
+    """Whether a POST with ``headers`` (lower-case names) passes the SDK's checks of its
+    Content-Type, Host and Origin (``security``: :func:`transport_security`) and ``Accept``
+    (JSON, and SSE unless the endpoint answers ``json_only``)."""
+    request: Any = HeaderView(headers)  # what the checks read of a Starlette Request
+    if await security.validate_request(request, is_post=True) is not None:
+        return False
+    has_json, has_sse = check_accept_headers(request)
+    return bool(has_json) and (json_only or bool(has_sse))
+
+
+def modern_route(doc: Any, scope: Any, headers: Mapping[str, str]) -> Any | None:
+    """The SDK's classification of a request of a per-request-envelope revision (its
+    ``protocol_version``, ``client_info``, ``client_capabilities``), or None when the SDK
+    would refuse it (a repeated routing header, a header/body mismatch, a bad envelope)."""
+    # the SDK's check reads only the names: the values are not decoded for it
+    names = ((k.decode("latin-1"), "") for k, _ in scope.get("headers", ()))
+    if find_duplicated_routing_header(names) is not None:
+        return None
+    route = classify_inbound_request(doc, headers=headers)
+    return None if isinstance(route, InboundLadderRejection) else route
