@@ -33,7 +33,7 @@ from .sdk_check import SDK_MISSING  # noqa: F401  (first: a missing SDK is one l
 # isort: on
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
@@ -197,14 +197,22 @@ INITIALIZE: str = method_of(types.InitializeRequest)
 TOOLS_LIST: str = method_of(types.ListToolsRequest)
 
 
+#: the SDK's ``get_access_token`` (None without its auth extras), looked up once
+_access_token: Callable[[], Any] | None = None
+try:
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    _access_token = get_access_token
+except ImportError:  # pragma: no cover - auth extras missing
+    pass
+
+
 def current_subject() -> str | None:
     """The bearer token's subject (else its client id) of the request being served, when
-    the SDK's auth middleware verified one; None otherwise."""
-    try:
-        from mcp.server.auth.middleware.auth_context import get_access_token
-    except ImportError:  # pragma: no cover - auth extras missing
+    the SDK's auth middleware verified one; None otherwise. (Hot: every request asks.)"""
+    if _access_token is None:  # pragma: no cover - auth extras missing
         return None
-    token = get_access_token()
+    token = _access_token()
     if token is None:
         return None
     return token.subject or token.client_id or None

@@ -7,6 +7,8 @@ is where the rest of the package imports them from); apart only to keep each mod
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,15 +41,56 @@ class HeaderView:
         self.headers = headers
 
 
+#: the header values the checks of :func:`post_checks_pass` read, in this order
+_CHECKED = ("content-type", "host", "origin", "accept")
+#: the passes remembered per check, at most
+_PASSES_MAX = 256
+#: ``security`` -> (its settings as they were, the header values that passed them)
+_PASSED: weakref.WeakKeyDictionary[Any, tuple[Any, set[tuple[Any, ...]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _settings_key(security: Any) -> Any:
+    settings = getattr(security, "settings", None)
+    if settings is None:
+        return None
+    return (
+        settings.enable_dns_rebinding_protection,
+        tuple(settings.allowed_hosts),
+        tuple(settings.allowed_origins),
+    )
+
+
 async def post_checks_pass(security: Any, headers: Mapping[str, str], json_only: bool) -> bool:
     """Whether a POST with ``headers`` (lower-case names) passes the SDK's checks of its
     Content-Type, Host and Origin (``security``: :func:`transport_security`) and ``Accept``
-    (JSON, and SSE unless the endpoint answers ``json_only``)."""
+    (JSON, and SSE unless the endpoint answers ``json_only``).
+
+    The checks read nothing but those four values and ``security``'s settings, and a client
+    sends the same ones on every request: a pass is remembered for the values and settings
+    it was found for (a bounded set), so the next request with them is not checked again.
+    A refusal is never remembered (the SDK's path answers it, logging it each time)."""
+    key = (json_only, *map(headers.get, _CHECKED))
+    settings = _settings_key(security)
+    try:
+        known, passed = _PASSED[security]
+    except (KeyError, TypeError):  # not seen yet (or not weakly referenceable)
+        known, passed = None, set()
+    if known == settings and key in passed:
+        return True
     request: Any = HeaderView(headers)  # what the checks read of a Starlette Request
     if await security.validate_request(request, is_post=True) is not None:
         return False
     has_json, has_sse = check_accept_headers(request)
-    return bool(has_json) and (json_only or bool(has_sse))
+    if not (has_json and (json_only or has_sse)):
+        return False
+    if known != settings or len(passed) >= _PASSES_MAX:
+        passed = set()
+    passed.add(key)
+    with contextlib.suppress(TypeError):
+        _PASSED[security] = (settings, passed)
+    return True
 
 
 def modern_route(doc: Any, scope: Any, headers: Mapping[str, str]) -> Any | None:
