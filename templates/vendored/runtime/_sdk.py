@@ -509,7 +509,15 @@ def tracing() -> bool:
 
 
 class _TaskRunner(ServerRunner[Any]):
-    """The SDK's pipeline; its span middleware left out while :func:`tracing` is off."""
+    """The SDK's pipeline; its span middleware left out while :func:`tracing` is off.
+
+    One is made per task, so its ``on_request`` is not cached on it: the SDK's cached
+    bound method would make the runner a reference cycle, garbage for the cyclic collector
+    (not freed as the task ends) after every task."""
+
+    @property
+    def on_request(self) -> Any:
+        return self._on_request
 
     def _compose_server_middleware(self, inner: CallNext) -> CallNext:
         if tracing():
