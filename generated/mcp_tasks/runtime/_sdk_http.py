@@ -104,9 +104,14 @@ def modern_route(doc: Any, scope: Any, headers: Mapping[str, str]) -> Any | None
     """The SDK's classification of a request of a per-request-envelope revision (its
     ``protocol_version``, ``client_info``, ``client_capabilities``), or None when the SDK
     would refuse it (a repeated routing header, a header/body mismatch, a bad envelope)."""
-    # the SDK's check reads only the names: the values are not decoded for it
-    names = ((k.decode("latin-1"), "") for k, _ in scope.get("headers", ()))
-    if find_duplicated_routing_header(names) is not None:
-        return None
+    raw = scope.get("headers", ())
+    # ``headers`` holds each name once: when the request repeats none, even ignoring case,
+    # no routing header is repeated and the SDK's check of the raw lines can only pass
+    repeats = not isinstance(raw, (list, tuple)) or len(raw) != len(headers)
+    if repeats or len({name.lower() for name in headers}) != len(headers):
+        # the SDK's check reads only the names: the values are not decoded for it
+        names = ((k.decode("latin-1"), "") for k, _ in raw)
+        if find_duplicated_routing_header(names) is not None:
+            return None
     route = classify_inbound_request(doc, headers=headers)
     return None if isinstance(route, InboundLadderRejection) else route
