@@ -6,9 +6,14 @@
 Servers (each workload on a fresh process, bound to 127.0.0.1 on a free port):
 
 - ``ts``: ``benchmarks/peers/ts/server.mjs``, @modelcontextprotocol/sdk 1.32.2 experimental
-  tasks (``InMemoryTaskStore``, ``registerToolTask``), installed with ``npm ci``, on the SDK's
-  default response mode (SSE), as its users run it: the reference of every "× TS" target;
-  ``ts-json``: the same with ``enableJsonResponse`` (``--json-response``), a labelled row;
+  tasks (``InMemoryTaskStore``, ``registerToolTask``), installed with ``npm ci``, as its users
+  run it (the SDK's examples): on express from the SDK's ``createMcpExpressApp()``, whose
+  ``express.json()`` parses the body that the route hands to ``transport.handleRequest(req,
+  res, req.body)``, on the SDK's default response mode (SSE): the reference of every "× TS"
+  target; ``ts-json``: the same with ``enableJsonResponse`` (``--json-response``), a labelled
+  row; ``ts-raw``: on ``node:http`` with the raw request handed to the transport, which reads
+  and parses the body itself (``--raw-request``, the setup of earlier figures; lifecycle,
+  wake-up and poll), a labelled row;
 - ``mcp129``: ``benchmarks/peers/mcp129/server.py`` on ``mcp==1.29.0`` experimental tasks, in
   its own virtualenv ``benchmarks/peers/.venv-mcp129`` (also holds matplotlib for the plots);
 - ``floor``: ``benchmarks/peers/floor_server.py``, mcp 2.3 with the thinnest hand-written tasks:
@@ -312,7 +317,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--reps", type=int)
     ap.add_argument(
         "--servers",
-        help="comma-separated subset of ts,mcp129,floor,floor-sdk,ceiling,ours-memory,"
+        help="comma-separated subset of ts,ts-json,ts-raw,mcp129,floor,floor-sdk,ceiling,ours-memory,"
         "ours-h11,ours-sqlite,ours-redis,fastmcp,ours-ext,scaleout",
     )
     ap.add_argument(

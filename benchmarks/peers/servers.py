@@ -31,10 +31,15 @@ VENV129 = PEERS / ".venv-mcp129"
 PY129 = VENV129 / "bin" / "python"
 #: The flags our example server runs with beyond ``--http`` and ``--store`` (reported).
 OURS_FLAGS = ("--rate-limit", "1000000/1")
-#: The TypeScript SDK as its users run it (its default response mode): every target's reference.
+#: The TypeScript SDK as its users run it (its examples: express with ``express.json()``,
+#: the parsed body handed to the transport; its default response mode, SSE): every target's
+#: reference.
 TS = "ts"
 #: The same server with ``enableJsonResponse`` (reported beside it, never a reference).
 TS_JSON = "ts-json"
+#: The same server on ``node:http`` with the raw request handed to the transport, which
+#: then reads and parses the body itself (the setup of earlier figures; never a reference).
+TS_RAW = "ts-raw"
 CORE, EXT = "2025-11-25", "2026-07-28"  # the face a server is measured on
 FASTMCP = "fastmcp"
 CEILING = "ceiling"
@@ -135,17 +140,25 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
     specs = [
         ServerSpec(
             TS,
-            "TypeScript SDK 1.32.2, its default (SSE responses; InMemoryTaskStore)",
+            "TypeScript SDK 1.32.2 as its examples run it (express.json(), parsed body;"
+            " SSE responses; InMemoryTaskStore)",
             lambda port, _: _ts_command(port),
             heap_hook=True,
             missing=_ts_missing(),
         ),
         ServerSpec(
             TS_JSON,
-            "TypeScript SDK 1.32.2, enableJsonResponse (InMemoryTaskStore)",
+            "TypeScript SDK 1.32.2, the same with enableJsonResponse",
             lambda port, _: _ts_command(port, "--json-response"),
             heap_hook=True,
             missing=_ts_missing(),
+        ),
+        ServerSpec(
+            TS_RAW,
+            "TypeScript SDK 1.32.2, raw request (node:http; the SDK parses the body; SSE)",
+            lambda port, _: _ts_command(port, "--raw-request"),
+            missing=_ts_missing(),
+            workloads=("lifecycle", "wakeup", "poll"),
         ),
         ServerSpec(
             "mcp129",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,12 @@ class RelatedTask:
         return out or None
 
 
+def _mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """Whether ``value`` is a ``Mapping``; a ``dict`` (what JSON gives) without the ABC check
+    (every request of the extension's face asks twice)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 @dataclass(frozen=True, slots=True)
 class DeclaredExtension:
     """An extension a client declares on one request: ``_meta[key].extensions[id]`` is an
@@ -52,11 +58,9 @@ class DeclaredExtension:
     extension_id: str
 
     def declared(self, meta: Mapping[str, Any] | None) -> bool:
-        caps = meta.get(self.key) if isinstance(meta, Mapping) else None
-        extensions = caps.get("extensions") if isinstance(caps, Mapping) else None
-        return isinstance(extensions, Mapping) and isinstance(
-            extensions.get(self.extension_id), Mapping
-        )
+        caps = meta.get(self.key) if _mapping(meta) else None
+        extensions = caps.get("extensions") if _mapping(caps) else None
+        return _mapping(extensions) and _mapping(extensions.get(self.extension_id))
 
     def required(self) -> dict[str, Any]:
         """The ``requiredCapabilities`` of a request that lacked it (X-CAP-8)."""

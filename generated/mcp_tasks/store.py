@@ -32,6 +32,8 @@ from .lifecycle import SOURCES
 from .protocol import INPUT_REQUIRED, REVISION, WORKING, TaskStatus
 
 _SECONDS: dict[int, str] = {}
+#: the latest times ``rfc3339`` formatted, whole
+_STAMPS: dict[float, str] = {}
 #: A lone surrogate: JSON can carry one (``"\\ud800"``), UTF-8 cannot (a valid pair is one
 #: code point in a ``str``, so every surrogate in a ``str`` is a lone one).
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -116,9 +118,14 @@ def transition_sources(
 def rfc3339(ts: float) -> str:
     """RFC 3339 UTC with milliseconds, e.g. ``2025-11-25T10:30:00.000Z`` (R-TTL-1).
 
-    Hot on every ``tasks/get`` and ``tasks/list``: the date-time part is formatted once per
-    second and cached (a small bounded dict), the milliseconds appended.
+    Hot on every ``tasks/get`` and ``tasks/list``: the latest times asked for are answered
+    from a small bounded dict (a polled task's times are asked for again and again), the
+    date-time part of the others formatted once per second (another), the milliseconds
+    appended.
     """
+    stamp = _STAMPS.get(ts)
+    if stamp is not None:
+        return stamp
     ms = int(ts * 1000)
     sec, milli = divmod(ms, 1000)
     prefix = _SECONDS.get(sec)
@@ -126,7 +133,11 @@ def rfc3339(ts: float) -> str:
         if len(_SECONDS) >= 4096:
             _SECONDS.clear()
         prefix = _SECONDS[sec] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
-    return f"{prefix}.{milli:03d}Z"
+    stamp = f"{prefix}.{milli:03d}Z"
+    if len(_STAMPS) >= 512:
+        _STAMPS.clear()
+    _STAMPS[ts] = stamp
+    return stamp
 
 
 @dataclass(slots=True)

@@ -135,6 +135,27 @@ def _integral(value: Any) -> Any:
 #: method -> (params model, handler method name)
 Table = Mapping[str, tuple[type[BaseModel], str]]
 
+#: The class attribute caching a handler class's wire variants in use (``HandlerBase._wire``).
+_WIRE_TABLE = "__mcptask_wire__"
+
+
+def _wire_table(cls: type[HandlerBase]) -> dict[str, tuple[str, tuple[tuple[str, Any], ...]]]:
+    """Handler method -> (its wire variant, the methods it stands for with their functions),
+    for the variants ``cls`` may call instead: ``cls`` says they are ready, and resolves each
+    variant and every method it stands for to the definitions of the class that defines the
+    variant (none overridden below it)."""
+    table: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {}
+    if not cls.wire_ready():
+        return table
+    for name, (wire, covers) in cls.wire_variants.items():
+        owner = next((k for k in cls.__mro__ if wire in k.__dict__), None)
+        if owner is None:
+            continue
+        own = owner.__dict__
+        if all(n in own and getattr(cls, n, None) is own[n] for n in (wire, *covers)):
+            table[name] = (wire, tuple((n, own[n]) for n in covers))
+    return table
+
 
 class HandlerBase:
     """Validation and dispatch over the tables a generated subclass sets."""
@@ -157,6 +178,37 @@ class HandlerBase:
     #: Requests the client must declare the face's capability for, on the request itself;
     #: checked before the params (a face of an extension: X-CAP-9, X-ERR-5).
     gated: ClassVar[frozenset[str]] = frozenset()
+    #: A handler's answers as wire JSON at once: handler method -> (the method that answers
+    #: as wire JSON, the methods it stands for). Dispatch calls the wire one, instead of
+    #: building the result model and dumping it again, only while none of the methods it
+    #: stands for is overridden below the class that defines it and that class's
+    #: :meth:`wire_ready` says so (a default handler on the bindings whose models it is
+    #: known to answer exactly as): a subclass that overrides one is called through the
+    #: typed method, as always.
+    wire_variants: ClassVar[Mapping[str, tuple[str, tuple[str, ...]]]] = {}
+
+    @classmethod
+    def wire_ready(cls) -> bool:
+        """Whether this class's :attr:`wire_variants` answer as its typed methods would."""
+        return False
+
+    def _wire(self, name: str) -> Callable[..., Awaitable[dict[str, Any]]] | None:
+        """The wire variant of handler method ``name`` to call instead (None: the typed one)."""
+        cls = type(self)
+        table: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] | None = cls.__dict__.get(
+            _WIRE_TABLE
+        )
+        if table is None:
+            table = _wire_table(cls)
+            setattr(cls, _WIRE_TABLE, table)
+        entry = table.get(name)
+        if entry is None:
+            return None
+        wire, stands_for = entry
+        for method, fn in stands_for:  # still as found: none set on the class since
+            if getattr(cls, method, None) is not fn:
+                return None
+        return getattr(self, wire)  # type: ignore[no-any-return]
 
     def serves(self, method: str) -> bool:
         """Whether this handler implements ``method``: a ``tasks/*`` request, a request
@@ -191,6 +243,9 @@ class HandlerBase:
             parsed = model.model_validate(params or {})
         except ValidationError as exc:
             raise InvalidParams(detail=describe_validation_error(exc)) from None
+        wire = self._wire(handler)
+        if wire is not None:  # a default handler's answer as wire JSON (``wire_variants``)
+            return await wire(parsed, ctx)
         result = await getattr(self, handler)(parsed, ctx)
         return dump(result)
 
@@ -225,6 +280,9 @@ class HandlerBase:
             prefix = f"params.{task_param}"
             raise InvalidParams(detail=describe_validation_error(exc, prefix)) from None
         request = AugmentedRequest(method=method, params=own, task=task, work=work)
+        wire = self._wire(hook)
+        if wire is not None:  # a default handler's answer as wire JSON (``wire_variants``)
+            return await wire(request, ctx)
         result = await getattr(self, hook)(request, ctx)
         return dump(result)
 

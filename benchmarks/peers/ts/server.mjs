@@ -1,16 +1,25 @@
 // Benchmark peer: the example contract's slow_compute on the TypeScript SDK's
 // experimental tasks (InMemoryTaskStore + registerToolTask), Streamable HTTP
-// with sessions, one McpServer per session sharing one store. Its responses are the SDK's
-// default (an SSE stream per POST), as its users run it; --json-response switches on
-// enableJsonResponse (a second, labelled row of the benchmark).
+// with sessions, one McpServer per session sharing one store.
 //
-//   node --expose-gc server.mjs --port PORT [--host 127.0.0.1] [--json-response]
+// As its users run it (the SDK's own examples, simpleStreamableHttp): an express app from
+// the SDK's createMcpExpressApp() (localhost Host-header validation, then express.json()),
+// POST /mcp handing the parsed body to transport.handleRequest(req, res, req.body), GET and
+// DELETE /mcp to the session's transport; responses on the SDK's default (an SSE stream per
+// POST). --json-response switches on enableJsonResponse (a second, labelled row of the
+// benchmark); --raw-request serves instead from node:http, handing the raw request to
+// transport.handleRequest(req, res) so that the SDK reads and parses the body itself (the
+// setup of earlier figures: a third, labelled row, never a reference).
+//
+//   node --expose-gc server.mjs --port PORT [--host 127.0.0.1] [--json-response] [--raw-request]
 //
 // GET /bench/heap runs a full GC and answers process.memoryUsage() (benchmark hook).
 import { createServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { InMemoryTaskStore, InMemoryTaskMessageQueue } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 
@@ -20,6 +29,7 @@ const arg = (name, dflt) => {
 };
 const port = parseInt(arg('--port', '0'), 10);
 const jsonResponse = process.argv.includes('--json-response');
+const rawRequest = process.argv.includes('--raw-request');
 const host = arg('--host', '127.0.0.1');
 
 const taskStore = new InMemoryTaskStore();
@@ -68,44 +78,105 @@ function newServer() {
 
 const sessions = new Map();
 
-const http = createServer(async (req, res) => {
-  try {
-    if (req.url === '/bench/heap') {
-      // Benchmark hook: full GC (node --expose-gc), then the process's memory figures.
-      if (globalThis.gc) globalThis.gc();
-      const body = JSON.stringify(process.memoryUsage());
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-      return;
-    }
-    if (!req.url.startsWith('/mcp')) {
-      res.writeHead(404).end();
-      return;
-    }
+function newTransport() {
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    enableJsonResponse: jsonResponse,
+    onsessioninitialized: id => sessions.set(id, transport),
+  });
+  transport.onclose = () => {
+    if (transport.sessionId) sessions.delete(transport.sessionId);
+  };
+  return transport;
+}
+
+function heap(res) {
+  // Benchmark hook: full GC (node --expose-gc), then the process's memory figures.
+  if (globalThis.gc) globalThis.gc();
+  const body = JSON.stringify(process.memoryUsage());
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+const notFound = { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null };
+
+function expressServer() {
+  // The SDK's examples (simpleStreamableHttp), without their logging and OAuth.
+  const app = createMcpExpressApp({ host });
+  app.get('/bench/heap', (_req, res) => heap(res));
+  app.post('/mcp', async (req, res) => {
     const sid = req.headers['mcp-session-id'];
-    let transport = sid ? sessions.get(sid) : undefined;
-    if (!transport) {
-      if (sid || req.method !== 'POST') {
-        res.writeHead(404, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
-        return;
+    try {
+      let transport = sid ? sessions.get(sid) : undefined;
+      if (!transport) {
+        if (sid) {
+          res.status(404).json(notFound);
+          return;
+        }
+        if (!isInitializeRequest(req.body)) {
+          res.status(400).json({
+            jsonrpc: '2.0',
+            error: { code: -32000, message: 'Bad Request: No valid session ID provided' },
+            id: null,
+          });
+          return;
+        }
+        transport = newTransport();
+        await newServer().connect(transport);
       }
-      transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        enableJsonResponse: jsonResponse,
-        onsessioninitialized: id => sessions.set(id, transport),
-      });
-      transport.onclose = () => {
-        if (transport.sessionId) sessions.delete(transport.sessionId);
-      };
-      await newServer().connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    } catch (err) {
+      console.error(err);
+      if (!res.headersSent) {
+        res.status(500).json({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: null });
+      }
+    }
+  });
+  const other = async (req, res) => {
+    const transport = sessions.get(req.headers['mcp-session-id']);
+    if (!transport) {
+      res.status(404).json(notFound);
+      return;
     }
     await transport.handleRequest(req, res);
-  } catch (err) {
-    console.error(err);
-    if (!res.headersSent) res.writeHead(500).end();
-  }
-});
+  };
+  app.get('/mcp', other);
+  app.delete('/mcp', other);
+  return createServer(app);
+}
+
+function rawServer() {
+  // node:http, the raw request to handleRequest: the SDK reads and parses the body.
+  return createServer(async (req, res) => {
+    try {
+      if (req.url === '/bench/heap') {
+        heap(res);
+        return;
+      }
+      if (!req.url.startsWith('/mcp')) {
+        res.writeHead(404).end();
+        return;
+      }
+      const sid = req.headers['mcp-session-id'];
+      let transport = sid ? sessions.get(sid) : undefined;
+      if (!transport) {
+        if (sid || req.method !== 'POST') {
+          res.writeHead(404, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(notFound));
+          return;
+        }
+        transport = newTransport();
+        await newServer().connect(transport);
+      }
+      await transport.handleRequest(req, res);
+    } catch (err) {
+      console.error(err);
+      if (!res.headersSent) res.writeHead(500).end();
+    }
+  });
+}
+
+const http = rawRequest ? rawServer() : expressServer();
 http.keepAliveTimeout = 600_000;
 http.listen(port, host, () => {
   console.log(`listening ${http.address().port}`);

@@ -18,6 +18,8 @@ of :data:`MCP_SUPPORTED` is bridged here too, by what the installed one has (not
 
 It changes the SDK in one place only, :mod:`._sdk_json` (the 2025-11-25 HTTP transport's
 JSON, for messages holding a lone surrogate), re-exported here; that change has a canary too.
+The SDK's checks of a POST the task endpoint makes itself are in :mod:`._sdk_http`, also
+re-exported here.
 
 It is also the one bridge between this package's :class:`TaskError` and the SDK's
 :class:`MCPError` (:func:`to_sdk_error`, :func:`from_sdk_error`,
@@ -32,7 +34,7 @@ from .sdk_check import SDK_MISSING  # noqa: F401  (first: a missing SDK is one l
 # isort: on
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
@@ -48,19 +50,15 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.server.lowlevel.server import Server
 from mcp.server.runner import ServerRunner
 from mcp.server.session import ServerSession
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, check_accept_headers
-from mcp.server.transport_security import TransportSecurityMiddleware
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.dispatcher import CallOptions, DispatchContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
     MCP_NAME_HEADER,
     MCP_PROTOCOL_VERSION_HEADER,
-    InboundLadderRejection,
-    classify_inbound_request,
     decode_header_value,
     encode_header_value,
-    find_duplicated_routing_header,
 )
 from mcp.shared.message import SessionMessage
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, DEFAULT_NEGOTIATED_VERSION, JSONRPCRequest
@@ -72,6 +70,7 @@ from pydantic import TypeAdapter, ValidationError
 from ..errors import InternalError, InvalidParams, TaskError, error_from_payload
 from ..errors import describe_validation_error as _describe
 from ._sdk_assumptions import ASSUMPTIONS, MCP_SUPPORTED
+from ._sdk_http import HeaderView, modern_route, post_checks_pass, transport_security
 from ._sdk_json import loads_json, take_lone_surrogates
 
 __all__ = [
@@ -197,14 +196,22 @@ INITIALIZE: str = method_of(types.InitializeRequest)
 TOOLS_LIST: str = method_of(types.ListToolsRequest)
 
 
+#: the SDK's ``get_access_token`` (None without its auth extras), looked up once
+_access_token: Callable[[], Any] | None = None
+try:
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    _access_token = get_access_token
+except ImportError:  # pragma: no cover - auth extras missing
+    pass
+
+
 def current_subject() -> str | None:
     """The bearer token's subject (else its client id) of the request being served, when
-    the SDK's auth middleware verified one; None otherwise."""
-    try:
-        from mcp.server.auth.middleware.auth_context import get_access_token
-    except ImportError:  # pragma: no cover - auth extras missing
+    the SDK's auth middleware verified one; None otherwise. (Hot: every request asks.)"""
+    if _access_token is None:  # pragma: no cover - auth extras missing
         return None
-    token = get_access_token()
+    token = _access_token()
     if token is None:
         return None
     return token.subject or token.client_id or None
@@ -383,47 +390,6 @@ class ClientSessionHooks(ClientSession):
 # ---------------------------------------------------------------------- lean path (HTTP)
 
 
-def transport_security(manager: Any) -> Any:
-    """The SDK's Host/Origin check with the session manager's settings."""
-    return TransportSecurityMiddleware(manager.security_settings)
-
-
-class HeaderView:
-    """A request as the SDK's header checks read it (``check_accept_headers``,
-    ``TransportSecurityMiddleware.validate_request``): only ``request.headers.get(name)``,
-    names in lower case. ``headers``: the request's headers by lower-case name, the first of
-    repeated ones (what Starlette's ``Headers.get`` answers), built once per request instead
-    of a Starlette ``Request`` whose headers are scanned and decoded at every lookup."""
-
-    __slots__ = ("headers",)
-
-    def __init__(self, headers: Mapping[str, str]) -> None:
-        self.headers = headers
-
-
-async def post_checks_pass(security: Any, headers: Mapping[str, str], json_only: bool) -> bool:
-    """Whether a POST with ``headers`` (lower-case names) passes the SDK's checks of its
-    Content-Type, Host and Origin (``security``: :func:`transport_security`) and ``Accept``
-    (JSON, and SSE unless the endpoint answers ``json_only``)."""
-    request: Any = HeaderView(headers)  # what the checks read of a Starlette Request
-    if await security.validate_request(request, is_post=True) is not None:
-        return False
-    has_json, has_sse = check_accept_headers(request)
-    return bool(has_json) and (json_only or bool(has_sse))
-
-
-def modern_route(doc: Any, scope: Any, headers: Mapping[str, str]) -> Any | None:
-    """The SDK's classification of a request of a per-request-envelope revision (its
-    ``protocol_version``, ``client_info``, ``client_capabilities``), or None when the SDK
-    would refuse it (a repeated routing header, a header/body mismatch, a bad envelope)."""
-    # the SDK's check reads only the names: the values are not decoded for it
-    names = ((k.decode("latin-1"), "") for k, _ in scope.get("headers", ()))
-    if find_duplicated_routing_header(names) is not None:
-        return None
-    route = classify_inbound_request(doc, headers=headers)
-    return None if isinstance(route, InboundLadderRejection) else route
-
-
 def http_endpoint(app: Any, path: str) -> tuple[Any, str, bool]:
     """(holder, attribute, guarded) of the SDK's Streamable HTTP endpoint in ``app`` (a
     Starlette app from ``streamable_http_app``): ``Route(path).app``, or inside the SDK's
@@ -545,7 +511,15 @@ def _call_middleware(middleware: Any, call_next: CallNext, ctx: Any) -> Any:
 
 
 class _TaskRunner(ServerRunner[Any]):
-    """The SDK's pipeline; its span middleware left out while :func:`tracing` is off."""
+    """The SDK's pipeline; its span middleware left out while :func:`tracing` is off.
+
+    One is made per task, so its ``on_request`` is not cached on it: the SDK's cached
+    bound method would make the runner a reference cycle, garbage for the cyclic collector
+    (not freed as the task ends) after every task."""
+
+    @property
+    def on_request(self) -> Any:
+        return self._on_request
 
     def _compose_server_middleware(self, inner: CallNext) -> CallNext:
         if tracing():

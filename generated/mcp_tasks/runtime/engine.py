@@ -296,6 +296,13 @@ class TaskEngine:
                 audit("lookup_rejected", requestor, None)
                 raise TaskNotFound()
             rec = await self.guard.get(task_id)
+        if (
+            rec is not None
+            and rec.requestor == requestor
+            and (face is None or rec.face == face)
+            and ((expires := rec.expires_at) is None or expires > self.clock())
+        ):
+            return rec  # the common case of ``checked``, without its call
         return await self.checked(requestor, task_id, rec, face)
 
     async def checked(

@@ -145,14 +145,16 @@ def tidy_http_errors(app: Any) -> Any:
 
     async def wrapped(scope: Any, receive: Any, send: Any) -> None:
         try:
-            await tidied(scope, receive, send)
+            if scope.get("type") != "http" or scope.get("method") != "POST":
+                await app(scope, receive, send)
+            else:
+                await tidied(scope, receive, send)
         except ClientDisconnect:
             _BODY_ABORTED(f"{scope.get('method')} {scope.get('path')}")
 
-    async def tidied(scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or scope.get("method") != "POST":
-            await app(scope, receive, send)
-            return
+    def tidied(scope: Any, receive: Any, send: Any) -> Any:
+        """The app's answer to a POST, its 400 and 406 answers made tidy (a coroutine: the
+        app's own, awaited by ``wrapped`` with no coroutine of this one around it)."""
         held: dict[str, Any] | None = None
         chunks: list[bytes] = []
 
@@ -182,6 +184,6 @@ def tidy_http_errors(app: Any) -> Any:
             await send(start)
             await send({"type": "http.response.body", "body": body})
 
-        await app(scope, receive, send_tidy)
+        return app(scope, receive, send_tidy)
 
     return wrapped

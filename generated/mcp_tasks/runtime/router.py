@@ -224,6 +224,8 @@ def _wire(result: Any) -> dict[str, Any]:
 
 def _meta(params: Mapping[str, Any]) -> Mapping[str, Any] | None:
     meta = params.get("_meta")
+    if meta is None or type(meta) is dict:  # what JSON gives (no ABC check on the hot path)
+        return meta
     return meta if isinstance(meta, Mapping) else None
 
 

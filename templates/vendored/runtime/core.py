@@ -54,6 +54,12 @@ __all__ = [
 
 #: The face's name: the revision it speaks (``TaskRecord.face`` of the tasks it creates).
 FACE: str = protocol.REVISION
+#: The hooks of the requests that may become a task (each one's body is ``start``).
+_HOOKS = ("tools_call_task", "sampling_create_message_task", "elicitation_create_task")
+#: The requests whose results the wire variants build (``CoreTasksMixin.wire_ready``).
+_WIRE_RESULTS = (
+    protocol.TASKS_GET, protocol.TASKS_CANCEL, protocol.TASKS_LIST, protocol.TASKS_RESULT
+)  # fmt: skip
 
 
 def task_json(
@@ -174,6 +180,25 @@ class CoreTasksMixin:
 
     results: ClassVar[Mapping[str, Any]]
     created: ClassVar[type[BaseModel]]
+    #: The wire variants dispatch calls while the typed methods are not overridden, on this
+    #: package's own bindings (``HandlerBase.wire_variants``, :meth:`wire_ready`).
+    wire_variants: ClassVar[Mapping[str, tuple[str, tuple[str, ...]]]] = {
+        **{hook: ("_created_wire", (hook, "start")) for hook in _HOOKS},
+        "tasks_get": ("_tasks_get_wire", ("tasks_get",)),
+        "tasks_cancel": ("_tasks_cancel_wire", ("tasks_cancel",)),
+        "tasks_list": ("_tasks_list_wire", ("tasks_list",)),
+        "tasks_result": ("_tasks_result_wire", ("tasks_result",)),
+    }
+
+    @classmethod
+    def wire_ready(cls) -> bool:
+        """On this package's own bindings: their result models dump the wire JSON this
+        handler builds exactly as it is (``tests/runtime``), so the model need not be
+        built to be dumped again; on another package's, every answer is built as its model."""
+        own = TasksHandlerBase
+        return cls.created is own.created and all(
+            cls.results.get(m) is own.results.get(m) for m in _WIRE_RESULTS
+        )
 
     def __init__(self, engine: TaskEngine) -> None:
         self.engine = engine
@@ -186,11 +211,14 @@ class CoreTasksMixin:
     async def start(self, request: Any, ctx: Any) -> Any:
         """Store a task for ``request`` and start its ``work``; ``CreateTaskResult`` at once
         (R-CREATE-2). The body of every hook of this handler."""
+        return self.created.model_validate(await self._created_wire(request, ctx))
+
+    async def _created_wire(self, request: Any, ctx: Any) -> dict[str, Any]:
         ttl = requested_ttl(request.task)
         rec = await start_work(  # R-STATE-4: an isError result ends failed
             self.engine, request, ctx, FACE, tool_error=protocol.FAILED, ttl_ms=ttl
         )
-        return self.created.model_validate({"task": task_json(rec)})
+        return {"task": task_json(rec)}
 
     async def tools_call_task(self, request: Any, ctx: Any) -> Any:
         return await self.start(request, ctx)
@@ -203,21 +231,30 @@ class CoreTasksMixin:
 
     # ------------------------------------------------------------------ tasks/*
     async def tasks_get(self, params: Any, ctx: Any) -> Any:
+        return self._build[protocol.TASKS_GET](await self._tasks_get_wire(params, ctx))
+
+    async def _tasks_get_wire(self, params: Any, ctx: Any) -> dict[str, Any]:
         rec = await self.engine.record(ctx.requestor, params.taskId, face=FACE)
-        return self._build[protocol.TASKS_GET](task_json(rec))  # R-GET-3, R-META-3
+        return task_json(rec)  # R-GET-3, R-META-3
 
     async def tasks_cancel(self, params: Any, ctx: Any) -> Any:
+        return self._build[protocol.TASKS_CANCEL](await self._tasks_cancel_wire(params, ctx))
+
+    async def _tasks_cancel_wire(self, params: Any, ctx: Any) -> dict[str, Any]:
         rec, moved = await self.engine.cancel(ctx.requestor, params.taskId, face=FACE)
         if not moved:
             raise TaskAlreadyTerminal(rec.status.value)  # R-CANCEL-1
-        return self._build[protocol.TASKS_CANCEL](task_json(rec))
+        return task_json(rec)
 
     async def tasks_list(self, params: Any, ctx: Any) -> Any:
+        return self._build[protocol.TASKS_LIST](await self._tasks_list_wire(params, ctx))
+
+    async def _tasks_list_wire(self, params: Any, ctx: Any) -> dict[str, Any]:
         recs, cursor = await self.engine.list_page(ctx.requestor, params.cursor, face=FACE)
         out: dict[str, Any] = {"tasks": [task_json(r) for r in recs]}
         if cursor is not None:  # R-LIST-1
             out["nextCursor"] = cursor
-        return self._build[protocol.TASKS_LIST](out)
+        return out
 
     async def tasks_result(self, params: Any, ctx: Any) -> Any:
         """Block until terminal (R-RESULT-2), delivering the task's input requests on the
@@ -225,6 +262,9 @@ class CoreTasksMixin:
         None) a task that asks for input raises :class:`NeedsStream`: a front door with one
         answers the request. While one waits with a stream, :attr:`carrying` counts it (the
         server then pushes none of the task's questions elsewhere: ``mcp_input_push``)."""
+        return self._build[protocol.TASKS_RESULT](await self._tasks_result_wire(params, ctx))
+
+    async def _tasks_result_wire(self, params: Any, ctx: Any) -> dict[str, Any]:
         deliver, task_id = _deliverer(ctx), params.taskId
         carrying = self.carrying
         if deliver is not None:
@@ -245,7 +285,7 @@ class CoreTasksMixin:
                     carrying[task_id] = left
         if rec.status not in protocol.TERMINAL:
             raise NeedsStream(f"task {params.taskId} asks for input (R-INPUT-3)")
-        return self._build[protocol.TASKS_RESULT](result_payload(rec))
+        return result_payload(rec)
 
     # ------------------------------------------------------------------ notifications
     def status_notification(self, rec: TaskRecord) -> tuple[str, dict[str, Any]]:

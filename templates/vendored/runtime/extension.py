@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from .. import protocol
-from .._handlers import ROUTING_NAME
+from .._handlers import ROUTING_NAME, dump
 from ..core.handlers import RequestContext
 from ..errors import HeaderMismatch, InternalError, InvalidParams, describe_validation_error
 from ..extension import models
@@ -62,6 +62,8 @@ FACE: Final = ext.REVISION
 MAX_INPUT_RESPONSES: Final = 256
 #: The engine's status of a tool result with ``isError`` on this face (X-ERR-4).
 TOOL_ERROR: Final = next(s for s in protocol.STATUSES if s.value == ext.TOOL_ERROR_STATUS.value)
+#: The requests whose results the wire variants build (``ExtensionTasksMixin.wire_ready``).
+_WIRE_RESULTS: Final = (ext.TASKS_GET, ext.TASKS_UPDATE, ext.TASKS_CANCEL)
 
 _INPUT_RESPONSE: TypeAdapter[Any] = TypeAdapter(models.InputResponse)
 
@@ -126,6 +128,24 @@ class ExtensionTasksMixin:
     requests: ClassVar[Mapping[str, tuple[type[BaseModel], str]]]
     results: ClassVar[Mapping[str, Any]]
     created: ClassVar[type[BaseModel]]
+    #: The wire variants dispatch calls while the typed methods are not overridden, on this
+    #: package's own bindings (``HandlerBase.wire_variants``, :meth:`wire_ready`).
+    wire_variants: ClassVar[Mapping[str, tuple[str, tuple[str, ...]]]] = {
+        "tools_call_task": ("_created_wire", ("tools_call_task",)),
+        "tasks_get": ("_tasks_get_wire", ("tasks_get",)),
+        "tasks_update": ("_tasks_update_wire", ("tasks_update",)),
+        "tasks_cancel": ("_tasks_cancel_wire", ("tasks_cancel",)),
+    }
+
+    @classmethod
+    def wire_ready(cls) -> bool:
+        """On this package's own bindings: their result models dump the wire JSON this
+        handler builds exactly as it is (``tests/runtime``); on another package's, every
+        answer is built as its model."""
+        own = TasksHandlerBase
+        return cls.created is own.created and all(
+            cls.results.get(m) is own.results.get(m) for m in _WIRE_RESULTS
+        )
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -139,17 +159,33 @@ class ExtensionTasksMixin:
     async def tools_call_task(self, request: Any, ctx: Any) -> Any:
         """Store the task and start its work; the flat ``CreateTaskResult`` once ``tasks/get``
         finds it (X-CREATE-3). The ttl is the server's policy (none is asked on this face)."""
+        return self.created.model_validate(await self._created_wire(request, ctx))
+
+    async def _created_wire(self, request: Any, ctx: Any) -> dict[str, Any]:
         rec = await start_work(self.engine, request, ctx, FACE, tool_error=TOOL_ERROR)
         out = extension_task_json(rec)
         out["resultType"] = ext.RESULT_TYPE_TASK
-        return self.created.model_validate(out)
+        return out
 
     async def tasks_get(self, params: Any, ctx: Any) -> Any:
+        return self._build[ext.TASKS_GET](await self._detailed(params, ctx))
+
+    async def _detailed(self, params: Any, ctx: Any) -> dict[str, Any]:
         check_routing_name(params.taskId, ctx)
         view = await self.engine.view(ctx.requestor, params.taskId, face=FACE)
-        return self._build[ext.TASKS_GET](detailed(view))
+        return detailed(view)
+
+    async def _tasks_get_wire(self, params: Any, ctx: Any) -> dict[str, Any]:
+        out = await self._detailed(params, ctx)
+        if out["status"] == protocol.INPUT_REQUIRED.value:
+            # the work's own input requests: checked against their models, as tasks_get does
+            return dump(self._build[ext.TASKS_GET](out))
+        return out
 
     async def tasks_update(self, params: Any, ctx: Any) -> Any:
+        return self._build[ext.TASKS_UPDATE](await self._tasks_update_wire(params, ctx))
+
+    async def _tasks_update_wire(self, params: Any, ctx: Any) -> dict[str, Any]:
         check_routing_name(params.taskId, ctx)
         responses = params.inputResponses
         if len(responses) > MAX_INPUT_RESPONSES:
@@ -175,12 +211,15 @@ class ExtensionTasksMixin:
             answers[key] = value
         if answers:
             await self.engine.answer(ctx.requestor, params.taskId, answers, face=FACE)
-        return self._build[ext.TASKS_UPDATE]({"resultType": ext.RESULT_TYPE_COMPLETE})
+        return {"resultType": ext.RESULT_TYPE_COMPLETE}
 
     async def tasks_cancel(self, params: Any, ctx: Any) -> Any:
+        return self._build[ext.TASKS_CANCEL](await self._tasks_cancel_wire(params, ctx))
+
+    async def _tasks_cancel_wire(self, params: Any, ctx: Any) -> dict[str, Any]:
         check_routing_name(params.taskId, ctx)
         await self.engine.cancel(ctx.requestor, params.taskId, face=FACE)  # terminal: the same ack
-        return self._build[ext.TASKS_CANCEL]({"resultType": ext.RESULT_TYPE_COMPLETE})
+        return {"resultType": ext.RESULT_TYPE_COMPLETE}
 
     def status_notification(self, rec: TaskRecord) -> tuple[str, dict[str, Any]] | None:
         """No notification channel on this face yet (see the module's docstring)."""

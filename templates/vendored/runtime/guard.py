@@ -75,7 +75,11 @@ class StoreGuard:
         self, task_id: str, status: TaskStatus, **change: Any
     ) -> TaskRecord | None:
         """``TaskStore.transition`` (keyword arguments passed on as they are)."""
-        return await guarded(self.store.transition(task_id, status, **change))
+        # Spelled out (not through ``guarded``): every status change.
+        try:
+            return await self.store.transition(task_id, status, **change)
+        except Exception as exc:
+            raise store_error(exc) from exc
 
     async def list_tasks(
         self,

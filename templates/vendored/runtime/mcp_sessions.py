@@ -130,6 +130,9 @@ class Sessions:
         conns = self._connections.get(rec.requestor)
         if not conns:
             return
+        server = self.server
+        if not any(standalone_delivers(server, conn) for conn in conns):
+            return  # no GET stream open to any of them: nothing to render
         note = self._render(rec)
         if note is None:
             return

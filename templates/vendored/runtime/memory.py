@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right, insort
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Unpack
 
 from ..protocol import NON_TERMINAL, TERMINAL, TaskStatus
@@ -27,6 +27,14 @@ from ..store import Change, TaskPage, TaskQuery, TaskRecord, TaskStore, allowed_
 
 #: index entries ``list_all`` reads per call at most (the rest is the next page's)
 SCAN = 5000
+
+#: ``TaskRecord``'s fields in order, as ``transition`` builds a changed record from them
+_FIELDS = (
+    "task_id", "requestor", "method", "status", "created_at", "last_updated_at", "ttl_ms",
+    "poll_interval_ms", "status_message", "result", "error", "version", "face", "tool",
+)  # fmt: skip
+if tuple(f.name for f in fields(TaskRecord)) != _FIELDS:  # pragma: no cover - a new field
+    raise ImportError("TaskRecord's fields changed: update InMemoryTaskStore.transition")
 
 
 class _Index:
@@ -108,14 +116,23 @@ class InMemoryTaskStore(TaskStore):
         if old is None or old.status not in allowed_sources(status, change.get("expected")):
             return None
         result, error = change.get("result"), change.get("error")
-        new = replace(
-            old,
-            status=status,
-            last_updated_at=max(now, old.last_updated_at),
-            status_message=change.get("status_message"),
-            result=old.result if result is None else result,
-            error=old.error if error is None else error,
-            version=old.version + 1,
+        # ``dataclasses.replace`` spelled out: a field lookup per field costs it 5x (every
+        # status change; the fields checked at import, ``_FIELDS``)
+        new = TaskRecord(
+            old.task_id,
+            old.requestor,
+            old.method,
+            status,
+            old.created_at,
+            max(now, old.last_updated_at),
+            old.ttl_ms,
+            old.poll_interval_ms,
+            change.get("status_message"),
+            old.result if result is None else result,
+            old.error if error is None else error,
+            old.version + 1,
+            old.face,
+            old.tool,
         )
         self._tasks[task_id] = new
         was_active = old.status not in TERMINAL
