@@ -13,7 +13,9 @@ Servers (each workload on a fresh process, bound to 127.0.0.1 on a free port):
   target; ``ts-json``: the same with ``enableJsonResponse`` (``--json-response``), a labelled
   row; ``ts-raw``: on ``node:http`` with the raw request handed to the transport, which reads
   and parses the body itself (``--raw-request``, the setup of earlier figures; lifecycle,
-  wake-up and poll), a labelled row;
+  wake-up and poll), a labelled row; ``ts-parsed``: on ``node:http`` with the body read and
+  ``JSON.parse``d by the app and handed to the transport (``--parsed-body``, no express;
+  lifecycle, wake-up and poll), a labelled row;
 - ``mcp129``: ``benchmarks/peers/mcp129/server.py`` on ``mcp==1.29.0`` experimental tasks, in
   its own virtualenv ``benchmarks/peers/.venv-mcp129`` (also holds matplotlib for the plots);
 - ``floor``: ``benchmarks/peers/floor_server.py``, mcp 2.3 with the thinnest hand-written tasks:
@@ -317,8 +319,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--reps", type=int)
     ap.add_argument(
         "--servers",
-        help="comma-separated subset of ts,ts-json,ts-raw,mcp129,floor,floor-sdk,ceiling,ours-memory,"
-        "ours-h11,ours-sqlite,ours-redis,fastmcp,ours-ext,scaleout",
+        help="comma-separated subset of ts,ts-json,ts-raw,ts-parsed,mcp129,floor,floor-sdk,ceiling,"
+        "ours-memory,ours-h11,ours-sqlite,ours-redis,fastmcp,ours-ext,scaleout",
     )
     ap.add_argument(
         "--before",
@@ -372,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
         for s in specs:
             if s.missing:
                 print(f"skipping {s.name}: {s.missing}", file=sys.stderr)
+        if not runnable:
+            print("no server to run: every one asked for is missing", file=sys.stderr)
+            return 2
         info = machine()
         result = asyncio.run(run_all(runnable, plan, tmp, pairs))
         scale = run_scale(args, tmp, result["errors"])

@@ -40,6 +40,9 @@ TS_JSON = "ts-json"
 #: The same server on ``node:http`` with the raw request handed to the transport, which
 #: then reads and parses the body itself (the setup of earlier figures; never a reference).
 TS_RAW = "ts-raw"
+#: The same on ``node:http`` with the body read and parsed by the app (``JSON.parse``, no
+#: express) and handed to the transport (never a reference).
+TS_PARSED = "ts-parsed"
 CORE, EXT = "2025-11-25", "2026-07-28"  # the face a server is measured on
 FASTMCP = "fastmcp"
 CEILING = "ceiling"
@@ -157,6 +160,14 @@ def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
             TS_RAW,
             "TypeScript SDK 1.32.2, raw request (node:http; the SDK parses the body; SSE)",
             lambda port, _: _ts_command(port, "--raw-request"),
+            missing=_ts_missing(),
+            workloads=("lifecycle", "wakeup", "poll"),
+        ),
+        ServerSpec(
+            TS_PARSED,
+            "TypeScript SDK 1.32.2, node:http, the body parsed by the app (JSON.parse) and"
+            " handed over; SSE",
+            lambda port, _: _ts_command(port, "--parsed-body"),
             missing=_ts_missing(),
             workloads=("lifecycle", "wakeup", "poll"),
         ),

@@ -11,7 +11,10 @@
 // transport.handleRequest(req, res) so that the SDK reads and parses the body itself (the
 // setup of earlier figures: a third, labelled row, never a reference).
 //
-//   node --expose-gc server.mjs --port PORT [--host 127.0.0.1] [--json-response] [--raw-request]
+// --parsed-body serves from node:http too, the app reading the body and handing JSON.parse's
+// result to transport.handleRequest(req, res, body) (a fourth, labelled row).
+//
+//   node --expose-gc server.mjs --port PORT [--host 127.0.0.1] [--json-response] [--raw-request] [--parsed-body]
 //
 // GET /bench/heap runs a full GC and answers process.memoryUsage() (benchmark hook).
 import { createServer } from 'node:http';
@@ -30,6 +33,7 @@ const arg = (name, dflt) => {
 const port = parseInt(arg('--port', '0'), 10);
 const jsonResponse = process.argv.includes('--json-response');
 const rawRequest = process.argv.includes('--raw-request');
+const parsedBody = process.argv.includes('--parsed-body');
 const host = arg('--host', '127.0.0.1');
 
 const taskStore = new InMemoryTaskStore();
@@ -168,6 +172,13 @@ function rawServer() {
         transport = newTransport();
         await newServer().connect(transport);
       }
+      if (parsedBody && req.method === 'POST') {
+        // --parsed-body: the app reads and parses the body (no express) and hands it over
+        const chunks = [];
+        for await (const chunk of req) chunks.push(chunk);
+        await transport.handleRequest(req, res, JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        return;
+      }
       await transport.handleRequest(req, res);
     } catch (err) {
       console.error(err);
@@ -176,7 +187,7 @@ function rawServer() {
   });
 }
 
-const http = rawRequest ? rawServer() : expressServer();
+const http = rawRequest || parsedBody ? rawServer() : expressServer();
 http.keepAliveTimeout = 600_000;
 http.listen(port, host, () => {
   console.log(`listening ${http.address().port}`);
