@@ -6,7 +6,8 @@ A ``subscriptions/listen`` whose ``params.notifications`` asks for ``taskIds``:
   ``data.requiredCapabilities`` (X-NOTIF-4);
 - else the acknowledgement first, listing the task ids the server agrees to notify about:
   those of the requestor's own tasks that ``tasks/get`` finds (another's, or an unknown
-  id, is left out exactly alike: X-SEC-1), at most :data:`MAX_TASKS` (X-NOTIF-3, X-NOTIF-8);
+  id, is left out exactly alike: X-SEC-1), at most :data:`~.router.LISTEN_MAX_TASKS`
+  (X-NOTIF-3, X-NOTIF-8), as :meth:`~.router.Router.subscribe` decides;
 - then one ``notifications/tasks`` per change of each task: the complete ``DetailedTask``,
   produced by the same router call as a ``tasks/get`` of that task at that moment (so a
   handler's own ``tasks_get`` shapes both), without ``resultType``, with
@@ -31,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -40,17 +41,15 @@ from ..errors import MethodNotFound, TaskError
 from ..store import rfc3339
 from ._sdk import listen_ack_method, request_outbound
 from .faces import EXTENSION
-from .router import LISTEN_MAX_TASKS, TaskRequest
+from .router import TaskRequest
 
 if TYPE_CHECKING:
     from .mcp_server import McpTasks
 
-__all__ = ["MAX_TASKS", "TaskListen"]
+__all__ = ["TaskListen"]
 
 log = logging.getLogger(__name__)
 
-#: the most task ids one listen request is notified about (the rest are left out of the ack)
-MAX_TASKS: Final = LISTEN_MAX_TASKS
 Send = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
