@@ -24,9 +24,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: ``RequestContext.extra`` key of the request's decoded routing-name header, when it had
 #: one (the extension face's ``Mcp-Name``, checked against the params by its handler).
 ROUTING_NAME: str = "routing_name"
-#: ``RequestContext.extra`` key, true when a front door already counted this request against
-#: the rate limit (R-SEC-3) before handing it to another: it is not counted again.
-RATE_COUNTED: str = "rate_counted"
 #: The attribute :func:`stub` sets on a generated method a subclass has not overridden.
 STUB_MARK = "__mcptask_stub__"
 

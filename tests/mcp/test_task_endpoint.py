@@ -377,7 +377,9 @@ def test_a_tasks_tool_runs_once_through_the_whole_pipeline_on_both_doors_R_CREAT
 
     with serving(front_door, build=build) as srv:
         with RawHttp(srv.url) as c:
-            made = c.call("tools/call", {"name": "count", "arguments": {"label": "core"}, "task": {}})
+            made = c.call(
+                "tools/call", {"name": "count", "arguments": {"label": "core"}, "task": {}}
+            )
             assert "task" in made["result"], made
         with ExtClient(srv.url) as ext:
             made = ext.send("tools/call", {"name": "count", "arguments": {"label": "ext"}})
@@ -388,3 +390,133 @@ def test_a_tasks_tool_runs_once_through_the_whole_pipeline_on_both_doors_R_CREAT
         assert sorted(runs) == ["core", "ext"]
         assert sorted(label for label, in_task in seen if in_task) == ["core", "ext"]
         assert len(srv.tasks.engine.store) == 2  # type: ignore[arg-type]
+
+
+def _result_stream(
+    c: RawHttp, task_id: str, answer: Any, forger: RawHttp | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[int]]:
+    """``tasks/result`` of ``task_id`` read as a stream: each input request on it answered
+    by POSTing ``answer(request)`` (after ``forger`` POSTed ``{"action": "decline"}`` to
+    the same id from its own session); the answer, the requests, the POSTs' statuses."""
+    msg = {"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": {"taskId": task_id}}
+    asked: list[dict[str, Any]] = []
+    statuses: list[int] = []
+    with c.http.stream("POST", c.url, headers=c._headers(), json=msg) as r:
+        assert r.headers["content-type"].startswith("text/event-stream"), r.headers
+        for line in r.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            doc = json.loads(line[5:])
+            if "method" in doc:  # an input request, its answer POSTed while this one waits
+                asked.append(doc)
+                for who, result in ((forger, {"action": "decline"}), (c, answer(doc))):
+                    if who is not None:
+                        body = {"jsonrpc": "2.0", "id": doc["id"], "result": result}
+                        statuses.append(
+                            who.http.post(c.url, headers=who._headers(), json=body).status_code
+                        )
+            elif doc.get("id") == 9:
+                return doc, asked, statuses
+    raise AssertionError(f"the stream ended without an answer; asked {asked}")
+
+
+def _confirm(_: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"confirm": True}}
+
+
+def test_input_rides_the_result_stream_and_is_answered_there_R_INPUT_3(front_door: str) -> None:
+    """R-INPUT-3, R-INPUT-2: a ``tasks/result`` whose task asks for input carries the input
+    request on its own stream (with the related-task ``_meta``); the requestor's POSTed answer
+    reaches the task, which then ends with it. At the task endpoint every one of those
+    requests is answered there: nothing is handed to the SDK's path."""
+    with serving(front_door) as srv, RawHttp(srv.url) as c:
+        task_id = c.create("multi_input", {})
+        passed = srv.tasks.task_endpoint.passed if front_door == ENDPOINT else 0
+        answer, asked, statuses = _result_stream(c, task_id, _confirm)
+        assert len(asked) == 2 and {q["method"] for q in asked} == {"elicitation/create"}
+        for q in asked:
+            related = q["params"]["_meta"]["io.modelcontextprotocol/related-task"]
+            assert related == {"taskId": task_id}, q
+        assert statuses == [202, 202]
+        assert "result" in answer and not answer["result"].get("isError"), answer
+        assert c.wait(task_id)["status"] == "completed"
+        if front_door == ENDPOINT:
+            assert srv.tasks.task_endpoint.passed == passed
+            assert not srv.tasks.task_endpoint.answers  # nothing left awaiting an answer
+
+
+def test_another_sessions_answer_to_an_input_request_is_not_taken_R_SEC_1(
+    front_door: str,
+) -> None:
+    """R-SEC-1: an answer to a task's input request POSTed from another session (its id
+    copied) does not reach the task: only the requestor's own answer does."""
+    with serving(front_door) as srv, RawHttp(srv.url) as alice, RawHttp(srv.url) as mallory:
+        task_id = alice.create("confirm_delete", {"path": "/tmp/x"})
+        answer, asked, _ = _result_stream(alice, task_id, _confirm, forger=mallory)
+        assert len(asked) == 1
+        assert answer["result"]["content"][0]["text"] == "deleted /tmp/x", answer
+
+
+def test_a_result_that_waits_long_streams_and_ends_with_its_session(
+    front_door: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``tasks/result`` that waits past ``STREAM_AFTER_S`` answers on a stream (the
+    headers go out, nothing in between takes it for dead) and still ends with the result;
+    one whose session is deleted meanwhile ends without one, as the SDK ends a terminated
+    session's streams. At the task endpoint neither goes to the SDK's path."""
+    from mcp_tasks.runtime import task_endpoint
+
+    monkeypatch.setattr(task_endpoint, "STREAM_AFTER_S", 0.2)
+    with serving(front_door) as srv:
+        endpoint = srv.tasks.task_endpoint
+
+        def passed() -> int:
+            return endpoint.passed if endpoint is not None else 0
+
+        with RawHttp(srv.url) as c:
+            task_id = c.create("slow_compute", {"seconds": 0.6})
+            before = passed()
+            answer, asked, _ = _result_stream(c, task_id, _confirm)
+            assert not asked and passed() == before
+            assert answer["result"]["content"][0]["text"].startswith("done after 0.6s")
+        c = RawHttp(srv.url).initialize()
+        task_id = c.create("slow_compute", {"seconds": 30})
+        msg = {"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": {"taskId": task_id}}
+        before = passed()
+        with c.http.stream("POST", c.url, headers=c._headers(), json=msg) as r:
+            assert r.headers["content-type"].startswith("text/event-stream")
+            assert passed() == before
+            assert c.http.delete(c.url, headers=c._headers()).status_code == 200
+            started = time.monotonic()
+            rest = b"".join(r.iter_bytes())
+        assert b"result" not in rest and time.monotonic() - started < 10
+        c.session_id = None
+        c.close()
+
+
+def test_input_rides_the_result_stream_on_stateless_http_R_INPUT_3() -> None:
+    """R-INPUT-3 without a session (stateless HTTP, where the SDK's own transport cannot
+    take the answer back): the input request rides the ``tasks/result`` stream at the task
+    endpoint, and the answer POSTed without a session reaches the task by its id."""
+    with serving(ENDPOINT, stateless_http=True) as srv, RawHttp(srv.url, stateless=True) as c:
+        task_id = c.create("confirm_delete", {"path": "/tmp/y"})
+        answer, asked, statuses = _result_stream(c, task_id, _confirm)
+        assert len(asked) == 1 and statuses == [202]
+        assert answer["result"]["content"][0]["text"] == "deleted /tmp/y", answer
+
+
+def test_results_go_to_the_sdk_as_they_arrive_where_answers_cannot_stream_here() -> None:
+    """A server that answers JSON only (``json_response=True``) has no stream for a
+    ``tasks/result`` to carry input requests on here: the task endpoint leaves every
+    ``tasks/result`` to the SDK's path as it arrives, before the router sees it, and the
+    other task methods stay its own."""
+    with serving(ENDPOINT, json_response=True) as srv, RawHttp(srv.url) as c:
+        endpoint = srv.tasks.task_endpoint
+        task_id = c.create("slow_compute", {"seconds": 0})
+        c.wait(task_id)
+        answered, passed = endpoint.replied, endpoint.passed
+        result = c.ok("tasks/result", {"taskId": task_id})
+        assert result["content"][0]["text"].startswith("done after 0")
+        assert (endpoint.replied, endpoint.passed) == (answered, passed + 1)
+        c.ok("tasks/get", {"taskId": task_id})
+        assert (endpoint.replied, endpoint.passed) == (answered + 1, passed + 1)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mcp_tasks.runtime.task_endpoint import RESULT_WAIT_S
+from mcp_tasks.runtime.result_stream import STREAM_AFTER_S
 from testkit.sec_harness import HttpServer, RawHttp
 from testkit.wait import until
 
@@ -155,15 +155,16 @@ def test_held_results_count_against_the_rate_limit_once_as_they_arrive(
 ) -> None:
     """R-SEC-3: a ``tasks/result`` held on a working task is counted as it arrives. Past the
     limit it is answered ``-32000`` at once, while the others are still held (well before
-    the task endpoint hands a held one to the SDK's path, after ``RESULT_WAIT_S``); a held
-    one handed over is not counted again (bob's budget is what he spent, exactly)."""
+    the task endpoint turns a held one's answer into a stream, after ``STREAM_AFTER_S``); a
+    held one is never counted again, however long it waits and whichever way its answer
+    goes (bob's budget is what he spent, exactly)."""
     calls, held, excess = 10, 9, 3  # alice: 1 creation + 9 held fill it, 3 more are refused
     server = server_factory(
         "--tokens",
         str(tokens_file),
         engine_config={"rate_limit_calls": calls, "rate_limit_window_s": 600},
     )
-    work = {"seconds": RESULT_WAIT_S + 1}  # ends after the hold: the held ones are handed over
+    work = {"seconds": STREAM_AFTER_S + 1}  # ends after the held ones' answers became streams
     with (
         RawHttp(server.url, token="tok-alice") as alice,
         RawHttp(server.url, token="tok-bob") as bob,
@@ -175,7 +176,7 @@ def test_held_results_count_against_the_rate_limit_once_as_they_arrive(
         bobs = [pool.submit(bob.call, "tasks/result", {"taskId": his}) for _ in range(4)]
         refused = until(
             lambda: [f.result() for f in theirs if f.done()],
-            RESULT_WAIT_S / 2,  # "at once": long before the hand-over
+            STREAM_AFTER_S / 2,  # "at once": long before the streams
             satisfied=lambda done: len(done) >= excess,
             what="the calls past the limit answered while the others are held",
         )

@@ -118,6 +118,7 @@ __all__ = [
     "on_connection_close",
     "post_checks_pass",
     "request_outbound",
+    "session_ended",
     "run_input_callback",
     "sdk_request_runner",
     "send_raw_request",
@@ -452,6 +453,12 @@ def http_session(manager: Any, session_id: str, user: Any) -> Any | None:
     if idle is not None and idle.cancel_called:
         return None
     return transport
+
+
+def session_ended(transport: Any) -> bool:
+    """Whether the HTTP session of ``transport`` (:func:`http_session`'s) has ended:
+    deleted or terminated (``StreamableHTTPServerTransport.is_terminated``)."""
+    return bool(transport.is_terminated)
 
 
 class InFlight:

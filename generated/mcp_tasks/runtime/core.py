@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, TypeAdapter
 
 from .. import protocol
-from .._handlers import RATE_COUNTED, NeedsStream
+from .._handlers import NeedsStream
 from ..core.handlers import AugmentedRequest, RequestContext, TasksHandlerBase
 from ..core.meta import with_related_task
 from ..errors import InvalidParams, TaskAlreadyTerminal, error_from_payload
@@ -283,7 +283,6 @@ class CoreTasksMixin:
                 deliver,
                 face=FACE,
                 until_input=deliver is None,
-                counted=bool(ctx.extra.get(RATE_COUNTED)),  # counted by the door that held it
             )
         finally:
             if deliver is not None:

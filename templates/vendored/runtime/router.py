@@ -36,7 +36,6 @@ from pydantic import BaseModel, ValidationError
 
 from .. import protocol
 from .._handlers import (
-    RATE_COUNTED,
     ROUTING_NAME,
     HandlerBase,
     NeedsStream,
@@ -63,7 +62,6 @@ from .mcp_outbound import PollOutbound, TaskOutbound
 from .mcp_sessions import Sessions
 
 __all__ = [
-    "COUNTED_SCOPE",
     "LISTEN_MAX_TASKS",
     "Pass",
     "RunTool",
@@ -82,9 +80,6 @@ ToolFn = TypeVar("ToolFn", bound=Callable[..., Any])
 #: A tool run inside a task: ``run(task-scoped outbound, tools/call params)``, through the
 #: SDK's own pipeline (its validation, middleware, the tool, its result checks).
 RunTool = Callable[[Any, dict[str, Any]], Awaitable[Any]]
-#: Set (true) in the ASGI scope of an HTTP request a front door counted against the rate
-#: limit (R-SEC-3) before handing it to the SDK's pipeline, which then does not count it again.
-COUNTED_SCOPE: Final = "mcp_tasks.rate_counted"
 #: the most task ids one ``subscriptions/listen`` is notified about (the rest are left out of
 #: its acknowledgement, X-NOTIF-3)
 LISTEN_MAX_TASKS: Final = 100
@@ -194,8 +189,6 @@ class TaskRequest:
     send_request: Any = None
     #: how this front door runs a ``tools/call`` through the SDK's pipeline
     run_tool: RunTool | None = None
-    #: counted against the rate limit already, by the front door that handed it over
-    counted: bool = False
 
 
 class Pass:
@@ -320,7 +313,7 @@ class Router:
         tasks count against (a client address's, R-SEC-4), and on the extension face the
         ``Mcp-Name`` routing header (decoded) for the handler to check (X-HTTP-4)."""
         meta = _meta(req.params)
-        extra: dict[str, Any] = {RATE_COUNTED: True} if req.counted else {}
+        extra: dict[str, Any] = {}
         headers = req.headers
         if headers is not None and _NAME_HEADER and _NAME_HEADER in headers:
             if self.is_extension(req.version):
@@ -478,7 +471,6 @@ class Router:
             headers=None,
             send_request=None,
             run_tool=None,
-            counted=False,
         )
 
     # ------------------------------------------------------------------ notifications

@@ -48,7 +48,7 @@ from ._sdk import (
 )
 from .faces import EXTENSION
 from .mcp_identity import note_address, requestor_of
-from .router import COUNTED_SCOPE, Pass, RunTool, TaskRequest
+from .router import Pass, RunTool, TaskRequest
 from .tool_runner import IN_TASK, envelope_connection, tool_runner
 
 if TYPE_CHECKING:
@@ -127,7 +127,6 @@ class SdkHooks:
             headers=getattr(ctx.request, "headers", None),
             send_request=_sender(ctx) if stream else None,
             run_tool=run,
-            counted=bool(getattr(ctx.request, "scope", {}).get(COUNTED_SCOPE)),
         )
 
     def _runner(self, ctx: Any, extension: bool) -> RunTool:

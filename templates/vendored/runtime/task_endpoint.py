@@ -13,20 +13,22 @@ the one :class:`~.router.Router`, and answers with ``application/json`` (which S
 HTTP allows for any request):
 
 - the core face (2025-11-25), on a live session past its handshake or stateless HTTP:
-  ``tasks/*`` and ``tools/call``; a ``tasks/result`` waits up to :data:`RESULT_WAIT_S` for a
-  task that ends without asking for input;
+  ``tasks/*`` and ``tools/call``;
 - the extension face (2026-07-28): ``tasks/*`` and ``tools/call``.
 
+A core ``tasks/result`` that waits for its task answers on a stream of its own when it
+must (:mod:`.result_stream`): its task's input requests ride it (R-INPUT-3), and the
+client's POSTed answers to them are taken here.
+
 Everything else goes to the SDK unchanged, body replayed, decided before anything ran:
-every request the SDK would refuse (so refusals keep the SDK's shape), and a ``tools/call``
-that does not become a task (:class:`~.router.Pass`, decided before any task or run). One
-request is handed on after the router had it: a core ``tasks/result`` whose task asks for
-input (its requests ride the request's own stream, R-INPUT-3, which only the SDK's
-transport has: :class:`NeedsStream`) or runs past :data:`RESULT_WAIT_S`; the router only
-read for it (waiting changes nothing) and counted it once (R-SEC-3, ``COUNTED_SCOPE``). Any
-error raised once the router has the request is answered here (a JSON-RPC internal error),
-never handed on: the SDK's path would run it again (a second task, a second run of its tool).
-A task's tool runs through the one runner both doors use (:mod:`.tool_runner`).
+every request the SDK would refuse (so refusals keep the SDK's shape), a ``tools/call``
+that does not become a task (:class:`~.router.Pass`, decided before any task or run), and
+a core ``tasks/result`` on a server whose responses cannot stream here (``json_response``,
+or an event store to replay streams from: the SDK's transport keeps those). Nothing the
+router had is ever handed on: any error raised once the router has the request is answered
+here (a JSON-RPC internal error); the SDK's path would run it again (a second task, a
+second run of its tool). A task's tool runs through the one runner both doors use
+(:mod:`.tool_runner`).
 """
 
 from __future__ import annotations
@@ -38,11 +40,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
-import pydantic_core
 from pydantic import ValidationError
 
 from .. import protocol
-from .._handlers import NeedsStream
 from ..errors import InternalError, InvalidRequest, TaskError
 from ._sdk import (
     DEFAULT_NEGOTIATED_VERSION,
@@ -60,10 +60,12 @@ from ._sdk import (
     mcp_param_rejection,
     modern_route,
     post_checks_pass,
+    session_ended,
     transport_security,
 )
 from .mcp_identity import client_address, http_requestor, identifies
-from .router import COUNTED_SCOPE, Pass, TaskRequest
+from .result_stream import STREAM_AFTER_S, Answers, ResultStream, is_response, to_json
+from .router import Pass, TaskRequest
 from .tool_runner import envelope_connection, tool_runner
 
 if TYPE_CHECKING:
@@ -74,20 +76,27 @@ __all__ = ["Outermost", "TaskEndpoint", "install"]
 log = logging.getLogger(__name__)
 
 _JSON = b"application/json"
+#: the headers of the ``202`` that takes a client's answer to an input request
+_ACCEPTED: Final = [(b"content-length", b"0")]
 _JSON_TYPE = _JSON.decode()
 _SESSION_HEADER = MCP_SESSION_ID_HEADER.lower()
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
-#: how long a ``tasks/result`` waits here for its task to end before the SDK's path (which
-#: streams input requests and keeps the wait alive) takes it over
-RESULT_WAIT_S: Final = 10.0
+#: how often a waiting ``tasks/result`` looks whether its session ended
+WATCH_S: Final = 0.5
 #: set in the ASGI scope of a request the task endpoint has already left to the SDK
 _SEEN = "mcp_tasks.task_endpoint_seen"
 #: scope key: the request reached the router here (an error after that is answered here)
 _ROUTED = "mcp_tasks.task_endpoint_routed"
+#: scope key: the :class:`ResultStream` of a waiting ``tasks/result``
+_STREAM = "mcp_tasks.task_endpoint_stream"
 
 
 class ClientGone(Exception):
     """The client left while its request waited here."""
+
+
+class SessionEnded(Exception):
+    """The session of a request that waited here ended (deleted, or its idle timeout)."""
 
 
 @dataclass(slots=True)
@@ -100,27 +109,22 @@ class Reply:
     status: int = 200
     session_id: str | None = None
 
-    async def send(self, send: Any) -> None:
+    async def send(self, send: Any, stream: ResultStream | None = None) -> None:
+        """The answer, as the last event of ``stream`` once that has started."""
         doc: dict[str, Any] = {"jsonrpc": "2.0", "id": self.request_id}
         if self.error is not None:
             doc["error"] = self.error
         else:
             doc["result"] = self.result
-        body = _json(doc)
+        if stream is not None and stream.started:
+            await stream.finish(doc)
+            return
+        body = to_json(doc)
         headers = [(b"content-type", _JSON), (b"content-length", str(len(body)).encode())]
         if self.session_id is not None:
             headers.append((_SESSION_HEADER.encode(), self.session_id.encode()))
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
-
-
-def _json(doc: Any) -> bytes:
-    """``doc`` as JSON; a string that is not valid Unicode (a lone surrogate a client sent
-    as a ``\\uXXXX`` escape, now in a result) as its escape again, as the SDK writes it."""
-    try:
-        return pydantic_core.to_json(doc)
-    except ValueError:  # PydanticSerializationError among them
-        return json.dumps(doc, separators=(",", ":")).encode()
 
 
 def _headers(scope: Mapping[str, Any]) -> dict[str, str]:
@@ -246,6 +250,8 @@ class TaskEndpoint:
         self.passed = 0
         #: ``(session, id)`` of every request in flight on a session (:meth:`_in_flight_key`)
         self.in_flight: set[tuple[str, str]] = set()
+        #: the input requests sent on the streams of waiting ``tasks/result`` requests
+        self.answers = Answers()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope.get("type") != "http" or scope.get("method") != "POST" or _SEEN in scope:
@@ -259,6 +265,11 @@ class TaskEndpoint:
         messages, body = await _read_body(receive, self.manager.max_request_body_size)
         headers = _headers(scope)
         doc = _document(headers, body)
+        if self.answers and is_response(doc) and await self._settled(scope, headers, doc):
+            self.replied += 1
+            await send({"type": "http.response.start", "status": 202, "headers": _ACCEPTED})
+            await send({"type": "http.response.body", "body": b""})
+            return
         key = self._in_flight_key(scope, headers, doc)
         if key is not None:
             if key in self.in_flight:
@@ -271,6 +282,19 @@ class TaskEndpoint:
         finally:
             if key is not None:
                 self.in_flight.discard(key)
+
+    async def _settled(self, scope: Any, headers: Mapping[str, str], doc: Any) -> bool:
+        """Whether ``doc``, a response POSTed by a client, answered an input request sent
+        on a stream here (from its session's owner, through the checks the SDK makes)."""
+        session_id = headers.get(_SESSION_HEADER)
+        if (
+            session_id is not None
+            and http_session(self.manager, session_id, scope.get("user")) is None
+        ):
+            return False  # the SDK refuses it (unknown session, another credential's)
+        if not await post_checks_pass(self.security, headers, self.manager.json_response):
+            return False
+        return self.answers.settle(session_id, doc)
 
     async def _serve(
         self,
@@ -285,9 +309,12 @@ class TaskEndpoint:
         reply: Reply | None = None
         if doc is not _UNREAD:
             try:
-                reply = await self.reply(scope, headers, doc, receive)
+                reply = await self.reply(scope, headers, doc, receive, send)
             except ClientGone:
                 return  # left while its tasks/result waited: nobody to answer
+            except SessionEnded:
+                await scope[_STREAM].close()
+                return
             except Exception:
                 if not scope.get(_ROUTED):  # nothing ran yet: the SDK's path answers it
                     log.exception("task endpoint: a request went to the SDK after an error")
@@ -301,7 +328,7 @@ class TaskEndpoint:
             await fallback(scope, _replay(messages, receive), send)
             return
         self.replied += 1
-        await reply.send(send)
+        await reply.send(send, scope.get(_STREAM))
 
     def _in_flight_key(
         self, scope: Any, headers: Mapping[str, str], doc: Any
@@ -322,24 +349,37 @@ class TaskEndpoint:
         return session_id, str(rid)
 
     async def reply(
-        self, scope: Any, headers: Mapping[str, str], doc: Any, receive: Any = None
+        self,
+        scope: Any,
+        headers: Mapping[str, str],
+        doc: Any,
+        receive: Any = None,
+        send: Any = None,
     ) -> Reply | None:
         """The reply to a request served here (``doc``: its body, parsed), else ``None``
-        (the SDK answers)."""
+        (the SDK answers). ``receive`` and ``send``: the request's own, for a
+        ``tasks/result`` that waits (without them it answers only what has ended)."""
         if _bad_id(doc):  # the SDK would take it for a notification and answer nothing
             return Reply(None, error=_BAD_ID, status=400)
         parsed = _envelope(doc)
         if parsed is None or parsed[0].method not in self.methods:
             return None
         message, params = parsed
+        if message.method == protocol.TASKS_RESULT and not self._streams():
+            return None
         if not await post_checks_pass(self.security, headers, self.manager.json_response):
             return None
         version = headers.get(_VERSION_HEADER)
         if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
-            return await self._handshake(scope, headers, version, message, params, receive)
+            return await self._handshake(scope, headers, version, message, params, receive, send)
         if not self.router.is_extension(version):
             return None
         return await self._modern(scope, headers, doc, message, params)
+
+    def _streams(self) -> bool:
+        """Whether a response may stream here: not on a server that answers JSON only, nor
+        on one with an event store (its streams are replayed by the SDK's transport)."""
+        return not self.manager.json_response and self.manager.event_store is None
 
     # ------------------------------------------------------------------ the handshake era
     async def _handshake(
@@ -350,6 +390,7 @@ class TaskEndpoint:
         message: JSONRPCRequest,
         params: dict[str, Any],
         receive: Any,
+        send: Any,
     ) -> Reply | None:
         session_id = headers.get(_SESSION_HEADER)
         if self.manager.stateless:
@@ -359,7 +400,7 @@ class TaskEndpoint:
             if message.method == protocol.TOOLS_CALL:  # a born-ready connection, as the SDK's
                 conn = envelope_connection(protocol.REVISION, {})
             req = self._request(scope, protocol.REVISION, message, params, None, conn)
-            return await self._route(req, None, receive, scope)
+            return await self._route(req, None, scope, receive, send)
         if session_id is None:
             return None
         transport = http_session(self.manager, session_id, scope.get("user"))
@@ -370,7 +411,7 @@ class TaskEndpoint:
             return None
         with InFlight(transport):
             req = self._request(scope, protocol.REVISION, message, params, session_id, conn)
-            return await self._route(req, session_id, receive, scope)
+            return await self._route(req, session_id, scope, receive, send, transport)
 
     def _request(
         self,
@@ -423,61 +464,87 @@ class TaskEndpoint:
                 return None
             conn = envelope_connection(route.protocol_version, params)
         req = self._request(scope, route.protocol_version, message, params, None, conn, headers)
-        return await self._route(req, None, None, scope)
+        return await self._route(req, None, scope)
 
     # ------------------------------------------------------------------ answering
     async def _route(
-        self, req: TaskRequest, session_id: str | None, receive: Any, scope: Any
+        self,
+        req: TaskRequest,
+        session_id: str | None,
+        scope: Any,
+        receive: Any = None,
+        send: Any = None,
+        transport: Any = None,
     ) -> Reply | None:
-        """The router's answer as JSON; ``None`` when the SDK's path must answer."""
+        """The router's answer; ``None`` when the SDK's path must answer (a ``tools/call``
+        that does not become a task, decided before anything ran)."""
         rid = req.id if req.id is not None else 0
         scope[_ROUTED] = True  # from here on the request is this door's to answer
         try:
-            if req.method == protocol.TASKS_RESULT and receive is not None:
-                routed = await self._waiting(req, receive, scope)
+            if req.method == protocol.TASKS_RESULT and send is not None:
+                routed = await self._waiting(req, session_id, scope, receive, send, transport)
             else:
                 routed = await self.router.route(req)
-        except NeedsStream:
-            return None
         except TaskError as exc:
             status = _error_status(req.version, exc.code)
             return Reply(rid, error=exc.to_error(), status=status, session_id=session_id)
-        if routed is None or isinstance(routed, Pass):
+        if isinstance(routed, Pass):
             return None
         return Reply(rid, routed, session_id=session_id)
 
     async def _waiting(
-        self, req: TaskRequest, receive: Any, scope: Any
-    ) -> dict[str, Any] | Pass | None:
-        """A ``tasks/result`` routed with a bound wait (``None`` after :data:`RESULT_WAIT_S`:
-        the SDK's path takes it over) and :class:`ClientGone` when the client leaves; no
-        watch and no deadline for a task that ended here a moment ago (nothing to wait for).
-        The engine counts it against the rate limit as it arrives (R-SEC-3); the scope says
-        so, so that the SDK's path does not count it again when it takes the request over."""
+        self,
+        req: TaskRequest,
+        session_id: str | None,
+        scope: Any,
+        receive: Any,
+        send: Any,
+        transport: Any,
+    ) -> dict[str, Any] | Pass:
+        """A ``tasks/result`` routed with its own stream (:class:`ResultStream`) for its
+        task's input requests, started after :data:`STREAM_AFTER_S` if nothing started it;
+        :class:`ClientGone` when the client leaves, :class:`SessionEnded` when its session
+        ends. No watch and no stream for a task that ended here a moment ago."""
         if self.router.answers_at_once(req):  # its outcome is here: nothing to wait for
             return await self.router.route(req)
-        scope[COUNTED_SCOPE] = True
-        gone = False
-        routed: dict[str, Any] | Pass | None = None
+        stream = scope[_STREAM] = ResultStream(send, session_id, self.answers)
+        req.send_request = stream.send_request
+        ended: type[Exception] | None = None
 
         async def watch(scope: anyio.CancelScope) -> None:
-            nonlocal gone
+            nonlocal ended
             while (await receive()).get("type") != "http.disconnect":
                 pass
-            gone = True
+            ended = ClientGone
             scope.cancel()
 
+        async def session(scope: anyio.CancelScope) -> None:
+            nonlocal ended
+            while not session_ended(transport):
+                await anyio.sleep(WATCH_S)
+            ended = SessionEnded
+            scope.cancel()
+
+        async def keep(stream: ResultStream) -> None:
+            await anyio.sleep(STREAM_AFTER_S)
+            await stream.start()
+
         failure: Exception | None = None
+        routed: dict[str, Any] | Pass = {}
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch, tg.cancel_scope)
-            with anyio.move_on_after(RESULT_WAIT_S):
-                try:
-                    routed = await self.router.route(req)
-                except (TaskError, NeedsStream) as exc:  # raised past the task group as is
-                    failure = exc
+            tg.start_soon(keep, stream)
+            if transport is not None:
+                tg.start_soon(session, tg.cancel_scope)
+            try:
+                routed = await self.router.route(req)
+            except Exception as exc:  # raised past the task group as is
+                failure = exc
             tg.cancel_scope.cancel()
-        if gone:
-            raise ClientGone()
+        if ended is None and transport is not None and session_ended(transport):
+            ended = SessionEnded  # its end cancelled the task: no answer, as the SDK's streams
+        if ended is not None:
+            raise ended()
         if failure is not None:
             raise failure
         return routed
