@@ -465,16 +465,13 @@ class TaskEngine:
         *,
         face: str | None = None,
         until_input: bool = False,
-        counted: bool = False,
     ) -> TaskRecord:
         """The task once terminal (R-RESULT-2), handing its input requests to ``deliver``
         meanwhile, whichever instance runs the work. ``until_input`` (a caller that cannot
         deliver input): a task that asks for input first is returned as it is, for the
         caller to hand the request to one that can (R-INPUT-3). The request is counted
-        against the rate limit as it arrives, before any wait (R-SEC-3), unless ``counted``:
-        a front door counted it already, then handed it over (never counted twice)."""
-        if not counted:
-            self.rate.check(requestor)
+        against the rate limit as it arrives, before any wait (R-SEC-3)."""
+        self.rate.check(requestor)
         if until_input:
             rec = await await_settled(self, requestor, task_id, face)
             if rec.status not in protocol.TERMINAL:
