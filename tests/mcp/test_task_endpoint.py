@@ -474,11 +474,11 @@ def test_a_result_that_waits_long_streams_and_ends_with_its_session(
             return endpoint.passed if endpoint is not None else 0
 
         with RawHttp(srv.url) as c:
-            task_id = c.create("slow_compute", {"seconds": 0.6})
+            task_id = c.create("slow_compute", {"seconds": 1.5})
             before = passed()
             answer, asked, _ = _result_stream(c, task_id, _confirm)
             assert not asked and passed() == before
-            assert answer["result"]["content"][0]["text"].startswith("done after 0.6s")
+            assert answer["result"]["content"][0]["text"].startswith("done after 1.5s")
         c = RawHttp(srv.url).initialize()
         task_id = c.create("slow_compute", {"seconds": 30})
         msg = {"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": {"taskId": task_id}}

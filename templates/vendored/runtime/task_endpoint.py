@@ -512,30 +512,29 @@ class TaskEndpoint:
         ended: type[Exception] | None = None
 
         async def watch(scope: anyio.CancelScope) -> None:
+            """The client leaving, the session ending, the stream's start when it is due:
+            one task, looking every :data:`WATCH_S` while it waits for the client."""
             nonlocal ended
-            while (await receive()).get("type") != "http.disconnect":
-                pass
-            ended = ClientGone
-            scope.cancel()
-
-        async def session(scope: anyio.CancelScope) -> None:
-            nonlocal ended
-            while not session_ended(transport):
-                await anyio.sleep(WATCH_S)
-            ended = SessionEnded
-            scope.cancel()
-
-        async def keep(stream: ResultStream) -> None:
-            await anyio.sleep(STREAM_AFTER_S)
-            await stream.start()
+            due = anyio.current_time() + STREAM_AFTER_S
+            while True:
+                left = WATCH_S if stream.started else min(WATCH_S, due - anyio.current_time())
+                with anyio.move_on_after(max(left, 0)):
+                    if (await receive()).get("type") == "http.disconnect":
+                        ended = ClientGone
+                        scope.cancel()
+                        return
+                    continue
+                if transport is not None and session_ended(transport):
+                    ended = SessionEnded
+                    scope.cancel()
+                    return
+                if not stream.started and anyio.current_time() >= due:
+                    await stream.start()
 
         failure: Exception | None = None
         routed: dict[str, Any] | Pass = {}
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch, tg.cancel_scope)
-            tg.start_soon(keep, stream)
-            if transport is not None:
-                tg.start_soon(session, tg.cancel_scope)
             try:
                 routed = await self.router.route(req)
             except Exception as exc:  # raised past the task group as is
