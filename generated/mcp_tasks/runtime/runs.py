@@ -205,8 +205,8 @@ class Run:
     supervisor only."""
 
     __slots__ = (
-        "_changed", "_inputs", "busy", "final", "kept", "requestor", "scope", "started",
-        "tool_error", "ttl",
+        "_changed", "_inputs", "_stopped", "busy", "final", "kept", "requestor", "scope",
+        "started", "tool_error", "ttl",
     )  # fmt: skip
 
     def __init__(
@@ -232,7 +232,10 @@ class Run:
         self.started = False
         #: the status a tool result with ``isError`` ends in (the face decides)
         self.tool_error = tool_error
+        #: The run's one cancel scope: its work runs in it, then its outcome is stored in it,
+        #: shielded (``RunSupervisor._run``). Cancelled through ``cancel`` only.
         self.scope = anyio.CancelScope()
+        self._stopped = False  # ``stopped``
         self._changed: anyio.Event | None = None  # ``changed``, made on first use
 
     #: The event the next ``signal()`` sets.
@@ -254,8 +257,8 @@ class Run:
     @property
     def stopped(self) -> bool:
         """Whether the work was stopped (a cancel, an expiry, ended elsewhere, the process
-        leaving it)."""
-        return self.scope.cancel_called
+        leaving it), whether it still ran then or had returned already."""
+        return self._stopped
 
     def signal(self) -> None:
         """Wake every waiter (each waits on the event it saw; a fresh one replaces it)."""
@@ -263,10 +266,18 @@ class Run:
         if ev is not None:
             ev.set()
 
+    def cancel(self) -> None:
+        """Stop the work (its wait for input too): no outcome of it is stored then. Once the
+        work returned, its outcome is stored in the same scope, shielded, and the store is
+        not interrupted: only ``stopped`` tells of the cancel."""
+        self._stopped = True
+        if self.busy:
+            self.scope.cancel()
+
     def stop(self) -> None:
-        """Cancel the work (its wait for input too) and wake its waiters."""
+        """Cancel the work (``cancel``) and wake its waiters."""
         self.ttl.stopped = True
-        self.scope.cancel()
+        self.cancel()
         self.signal()
 
 

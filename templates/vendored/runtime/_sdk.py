@@ -36,6 +36,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientResponse, ClientSession
+from mcp.server import streamable_http as _streamable_http
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
@@ -480,8 +481,6 @@ def standalone_delivers(server: Any, conn: Connection, *, replay: bool = True) -
     HTTP session with no ``GET`` stream open and no event store to replay it from (the SDK
     drops it; ``replay=False``: a ``GET`` stream open now) or a session gone; true for
     anything else (stdio, unknown set-ups)."""
-    from mcp.server.streamable_http import GET_STREAM_KEY
-
     if conn.session_id is None:
         return True
     manager = session_manager(server, required=False)
@@ -491,7 +490,9 @@ def standalone_delivers(server: Any, conn: Connection, *, replay: bool = True) -
     if transport is None:
         return False
     stored = replay and transport._event_store is not None
-    return stored or GET_STREAM_KEY in transport._request_streams
+    # read from the module imported once (a release without the key fails here, and in the
+    # canary, not on this module's import)
+    return stored or _streamable_http.GET_STREAM_KEY in transport._request_streams
 
 
 def initialized(conn: Connection) -> bool:

@@ -349,7 +349,7 @@ class SharedCoordination(Coordination):
         return await self.guard.recover(now, LEASE_EXPIRED_MESSAGE)
 
     def started(self, tg: anyio.abc.TaskGroup, task_id: str, run: Run) -> None:
-        tg.start_soon(self._monitor, task_id, run)
+        tg.start_soon(self._monitor, task_id, run, name="mcp-tasks run: monitor")
 
     async def _monitor(self, task_id: str, run: Run) -> None:
         """Stop the work here when another instance ends the task (a cancel, an expiry,

@@ -195,10 +195,11 @@ class RunSupervisor:
         task_id = rec.task_id
         tc = TaskContext(self, task_id, rec.requestor, progress_token)
         run.started = True
-        tg.start_soon(self._run, task_id, run, tc, work, is_error_result)
+        # named: anyio makes no name of the callable for every task
+        tg.start_soon(self._run, task_id, run, tc, work, is_error_result, name="mcp-tasks run")
         self.writer.coordination.started(tg, task_id, run)
         if self.renewals.urgent(run.ttl):
-            tg.start_soon(self._renew_now, task_id, run)
+            tg.start_soon(self._renew_now, task_id, run, name="mcp-tasks run: ttl renewal")
 
     async def _renew_now(self, task_id: str, run: Run) -> None:
         if not run.busy:  # its work returned already: kept until createdAt + ttl, as asked
@@ -233,7 +234,7 @@ class RunSupervisor:
             while self._active.get(rec.task_id) is run:
                 await run.changed.wait()
         except anyio.get_cancelled_exc_class():
-            run.scope.cancel()  # no outcome: the run ends without storing one
+            run.cancel()  # no outcome when the work still runs: the run ends storing none
             raise
         return run.final
 
@@ -242,7 +243,7 @@ class RunSupervisor:
         jobs to others); wait up to ``grace_s`` for it to stop."""
         with anyio.move_on_after(grace_s):
             for task_id, run in list(self._active.items()):
-                run.scope.cancel()
+                run.cancel()
                 while self._active.get(task_id) is run:
                     await run.changed.wait()
 
@@ -277,17 +278,21 @@ class RunSupervisor:
         is_error_result: IsErrorResult | None,
     ) -> None:
         outcome: Outcome | None = None
-        try:
-            with run.scope:
+        scope = run.scope  # the run's one scope: the work's, then its outcome's store
+        with scope:
+            try:
                 outcome = await outcome_of(work, tc, is_error_result, run.tool_error)
-        finally:
-            run.busy = False
-            with anyio.CancelScope(shield=True):
-                if outcome is None and not run.scope.cancel_called:
+            finally:
+                # From here on a cancel of the run (``Run.cancel``) leaves the scope alone.
+                run.busy = False
+                if run.stopped:
+                    outcome = None  # stopped under the work: no outcome of it is stored
+                elif outcome is None:
                     outcome = interrupted()  # the engine shut down under the work
                 if outcome is None:
                     self.end(task_id, run)
                 else:
+                    scope.shield = True  # the engine's exit does not interrupt the store
                     outcome, size = bounded(task_id, outcome, self.config.max_result_bytes)
                     if await self.store_outcome(task_id, run, outcome, size, later=True):
                         self.end(task_id, run)
@@ -458,7 +463,7 @@ class RunSupervisor:
             with anyio.CancelScope(shield=True):
                 if not answered:
                     await coord.withdraw_input(run, pending)
-                if not inputs and not run.scope.cancel_called:
+                if not inputs and not run.stopped:
                     # Back to working unless a request is outstanding, in one step.
                     try:
                         rec = await coord.resume(run, task_id, clock())
