@@ -23,11 +23,3 @@ def anyio_backend() -> str:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     one_door_for_agnostic(metafunc)
 
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``pytest -n N --dist loadgroup`` (pytest-xdist), a module's tests run on one
-    worker, so its module-scoped servers start once; tests marked with an ``xdist_group`` of
-    their own (``testkit.typecheck.TYPECHECK``) keep it."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

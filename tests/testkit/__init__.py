@@ -11,7 +11,7 @@ library only) without pytest.
 A new test that needs a server: which fixture
 -------------------------------------------------
 
-The suite runs on four pytest-xdist workers, a module on one worker (``tests/conftest.py``), in
+The suite runs on four pytest-xdist workers, a module on one worker (``--dist loadfile``), in
 about ten minutes on two cores; a server process costs about a second of CPU to start, so
 share one unless the test needs its own.
 

@@ -5,9 +5,10 @@ other generated outputs, the generator, the README's blocks, a user's install) g
 :func:`mypy_strict`. They share mypy's incremental cache under ``.mypy_cache/tests`` in the
 repository (ignored by git), so the standard library and the dependencies (pydantic, the
 ``mcp`` SDK, starlette, redis, ...) are analysed once, not once per test, and a second run of
-the suite starts warm. The tests that type-check are marked :data:`TYPECHECK` (one xdist
-group): they run one after another on one worker, so no two mypy processes write the cache at
-once.
+the suite starts warm. Each check holds an exclusive lock on the cache (``flock`` on
+``.mypy_cache/tests.lock``) while mypy runs, so no two mypy processes write it at once, whichever
+pytest-xdist workers run them; the tests that type-check are marked :data:`TYPECHECK`
+(``pytest -m typecheck`` runs them alone).
 
 A check that must not share it (another Python's site-packages: the cache would be rewritten
 for that environment's paths) passes its own ``cache_dir``.
@@ -15,6 +16,7 @@ for that environment's paths) passes its own ``cache_dir``.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -26,8 +28,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 #: the suite's mypy cache, kept between runs
 CACHE_DIR = REPO / ".mypy_cache" / "tests"
-#: the xdist group of every type-checking test (``--dist loadgroup``)
-TYPECHECK = pytest.mark.xdist_group("typecheck")
+#: held while mypy writes the suite's cache (one writer at a time, across xdist workers)
+CACHE_LOCK = REPO / ".mypy_cache" / "tests.lock"
+#: the mark of every type-checking test
+TYPECHECK = pytest.mark.typecheck
 
 
 def mypy_strict(
@@ -41,14 +45,17 @@ def mypy_strict(
     cache (or ``cache_dir``); its output captured."""
     cache = cache_dir if cache_dir is not None else CACHE_DIR
     cache.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(cache), *map(str, args)],
-        cwd=cwd,
-        env=dict(env if env is not None else os.environ),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    cmd = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(cache), *map(str, args)]
+    run_env = dict(env if env is not None else os.environ)
+    if cache_dir is not None:  # a cache of its own: nobody else writes it
+        return subprocess.run(
+            cmd, cwd=cwd, env=run_env, capture_output=True, text=True, timeout=timeout
+        )
+    with CACHE_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return subprocess.run(
+            cmd, cwd=cwd, env=run_env, capture_output=True, text=True, timeout=timeout
+        )
 
 
 def assert_mypy_strict(
