@@ -81,6 +81,15 @@ class Stoppable:
         return RESULT
 
 
+async def running(engine: TaskEngine, work: Stoppable) -> tuple[str, Run]:
+    """A task of ``work`` created and its work started; its id and its run."""
+    tid: str = (await create_task(engine, ALICE, TOOLS_CALL, work))["task"]["taskId"]
+    await work.started.wait()
+    run = engine.runs.get(tid)
+    assert run is not None
+    return tid, run
+
+
 async def instant(tc: TaskContext) -> dict[str, Any]:
     return RESULT
 
@@ -117,10 +126,7 @@ async def test_tasks_cancel_under_the_work_stores_no_outcome_of_it(returns: bool
     store = Recording()
     work = Stoppable(returns)
     async with TaskEngine(store, config()) as engine:
-        tid = (await create_task(engine, ALICE, TOOLS_CALL, work))["task"]["taskId"]
-        await work.started.wait()
-        run = engine.runs.get(tid)
-        assert run is not None
+        tid, run = await running(engine, work)
         cancelled = await call(engine, "tasks/cancel", taskId=tid)
         assert cancelled["status"] == "cancelled"
         await wound_down(engine)
@@ -137,10 +143,7 @@ async def test_leave_under_the_work_stores_no_outcome_of_it(returns: bool) -> No
     store = Recording()
     work = Stoppable(returns)
     async with TaskEngine(store, config()) as engine:
-        tid = (await create_task(engine, ALICE, TOOLS_CALL, work))["task"]["taskId"]
-        await work.started.wait()
-        run = engine.runs.get(tid)
-        assert run is not None
+        tid, run = await running(engine, work)
         await engine.runs.leave(30)
         assert engine.runs.get(tid) is None
         assert work.cancelled and run.stopped and run.final is None
@@ -223,10 +226,7 @@ async def test_shutdown_under_the_work_marks_it_interrupted() -> None:
     store = Recording()
     work = Stoppable(returns=False)
     async with TaskEngine(store, config()) as engine:
-        tid = (await create_task(engine, ALICE, TOOLS_CALL, work))["task"]["taskId"]
-        await work.started.wait()
-        run = engine.runs.get(tid)
-        assert run is not None
+        tid, run = await running(engine, work)
     # the engine stopped while its work ran
     assert work.cancelled and not run.stopped  # not a cancel of the run
     rec = await store.get(tid)

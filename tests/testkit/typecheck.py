@@ -20,7 +20,8 @@ import fcntl
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import pytest
@@ -46,16 +47,20 @@ def mypy_strict(
     cache = cache_dir if cache_dir is not None else CACHE_DIR
     cache.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(cache), *map(str, args)]
-    run_env = dict(env if env is not None else os.environ)
-    if cache_dir is not None:  # a cache of its own: nobody else writes it
+    # a cache of its own: nobody else writes it; the suite's: one writer at a time
+    with nullcontext() if cache_dir is not None else _cache_lock():
         return subprocess.run(
-            cmd, cwd=cwd, env=run_env, capture_output=True, text=True, timeout=timeout
-        )
+            cmd, cwd=cwd, env=dict(env if env is not None else os.environ),
+            capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+
+
+@contextmanager
+def _cache_lock() -> Iterator[None]:
+    """The suite's cache to this process alone (an exclusive ``flock``, across workers)."""
     with CACHE_LOCK.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        return subprocess.run(
-            cmd, cwd=cwd, env=run_env, capture_output=True, text=True, timeout=timeout
-        )
+        yield
 
 
 def assert_mypy_strict(
