@@ -114,6 +114,7 @@ from pydantic import BaseModel, Field
 from ..cli_common import OneLineParser
 from ..errors import StoreUnavailable
 from ..protocol import TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED
+from ..runtime.coalesced_writes import coalesced_writes
 from ..runtime.engine import EngineConfig
 from ..runtime.mcp_identity import bearer_tokens
 from ..runtime.mcp_server import McpTasks, run_stdio, tidy_http_errors
@@ -539,7 +540,7 @@ def http_protocol(args: argparse.Namespace) -> type[Any]:
 
         base = AutoHTTPProtocol
     return guarded_protocol(
-        base,
+        coalesced_writes(base),
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         send_timeout=args.send_timeout,
