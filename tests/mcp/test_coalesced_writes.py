@@ -158,6 +158,9 @@ class FakeTransport:
     def abort(self) -> None:
         self.closing = self.aborted = True
 
+    def write_eof(self) -> None:
+        self.writes.append(b"<eof>")
+
     def get_write_buffer_size(self) -> int:
         return self.buffered
 
@@ -192,6 +195,12 @@ async def test_close_writes_what_is_held_first_and_abort_drops_it() -> None:
     assert real.writes == [b"last words"] and real.closing
     await asyncio.sleep(0)  # the scheduled flush finds nothing to write
     assert real.writes == [b"last words"]
+
+    real = FakeTransport()
+    held = HeldWrites(real, asyncio.get_running_loop())  # type: ignore[arg-type]
+    held.write(b"before the end")
+    held.write_eof()
+    assert real.writes == [b"before the end", b"<eof>"]
 
     real = FakeTransport()
     held = HeldWrites(real, asyncio.get_running_loop())  # type: ignore[arg-type]

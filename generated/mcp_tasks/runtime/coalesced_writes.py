@@ -12,17 +12,17 @@ uvicorn writes a response's head when the app sends ``http.response.start`` and 
 when the app sends ``http.response.body``, each straight to the socket: two ``send``
 system calls and two TCP segments (the socket has ``TCP_NODELAY``) for every answer, the
 second of them the one the client waits for. :func:`coalesced_writes` subclasses uvicorn's
-protocol class so that the transport its requests see holds what is written during one turn
-of the event loop and hands it to the real transport as one write at the end of that turn
-(``loop.call_soon``): the head and the body of a JSON answer go out together; the events of a
-stream that the app sends in one turn too; nothing waits longer than the turn it was written
-in.
+protocol class so that the transport its requests see holds a write until the next one or the
+end of the event loop's turn (``loop.call_soon``), whichever comes first, and then hands both
+to the real transport as one: the head and the body of an answer go out together; a head or
+an event that nothing follows in its turn waits no longer than that turn.
 
-Nothing is lost or reordered: closing the transport writes what is held first; aborting it
-drops what is held with what the real transport holds (as an abort drops unsent bytes); the
-write-buffer size the protocol's flow control reads counts what is held. Flow control itself
-is the real transport's (``pause_writing`` when its buffer is full): uvicorn waits for it
-before each write as before, so a client that does not read is held back as before.
+Nothing is lost or reordered: closing the transport (or its write side) writes what is held
+first; aborting it drops what is held with what the real transport holds (as an abort drops
+unsent bytes); the write-buffer size the protocol's flow control reads counts what is held.
+Flow control itself is the real transport's (``pause_writing`` when its buffer is full):
+uvicorn waits for it before each write as before, so a client that does not read is held
+back as before.
 """
 
 from __future__ import annotations
@@ -70,6 +70,10 @@ class HeldWrites:
     def close(self) -> None:
         self.flush()
         self.transport.close()
+
+    def write_eof(self) -> None:
+        self.flush()
+        self.transport.write_eof()
 
     def abort(self) -> None:
         self._held = []
