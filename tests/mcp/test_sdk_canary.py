@@ -271,6 +271,14 @@ def test_transport_idle_accounting() -> None:
     source = inspect.getsource(StreamableHTTPServerTransport.handle_request)
     for name in ("idle_scope", "_idle_timeout", "_requests_in_flight"):
         assert name in source, changed(f"StreamableHTTPServerTransport.{name} is gone")
+    # the countdown's semantics _sdk_idle keeps: held at infinity while a request is in
+    # flight, restarted as the last one leaves; and one watch per transport, weakly keyed
+    assert "deadline = math.inf" in source and "+ self._idle_timeout" in source, changed(
+        "handle_request no longer holds and restarts idle_scope's deadline"
+    )
+    assert hasattr(StreamableHTTPServerTransport, "__weakref__"), changed(
+        "StreamableHTTPServerTransport can no longer be weakly referenced"
+    )
 
 
 def test_serverrunner_compose_server_middleware() -> None:

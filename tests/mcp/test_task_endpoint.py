@@ -175,6 +175,43 @@ def test_polls_keep_the_session_alive(front_door: str) -> None:
         assert gone.status == 404
 
 
+def test_a_request_longer_than_the_idle_timeout_keeps_its_session(front_door: str) -> None:
+    """A ``tasks/result`` that waits 2.5 s on a session whose idle timeout is 1 s: the
+    session is not ended under it (the countdown is held while a request is in flight, on
+    both doors) and ends once it has been idle for its timeout after the answer."""
+    with serving(front_door, session_idle_timeout=1.0) as fast, RawHttp(fast.url) as c:
+        task_id = c.create("slow_compute", {"seconds": 2.5})
+        result = c.ok("tasks/result", {"taskId": task_id})
+        assert not result.get("isError"), result
+        assert c.ok("tasks/get", {"taskId": task_id})["status"] == "completed"  # still open
+        manager = session_manager(fast.tasks.server)
+        assert c.session_id is not None
+        until(lambda: http_session(manager, c.session_id, None) is None, what="the idle-out")
+
+
+def test_the_sdks_requests_and_the_endpoints_share_one_idle_countdown(front_door: str) -> None:
+    """Requests the SDK serves itself (``ping``) and requests the task endpoint serves
+    (``tasks/get``), alternating for longer than the idle timeout, each leaving last in turn:
+    the session stays; idle, it ends. While only the task endpoint's requests came last, the
+    SDK's own countdown is stopped (one timer per session runs it instead)."""
+    with serving(front_door, session_idle_timeout=1.0) as fast, RawHttp(fast.url) as c:
+        task_id = c.create("slow_compute", {"seconds": 0})
+        manager = session_manager(fast.tasks.server)
+        assert c.session_id is not None
+        transport = http_session(manager, c.session_id, None)
+        end = time.monotonic() + 2.5
+        while time.monotonic() < end:
+            c.ok("ping")
+            time.sleep(0.3)
+            assert c.ok("tasks/get", {"taskId": task_id})["taskId"] == task_id
+            if front_door == ENDPOINT:
+                assert transport.idle_scope.deadline == float("inf")
+            time.sleep(0.3)
+        until(lambda: http_session(manager, c.session_id, None) is None, what="the idle-out")
+        gone = c.post_raw(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tasks/get"}))
+        assert gone.status == 404
+
+
 def test_the_app_stays_a_starlette_app_and_sees_its_own_middleware(front_door: str) -> None:
     """Middleware added to the app afterwards (CORS here) runs for the task requests on both
     doors: the task endpoint's answers too."""

@@ -11,7 +11,8 @@ of :data:`MCP_SUPPORTED` is bridged here too, by what the installed one has (not
 
 It changes the SDK in one place only, :mod:`._sdk_json` (the 2025-11-25 HTTP transport's
 JSON, for messages holding a lone surrogate), re-exported here; that change has a canary too.
-The SDK's checks of a POST the task endpoint makes itself are in :mod:`._sdk_http`, also
+The SDK's checks of a POST the task endpoint makes itself are in :mod:`._sdk_http`, and a
+session's idle countdown while the task endpoint serves it in :mod:`._sdk_idle`, both
 re-exported here.
 
 It is also the one bridge between this package's :class:`TaskError` and the SDK's
@@ -33,7 +34,6 @@ from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientResponse, ClientSession
 from mcp.server import streamable_http as _streamable_http
@@ -65,6 +65,7 @@ from ..errors import InternalError, InvalidParams, TaskError, error_from_payload
 from ..errors import describe_validation_error as _describe
 from ._sdk_assumptions import ASSUMPTIONS, MCP_SUPPORTED
 from ._sdk_http import HeaderView, modern_route, post_checks_pass, transport_security
+from ._sdk_idle import InFlight
 from ._sdk_json import loads_json, take_lone_surrogates
 
 __all__ = [
@@ -453,27 +454,6 @@ def session_ended(transport: Any) -> bool:
     """Whether the HTTP session of ``transport`` (:func:`http_session`'s) has ended:
     deleted or terminated (``StreamableHTTPServerTransport.is_terminated``)."""
     return bool(transport.is_terminated)
-
-
-class InFlight:
-    """Holds a session's idle countdown while a request is served, as the SDK's transport
-    does (``StreamableHTTPServerTransport.handle_request``)."""
-
-    def __init__(self, transport: Any) -> None:
-        self.transport = transport
-        self.timed = transport.idle_scope is not None and transport._idle_timeout is not None
-
-    def __enter__(self) -> None:
-        if self.timed:
-            self.transport._requests_in_flight += 1
-            self.transport.idle_scope.deadline = float("inf")
-
-    def __exit__(self, *exc: object) -> None:
-        t = self.transport
-        if self.timed:
-            t._requests_in_flight -= 1
-            if not t._requests_in_flight:
-                t.idle_scope.deadline = anyio.current_time() + t._idle_timeout
 
 
 def standalone_delivers(server: Any, conn: Connection, *, replay: bool = True) -> bool:

@@ -139,7 +139,8 @@ ASSUMPTIONS: Final[tuple[tuple[str, str, str], ...]] = (
     (
         "StreamableHTTPServerTransport idle accounting",
         "a request the task endpoint serves holds the session's idle countdown as"
-        " handle_request does: idle_scope, _idle_timeout, _requests_in_flight",
+        " handle_request does (_sdk_idle.py, one timer per session): idle_scope,"
+        " _idle_timeout, _requests_in_flight",
         "a public in-flight context manager on the transport",
     ),
     (
