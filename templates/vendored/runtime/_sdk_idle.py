@@ -70,12 +70,10 @@ _WATCHES: weakref.WeakKeyDictionary[Any, _Watch] = weakref.WeakKeyDictionary()
 
 
 def _watch(transport: Any) -> _Watch | None:
-    """The watch of ``transport``'s session, made on its first request; None without an idle
-    timeout, and off asyncio."""
+    """The watch of ``transport``'s session (one with an idle timeout), made on its first
+    request; None off asyncio."""
     watch = _WATCHES.get(transport)
     if watch is None:
-        if transport.idle_scope is None or transport._idle_timeout is None:
-            return None
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -88,24 +86,25 @@ class InFlight:
     """Holds a session's idle countdown while the task endpoint serves one of its requests
     (see the module's docstring)."""
 
-    __slots__ = ("transport", "watch")
+    __slots__ = ("timed", "transport", "watch")
 
     def __init__(self, transport: Any) -> None:
         self.transport = transport
-        self.watch = _watch(transport)
+        self.timed = transport.idle_scope is not None and transport._idle_timeout is not None
+        self.watch = _watch(transport) if self.timed else None
 
     def __enter__(self) -> None:
-        t = self.transport
-        if t.idle_scope is None or t._idle_timeout is None:
+        if not self.timed:
             return
+        t = self.transport
         t._requests_in_flight += 1
         if self.watch is None or t.idle_scope.deadline != math.inf:
             t.idle_scope.deadline = math.inf  # the SDK's own countdown stops, as its entry does
 
     def __exit__(self, *exc: object) -> None:
-        t = self.transport
-        if t.idle_scope is None or t._idle_timeout is None:
+        if not self.timed:
             return
+        t = self.transport
         t._requests_in_flight -= 1
         if t._requests_in_flight:
             return

@@ -27,8 +27,9 @@ __all__ = ["HeldWrites", "coalesced_writes"]
 
 
 class HeldWrites:
-    """The transport the protocol's requests write to: writes of one loop turn, one write of
-    ``transport`` at its end; anything else is ``transport``'s own."""
+    """The transport the protocol's requests write to: a write held until the next one or
+    the loop turn's end, then both as one write of ``transport``; anything else is
+    ``transport``'s own."""
 
     __slots__ = ("_held", "_loop", "transport")
 
