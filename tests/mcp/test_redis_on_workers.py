@@ -476,6 +476,32 @@ def test_sigterm_lets_the_tool_finish_and_a_second_one_leaves_it_to_another_work
     assert setup.runs(drained) == 1 and setup.runs(left) == 2
 
 
+def test_two_stop_signals_at_once_stop_the_tool_and_leave_its_job_to_another_worker(
+    setup: Setup,
+) -> None:
+    """Two stop signals that land together (a second one before the drain began) are two:
+    the tool stops at once with no outcome stored, not drained to its end, and its job, left
+    pending, runs again to its end on the next worker. (Two cancels of Docket's loop before
+    its drain begins count as one there, so the worker cancels its jobs itself.) SIGTERM then
+    SIGINT: the kernel may merge two of one kind sent at once into one delivery."""
+    with ExtClient(setup.front.url, headers=ALICE) as alice:
+        first = setup.worker()
+        task_id = alice.result("tools/call", _slow(8, "twice"))["taskId"]
+        until(lambda: first.runs_of(task_id) == 1, 30, what="the worker runs the tool")
+        proc = first.proc
+        assert proc is not None
+        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0, first.log()
+        assert "run ended (completed)" not in first.log()
+        assert alice.result("tasks/get", {"taskId": task_id})["status"] == "working"
+        setup.worker()
+        done = alice.wait(task_id, timeout=60)
+    assert done["status"] == "completed"
+    assert "done after 8s (twice)" in str(done["result"])
+    assert setup.runs(task_id) == 2
+
+
 # ---------------------------------------------------------------- the README's set-up
 
 
@@ -545,3 +571,4 @@ async def test_the_readme_set_up_runs_as_written(
     finally:
         for proc in procs:
             stop_process(proc)
+

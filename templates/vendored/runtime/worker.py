@@ -31,7 +31,7 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -171,8 +171,29 @@ class WorkerRuntime:
         self.channel = progress_channel(self.ns)
         #: jobs run by this process (for tests and logs)
         self.ran = 0
+        #: the asyncio tasks (Docket's, one a job) in :meth:`run` now
+        self._jobs: set[asyncio.Task[Any]] = set()
+
+    def stop_jobs(self) -> None:
+        """Cancel the jobs running here now, as Docket does on a second cancel of its loop:
+        each run stops storing no outcome, and Docket, shutting down, leaves the job's
+        message pending for another worker. Done here too because two cancels of Docket's
+        loop that land before its drain begins count as one: it would drain."""
+        for task in list(self._jobs):
+            task.cancel()
 
     async def run(self, raw: dict[str, Any]) -> None:
+        task = asyncio.current_task()
+        if task is None:  # Docket runs each job in an asyncio task; anything else: untracked
+            await self._run_raw(raw)
+            return
+        self._jobs.add(task)
+        try:
+            await self._run_raw(raw)
+        finally:
+            self._jobs.discard(task)
+
+    async def _run_raw(self, raw: dict[str, Any]) -> None:
         try:
             job = Job.model_validate(raw)
         except ValidationError as exc:
@@ -282,7 +303,7 @@ async def serve(
                         log.info("worker %s: running jobs from %s", worker.name, store.where)
                         if ready is not None:
                             ready.set()
-                        await _run_worker(worker, handle_signals)
+                        await _run_worker(worker, handle_signals, runtime.stop_jobs)
                 finally:
                     set_runner(None)
                     with anyio.CancelScope(shield=True):
@@ -298,15 +319,15 @@ async def _leave_runs(engine: TaskEngine, grace_s: float = 10.0) -> None:
     await engine.runs.leave(grace_s)
 
 
-async def _run_worker(worker: Any, handle_signals: bool) -> None:
+async def _run_worker(worker: Any, handle_signals: bool, stop_jobs: Callable[[], None]) -> None:
     """Docket's loop as its own asyncio task, cancelled once per signal: Docket drains its
-    running jobs on the first cancel, and cancels them on the next."""
+    running jobs on the first cancel, and cancels them on the next (``stop_jobs`` too)."""
     loop = asyncio.ensure_future(worker.run_forever())
     if not handle_signals:
         await loop
         return
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_on_signals, loop)
+        tg.start_soon(_on_signals, loop, stop_jobs)
         try:
             await asyncio.wait([loop])  # the signals cancel it, not this wait
         finally:
@@ -315,7 +336,7 @@ async def _run_worker(worker: Any, handle_signals: bool) -> None:
         loop.result()  # Docket's own failure, if any
 
 
-async def _on_signals(loop: asyncio.Future[None]) -> None:
+async def _on_signals(loop: asyncio.Future[None], stop_jobs: Callable[[], None]) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         drain = True
         async for signum in signals:
@@ -328,6 +349,7 @@ async def _on_signals(loop: asyncio.Future[None]) -> None:
                 )
             else:
                 log.warning("worker stopping now (%s): its jobs go back to the queue", name)
+                stop_jobs()
             drain = False
             loop.cancel()
 
