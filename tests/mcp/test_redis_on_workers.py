@@ -15,6 +15,7 @@ queued (nothing accepted is lost).
 from __future__ import annotations
 
 import signal
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -461,16 +462,13 @@ def test_sigterm_lets_the_tool_finish_and_a_second_one_leaves_it_to_another_work
         # long enough that the drain and the second SIGTERM land while it runs, on a
         # loaded machine too (4 s was seen finishing first)
         left = alice.result("tools/call", _slow(12, "left"))["taskId"]
-        until(lambda: second.runs_of(left) == 1, 30, what="the worker runs the tool")
-        proc = second.proc
-        assert proc is not None
-        proc.send_signal(signal.SIGTERM)
-        until(lambda: "taking no more jobs" in second.log(), 30, what="the drain begins")
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0, second.log()
-        assert alice.result("tasks/get", {"taskId": left})["status"] == "working"
-        setup.worker()
-        done = alice.wait(left, timeout=60)
+
+        def drain_then_stop(proc: subprocess.Popen[bytes]) -> None:
+            proc.send_signal(signal.SIGTERM)
+            until(lambda: "taking no more jobs" in second.log(), 30, what="the drain begins")
+            proc.send_signal(signal.SIGTERM)
+
+        done = _left_to_the_next_worker(setup, alice, second, left, drain_then_stop)
     assert done["status"] == "completed"
     assert "done after 12s (left)" in str(done["result"])
     assert setup.runs(drained) == 1 and setup.runs(left) == 2
@@ -487,19 +485,36 @@ def test_two_stop_signals_at_once_stop_the_tool_and_leave_its_job_to_another_wor
     with ExtClient(setup.front.url, headers=ALICE) as alice:
         first = setup.worker()
         task_id = alice.result("tools/call", _slow(8, "twice"))["taskId"]
-        until(lambda: first.runs_of(task_id) == 1, 30, what="the worker runs the tool")
-        proc = first.proc
-        assert proc is not None
-        proc.send_signal(signal.SIGTERM)
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0, first.log()
-        assert "run ended (completed)" not in first.log()
-        assert alice.result("tasks/get", {"taskId": task_id})["status"] == "working"
-        setup.worker()
-        done = alice.wait(task_id, timeout=60)
+
+        def both_at_once(proc: subprocess.Popen[bytes]) -> None:
+            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signal.SIGINT)
+
+        done = _left_to_the_next_worker(setup, alice, first, task_id, both_at_once)
     assert done["status"] == "completed"
     assert "done after 8s (twice)" in str(done["result"])
     assert setup.runs(task_id) == 2
+
+
+def _left_to_the_next_worker(
+    setup: Setup,
+    alice: ExtClient,
+    worker: WorkerProc,
+    task_id: str,
+    stop: Callable[[subprocess.Popen[bytes]], None],
+) -> dict[str, Any]:
+    """``stop`` the process of ``worker`` while it runs the tool of ``task_id``: the worker
+    exits cleanly with the task left ``working`` (no outcome stored), and the next worker runs
+    it to its end (the task's final ``tasks/get``)."""
+    until(lambda: worker.runs_of(task_id) == 1, 30, what="the worker runs the tool")
+    proc = worker.proc
+    assert proc is not None
+    stop(proc)
+    assert proc.wait(timeout=30) == 0, worker.log()
+    assert "run ended (completed)" not in worker.log()
+    assert alice.result("tasks/get", {"taskId": task_id})["status"] == "working"
+    setup.worker()
+    return alice.wait(task_id, timeout=60)
 
 
 # ---------------------------------------------------------------- the README's set-up
@@ -571,4 +586,3 @@ async def test_the_readme_set_up_runs_as_written(
     finally:
         for proc in procs:
             stop_process(proc)
-

@@ -40,7 +40,7 @@ import signal
 import sys
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from pydantic import ValidationError
@@ -190,10 +190,8 @@ class WorkerRuntime:
             task.cancel()
 
     async def run(self, raw: dict[str, Any]) -> None:
-        task = asyncio.current_task()
-        if task is None:  # Docket runs each job in an asyncio task; anything else: untracked
-            await self._run_raw(raw)
-            return
+        # the asyncio task Docket runs the job in (a coroutine awaited in a task: never None)
+        task = cast("asyncio.Task[Any]", asyncio.current_task())
         self._jobs.add(task)
         try:
             await self._run_raw(raw)
