@@ -201,7 +201,14 @@ def _env(roots: list[Path]) -> jinja2.Environment:
     env.filters["pyrepr"] = shape.pyrepr
     env.globals.update(bracket=shape.bracket, fset=shape.fset, union=shape.union)
     env.filters["tojson"] = lambda v: json.dumps(v, sort_keys=True)
+    env.filters["params_type"] = _params_type
     return env
+
+
+def _params_type(method: Any) -> str:
+    """A request's params type in a face's handlers module: its model, or ``NoParams`` (the
+    empty model of ``_handlers``) when its schema has no params."""
+    return f"models.{method.params_model}" if method.params_model else "NoParams"
 
 
 @dataclass

@@ -374,6 +374,10 @@ def _ext_mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
         d["$defs"]["GetTaskRequest"]["allOf"][1]["properties"]["params"] = 5
         return d
 
+    def params_missing(d: dict[str, Any]) -> Any:  # a request with no params: NoParams
+        del d["$defs"]["GetTaskRequest"]["allOf"][1]["properties"]["params"]
+        return d
+
     def method_not_string(d: dict[str, Any]) -> Any:
         d["$defs"]["UpdateTaskRequest"]["allOf"][1]["properties"]["method"]["const"] = 7
         return d
