@@ -9,17 +9,27 @@ miss. Location: ``$MCPTASK_GEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/mcptask-gen``
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 _disabled = False
 
 
-def disable() -> None:
+@contextlib.contextmanager
+def off() -> Iterator[None]:
+    """The cache off inside the block (``--no-cache``) and as it was after it: a run in a
+    process that goes on (a test, a tool calling the CLI's ``main``) leaves the next one
+    its cache."""
     global _disabled
-    _disabled = True
+    before, _disabled = _disabled, True
+    try:
+        yield
+    finally:
+        _disabled = before
 
 
 def directory() -> Path | None:

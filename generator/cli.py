@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -122,8 +123,31 @@ def main(
     config_path: Path | None,
     no_cache: bool,
 ) -> None:
-    if no_cache:
-        cache.disable()
+    with cache.off() if no_cache else contextlib.nullcontext():
+        _run(
+            schemas,
+            output,
+            package_name,
+            revision,
+            templates,
+            rules,
+            with_runtime,
+            check_only,
+            config_path,
+        )
+
+
+def _run(
+    schemas: tuple[str, ...],
+    output: Path | None,
+    package_name: str | None,
+    revision: str | None,
+    templates: Path | None,
+    rules: Path | None,
+    with_runtime: bool | None,
+    check_only: bool,
+    config_path: Path | None,
+) -> None:
     try:
         config = read_config(config_path or Path("pyproject.toml"))
         revision = revision or config.get("revision")

@@ -11,6 +11,7 @@ its own (``dmc_templates/``) that builds each model's validator on first use, no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import warnings
@@ -80,9 +81,8 @@ def job(work: tuple[dict[str, Any], str, bool]) -> str:
     flag travels with the input because ``--no-cache`` may be read after the worker was
     forked."""
     defs, revision, use_cache = work
-    if not use_cache:
-        cache.disable()
-    return code(defs, revision)
+    with contextlib.nullcontext() if use_cache else cache.off():
+        return code(defs, revision)
 
 
 def code(defs: dict[str, Any], revision: str) -> str:

@@ -281,3 +281,21 @@ def test_cache_gives_identical_output_and_survives_damage(
     out = tmp_path / "e" / "mcp_tasks_fresh"
     assert run_cli(*PINNED, "-o", out, "--with-runtime").exit_code == 0
     assert tree(out) == tree(generated_pkg)
+
+
+def test_no_cache_holds_for_its_own_run_only(tmp_path: Path) -> None:
+    """``--no-cache`` turns the cache off for the run that says it: a later run in the same
+    process (a tool calling ``main``, the next test on this worker) has its cache again,
+    whether the run ended well or with an error."""
+    from mcptask_gen import cache
+
+    assert cache.enabled()
+    bad = write_schema(tmp_path / "bad.json", {"$defs": "not an object"})
+    assert run_cli(bad, "-o", tmp_path / "pkg", "--no-cache").exit_code == 2
+    assert cache.enabled()
+    with cache.off():
+        assert not cache.enabled()
+        with cache.off():
+            assert not cache.enabled()
+        assert not cache.enabled()
+    assert cache.enabled()
