@@ -107,3 +107,66 @@ async def test_until_async_awaits_async_probes_and_bounds_blocking_ones() -> Non
 
     with pytest.raises(WaitTimeout, match="never answers"):
         await until_async(blocks, 0.05, what="never answers")
+
+
+def test_a_port_a_stranger_listens_on_is_not_taken_for_the_server_s(tmp_path: Path) -> None:
+    """A connection alone does not say whose socket answered: a free port another test
+    process took before the server bound would have the test talk to that process while
+    its own server exited. ``wait_listening`` asks ``/proc`` whose the listener is."""
+    import socket
+    import subprocess
+    import sys
+
+    from testkit.procs import PortTaken, free_port, listens_on, stop_process, wait_listening
+
+    log = tmp_path / "child.log"
+    log.write_text("")
+    with socket.socket() as stranger:
+        stranger.bind(("127.0.0.1", 0))
+        stranger.listen()
+        port = stranger.getsockname()[1]
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        with pytest.raises(PortTaken, match="address already in use"):
+            wait_listening(child, port, log, timeout=10)
+        assert child.poll() is not None, "the child that could not listen was stopped"
+    # A server listening in a child of the process started (a shell, a launcher) is its own.
+    port = free_port()
+    shell = subprocess.Popen(
+        ["sh", "-c", f"{sys.executable} -m http.server --bind 127.0.0.1 {port} 2>/dev/null"]
+    )
+    try:
+        wait_listening(shell, port, log, timeout=30)
+        assert listens_on(shell.pid, port) is True
+        assert listens_on(1, free_port()) is None  # nothing listens there
+    finally:
+        stop_process(shell)
+
+
+def test_the_example_server_moves_off_a_port_taken_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    import httpx
+
+    from testkit import example_server
+    from testkit.example_server import HttpServer
+
+    with socket.socket() as stranger:
+        stranger.bind(("127.0.0.1", 0))
+        stranger.listen()
+        taken = stranger.getsockname()[1]
+        ports = iter([taken])
+        real = example_server.free_port
+        monkeypatch.setattr(example_server, "free_port", lambda: next(ports, None) or real())
+        server = HttpServer(log_dir=tmp_path, front_door=FRONT_DOORS[0]).start()
+        try:
+            assert server.port != taken
+            answer = httpx.post(
+                server.url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"Accept": "application/json, text/event-stream"},
+            )
+            assert answer.status_code in (200, 400), answer.text  # our server, not the stranger
+        finally:
+            server.stop()

@@ -18,6 +18,7 @@ from testkit.doors import door_args
 from testkit.procs import (
     ChildProcess,
     free_port,
+    port_conflict,
     python_env,
     wait_listening,
 )
@@ -117,7 +118,7 @@ class HttpServer(ChildProcess):
             try:
                 return self._start(port if port is not None else free_port())
             except RuntimeError as exc:
-                if port is not None or "address already in use" not in str(exc).lower():
+                if port is not None or not port_conflict(exc):
                     raise
         raise RuntimeError(f"server: no free port after 4 tries:\n{self.log()}")
 

@@ -38,17 +38,99 @@ def python_env() -> dict[str, str]:
     return env
 
 
+class PortTaken(RuntimeError):
+    """Another process listens on the port a server was started on (a free port another
+    xdist worker took between ``free_port()`` and the bind): start it again on another."""
+
+
+def port_conflict(exc: RuntimeError) -> bool:
+    """Whether a server failed to start because its port was taken (by a stranger that
+    listens there, or as its own bind said): worth another try on another free port."""
+    return isinstance(exc, PortTaken) or "address already in use" in str(exc).lower()
+
+
+def _listening_inodes(port: int) -> set[str] | None:
+    """The inodes of the sockets listening on TCP ``port`` (IPv4 and IPv6), from
+    ``/proc/net``; None where that cannot be read (not Linux)."""
+    inodes: set[str] = set()
+    read = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        read = True
+        for row in rows:
+            cols = row.split()
+            # local address "HEXADDR:HEXPORT", state 0A is LISTEN, the inode in column 10
+            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(cols[9])
+    return inodes if read else None
+
+
+def _family(pid: int) -> set[int]:
+    """``pid`` and every process descended from it (a server may listen in a child)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            # the command name, in parentheses, may hold spaces: the parent follows it
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+    family, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        family.add(p)
+        todo.extend(children.get(p, ()))
+    return family
+
+
+def _holds_one_of(pid: int, inodes: set[str]) -> bool:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in inodes:
+            return True
+    return False
+
+
+def listens_on(pid: int, port: int) -> bool | None:
+    """Whether the process ``pid`` (or one of its descendants) holds the socket listening on
+    ``port``; None when nothing listens there or ``/proc`` cannot say."""
+    inodes = _listening_inodes(port)
+    if not inodes:
+        return None
+    return any(_holds_one_of(p, inodes) for p in _family(pid))
+
+
 def wait_listening(
     proc: subprocess.Popen[bytes], port: int, log_path: Path, timeout: float, what: str = "server"
 ) -> None:
     """Return once ``proc`` accepts connections on ``port``; stop it and raise with its log if it
-    exits first or does not listen within ``timeout`` seconds."""
+    exits first or does not listen within ``timeout`` seconds, and :class:`PortTaken` when
+    the process listening there is another one (a connection alone would not tell: the
+    test would talk to a stranger while its own server failed to bind)."""
 
     def listening() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited early:\n{log_path.read_text(errors='replace')}")
         with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
+            pass
+        if listens_on(proc.pid, port) is False:
+            stop_process(proc)
+            raise PortTaken(
+                f"{what}: address already in use: another process listens on port {port}"
+            )
+        return True
 
     try:
         until(listening, timeout, interval=0.1, ignoring=(OSError,), what=f"{what} listens")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.procs import free_port, running, stop_process
+from testkit.procs import free_port, listens_on, running, stop_process
 from testkit.wait import WaitTimeout, until
 
 STARTUP_TIMEOUT_S = 20.0
@@ -105,12 +105,13 @@ class RedisServer:
 
     def _answers(self, proc: subprocess.Popen[bytes]) -> bool:
         """Wait until ``proc`` answers PING (True) or exits: the port was taken meanwhile,
-        probably (False)."""
+        probably (False). A PONG from another process's Redis on that port is no answer of
+        ``proc``'s (False)."""
         try:
             until(lambda: proc.poll() is not None or _ping(self.port), STARTUP_TIMEOUT_S)
         except WaitTimeout:
             return False
-        return proc.poll() is None
+        return proc.poll() is None and listens_on(proc.pid, self.port) is not False
 
     def stop(self) -> None:
         """Stop by PID (SIGTERM, then SIGKILL after 10 s)."""
