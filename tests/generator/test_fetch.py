@@ -7,7 +7,6 @@ loopback HTTP server: none reaches the internet."""
 from __future__ import annotations
 
 import http.server
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from mcptask_gen.fetch import OFFICIAL_BASE_URL, RAW_FILES_URL, official_url
 from testkit.gen import SCHEMA, SCHEMA_EXT, SHARED, run_cli
+from testkit.procs import refusing_port
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -52,12 +52,6 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MCPTASK_GEN_CACHE_DIR", str(root))
     monkeypatch.delenv("MCPTASK_GEN_NO_CACHE", raising=False)
     return root
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _one_error_line(output: str, *needles: str) -> None:
@@ -213,6 +207,7 @@ def test_not_json_is_one_line(tmp_path: Path, server: str, cache_dir: Path) -> N
 
 def test_unreachable_host_is_one_line(tmp_path: Path, cache_dir: Path) -> None:
     out = tmp_path / "pkg"
-    result = run_cli(f"http://127.0.0.1:{_closed_port()}/schema.json", "-o", out)
+    with refusing_port() as port:
+        result = run_cli(f"http://127.0.0.1:{port}/schema.json", "-o", out)
     assert result.exit_code == 2
     _one_error_line(result.output, "cannot fetch", "127.0.0.1")

@@ -36,7 +36,7 @@ from mcp_tasks.examples.workers import MAX_EARLY_EXITS, serve_workers
 from testkit.doors import ENDPOINT, pinned
 from testkit.ext_wire import ExtClient
 from testkit.mcp_e2e import HttpServer, cancel_while_result_held, http_session, write_tokens
-from testkit.procs import free_port, python_env
+from testkit.procs import free_port, python_env, refusing_port
 from testkit.redis_fixtures import RedisServer, redis_server, unique_namespace  # noqa: F401
 from testkit.wait import until
 
@@ -356,30 +356,31 @@ def test_workers_that_cannot_start_stop_the_set(tmp_path: Path, tokens_file: Pat
     # the example server, its workers given a start-up window a loaded machine cannot miss
     argv = [sys.executable, "-m", "testkit.patient_workers"]
     argv += ["--http", f"127.0.0.1:{free_port()}", "--workers", str(WORKERS), "--stateless"]
-    unreachable = f"redis://127.0.0.1:{free_port()}/0"
+    with refusing_port() as redis_port:  # nothing answers there for the whole test
+        unreachable = f"redis://127.0.0.1:{redis_port}/0"
 
-    def start(tokens: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*argv, "--tokens", str(tokens), "--store", unreachable],
-            capture_output=True,
-            text=True,
-            timeout=240,
-            env=python_env(),
-        )
+        def start(tokens: Path) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [*argv, "--tokens", str(tokens), "--store", unreachable],
+                capture_output=True,
+                text=True,
+                timeout=240,
+                env=python_env(),
+            )
 
-    out = start(tokens_file)
-    assert out.returncode == 1, out.stderr
-    last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("giving up: every worker exited within"), out.stderr
-    assert out.stderr.count("giving up") == 1, out.stderr
-    said = out.stderr.count(f"--store {unreachable}: the store does not answer")
-    assert said >= WORKERS * MAX_EARLY_EXITS, out.stderr
-    bad = write_tokens(tmp_path / "bad.json", {})
-    bad.write_text("[]")  # not a JSON object
-    parent = start(bad)
-    assert parent.returncode == 2, parent.stderr
-    assert "--tokens" in parent.stderr and "expected a JSON object" in parent.stderr
-    assert "exited with status" not in parent.stderr and "giving up" not in parent.stderr
+        out = start(tokens_file)
+        assert out.returncode == 1, out.stderr
+        last = out.stderr.strip().splitlines()[-1]
+        assert last.startswith("giving up: every worker exited within"), out.stderr
+        assert out.stderr.count("giving up") == 1, out.stderr
+        said = out.stderr.count(f"--store {unreachable}: the store does not answer")
+        assert said >= WORKERS * MAX_EARLY_EXITS, out.stderr
+        bad = write_tokens(tmp_path / "bad.json", {})
+        bad.write_text("[]")  # not a JSON object
+        parent = start(bad)
+        assert parent.returncode == 2, parent.stderr
+        assert "--tokens" in parent.stderr and "expected a JSON object" in parent.stderr
+        assert "exited with status" not in parent.stderr and "giving up" not in parent.stderr
 
 
 @pinned(ENDPOINT)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from testkit.example_server import SERVER_MODULE
-from testkit.procs import free_port, python_env
+from testkit.procs import free_port, python_env, refusing_port
 
 #: what a traceback always prints; a one-line answer never does
 TRACEBACK = "Traceback (most recent call last)"
@@ -76,8 +76,9 @@ def test_a_bad_tokens_file_is_one_line(tmp_path: Path, text: str, word: str) -> 
 def test_an_unreachable_redis_stops_the_start_and_the_flag_starts_anyway() -> None:
     """The store is read once before serving: a Redis nobody listens on exits 2 saying what
     to do (the store's own log line names the address); ``--no-store-check`` serves."""
-    url = f"redis://127.0.0.1:{free_port()}/0"
-    out = server("--http", f"127.0.0.1:{free_port()}", "--store", url)
+    with refusing_port() as redis_port:
+        url = f"redis://127.0.0.1:{redis_port}/0"
+        out = server("--http", f"127.0.0.1:{free_port()}", "--store", url)
     assert out.returncode == 2 and TRACEBACK not in out.stderr, out.stderr
     last = out.stderr.strip().splitlines()[-1]
     assert url in last and "does not answer" in last and "--no-store-check" in last
@@ -90,8 +91,9 @@ def test_an_unreachable_redis_stops_the_start_and_the_flag_starts_anyway() -> No
 
 
 def test_mcptask_without_a_listening_server_is_one_line() -> None:
-    url = f"http://127.0.0.1:{free_port()}/mcp"
-    assert_one_line(mcptask("call", url, "crunch", "n=1"), "cannot connect", url, "running")
+    with refusing_port() as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert_one_line(mcptask("call", url, "crunch", "n=1"), "cannot connect", url, "running")
 
 
 def test_mcptask_with_a_target_that_is_neither_url_nor_command_is_one_line() -> None:

@@ -4,6 +4,7 @@ clients talk to it."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,6 @@ from mcp_tasks.runtime.engine import EngineConfig
 from mcp_tasks.runtime.mcp_server import McpTasks, tidy_http_errors
 from mcp_tasks.runtime.memory import InMemoryTaskStore
 from testkit.doors import task_endpoint
-from testkit.procs import free_port
 from testkit.wait import until
 
 
@@ -55,12 +55,16 @@ def serving(
     if prepare is not None:
         prepare(app)
     app = tidy_http_errors(app)
-    port = free_port()
+    # Bound here and handed to uvicorn: no other test process can take the port between
+    # choosing it and listening on it.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
 
     async def serve() -> None:
         async with tasks:
-            await server.serve()
+            await server.serve(sockets=[sock])
 
     thread = threading.Thread(target=anyio.run, args=(serve,), daemon=True)
     thread.start()
@@ -75,3 +79,4 @@ def serving(
     finally:
         server.should_exit = True
         thread.join(timeout=20)
+        sock.close()

@@ -24,6 +24,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@contextmanager
+def refusing_port() -> Iterator[int]:
+    """A 127.0.0.1 port that refuses connections for the length of the block: bound here and
+    never listened on, so no other test process can start a server on it meanwhile (a
+    ``free_port()`` only says nothing listens *now*)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
+
+
 #: ``tests/``: on a Python child's ``PYTHONPATH``, so it can run ``python -m testkit.NAME``
 TESTS_DIR = Path(__file__).resolve().parents[1]
 
