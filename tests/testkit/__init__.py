@@ -28,6 +28,11 @@ share one unless the test needs its own.
   tests run through both doors. Where the door is not what is tested (workers, operators'
   surfaces, the CLI, restarts, outages), mark the module ``pytest.mark.door_agnostic``: one
   door (:mod:`testkit.doors`).
+- **Ports**: another worker may take a ``free_port()`` before a server binds it. Start a
+  server process through :func:`testkit.procs.wait_listening` (it checks, in ``/proc``,
+  that the listener is that process's, and raises ``PortTaken`` otherwise; the example
+  server, the peers and Redis then move to another port); a port where nothing must answer
+  is held with :func:`testkit.procs.refusing_port`.
 - **Waiting**: :mod:`testkit.wait` (``until``, ``until_async``), never a bare sleep; a server
   is stopped by PID, killed after :data:`testkit.procs.STOP_GRACE_S`.
 - **Type checks**: :func:`testkit.typecheck.mypy_strict`, marked ``TYPECHECK``: one cache for
