@@ -16,7 +16,9 @@ from testkit.doors import door_args
 from testkit.procs import (
     ChildProcess,
     free_port,
+    port_conflict,
     python_env,
+    stop_process,
     wait_listening,
 )
 
@@ -46,38 +48,54 @@ class OpsServer(ChildProcess):
         admin_token: str = ADMIN_TOKEN,
     ) -> None:
         self.tmp = tmp
-        self.port = free_port()
-        self.ops_port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.ops_url = f"http://127.0.0.1:{self.ops_port}"
+        self._choose_ports()
         tokens = tmp / "tokens.json"
         tokens.write_text(json.dumps(TOKENS))
-        args = ["--http", f"127.0.0.1:{self.port}", "--tokens", str(tokens), "--store", store]
-        if ops:
-            args += ["--ops", f"127.0.0.1:{self.ops_port}"]
+        args = ["--tokens", str(tokens), "--store", store]
         if ops and metrics:
             args += ["--metrics-token-file", str(_write(tmp / "metrics.token", METRICS_TOKEN))]
         #: the admin token's file, as ``mcptask admin --token-file`` reads it (None: no admin)
         self.admin_token_file = _write(tmp / "admin.token", admin_token) if ops and admin else None
         if self.admin_token_file is not None:
             args += ["--admin-token-file", str(self.admin_token_file)]
+        #: the flags but the two addresses (``_argv`` adds them: a retry picks other ports)
         self.args = [*args, *door_args(front_door), *extra]
         self.front_door = front_door
         self.has_ops = ops
         self.log_path = tmp / f"server-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
+    def _choose_ports(self) -> None:
+        self.port = free_port()
+        self.ops_port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.ops_url = f"http://127.0.0.1:{self.ops_port}"
+
+    def _argv(self) -> list[str]:
+        ops = ["--ops", f"127.0.0.1:{self.ops_port}"] if self.has_ops else []
+        return ["--http", f"127.0.0.1:{self.port}", *ops, *self.args]
+
     def start(self) -> OpsServer:
-        cmd = [sys.executable, "-m", "mcp_tasks.examples.server", *self.args]
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, env=python_env()
-            )
-        wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT)
-        if self.has_ops:
-            wait_listening(self.proc, self.ops_port, self.log_path, STARTUP_TIMEOUT, "ops")
-        return self
+        """Start it and wait until it listens on both ports; ports another test process took
+        in the meantime are given up for two others."""
+        for attempt in range(4):
+            cmd = [sys.executable, "-m", "mcp_tasks.examples.server", *self._argv()]
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    cmd, stdout=log, stderr=subprocess.STDOUT, env=python_env()
+                )
+            try:
+                wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT)
+                if self.has_ops:
+                    wait_listening(self.proc, self.ops_port, self.log_path, STARTUP_TIMEOUT, "ops")
+                return self
+            except RuntimeError as exc:
+                if attempt == 3 or not port_conflict(exc):
+                    raise
+                stop_process(self.proc)
+                self._choose_ports()
+        raise AssertionError("unreachable")
 
     def metrics(self) -> str:
         """The ``/metrics`` page, read with the metrics token."""
