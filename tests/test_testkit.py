@@ -113,11 +113,13 @@ def test_a_port_a_stranger_listens_on_is_not_taken_for_the_server_s(tmp_path: Pa
     """A connection alone does not say whose socket answered: a free port another test
     process took before the server bound would have the test talk to that process while
     its own server exited. ``wait_listening`` asks ``/proc`` whose the listener is."""
+    import os
+    import signal
     import socket
     import subprocess
     import sys
 
-    from testkit.procs import PortTaken, free_port, listens_on, stop_process, wait_listening
+    from testkit.procs import PortTaken, free_port, listens_on, wait_listening
 
     log = tmp_path / "child.log"
     log.write_text("")
@@ -132,14 +134,16 @@ def test_a_port_a_stranger_listens_on_is_not_taken_for_the_server_s(tmp_path: Pa
     # A server listening in a child of the process started (a shell, a launcher) is its own.
     port = free_port()
     shell = subprocess.Popen(
-        ["sh", "-c", f"{sys.executable} -m http.server --bind 127.0.0.1 {port} 2>/dev/null"]
+        ["sh", "-c", f"{sys.executable} -m http.server --bind 127.0.0.1 {port} 2>/dev/null; :"],
+        start_new_session=True,  # its own process group: stopped with its child below
     )
     try:
         wait_listening(shell, port, log, timeout=30)
         assert listens_on(shell.pid, port) is True
         assert listens_on(1, free_port()) is None  # nothing listens there
     finally:
-        stop_process(shell)
+        os.killpg(shell.pid, signal.SIGKILL)
+        shell.wait(timeout=15)
 
 
 def test_the_example_server_moves_off_a_port_taken_meanwhile(
