@@ -18,7 +18,7 @@ from testkit.doors import door_args
 from testkit.procs import (
     ChildProcess,
     free_port,
-    port_conflict,
+    on_free_ports,
     python_env,
     wait_listening,
 )
@@ -114,13 +114,13 @@ class HttpServer(ChildProcess):
         """Start it on ``port`` (default: a free one) and wait until it listens. A free port
         that another test process took in the meantime (the suite runs on several xdist
         workers) is given up for another one."""
-        for _attempt in range(4 if port is None else 1):
-            try:
-                return self._start(port if port is not None else free_port())
-            except RuntimeError as exc:
-                if port is not None or not port_conflict(exc):
-                    raise
-        raise RuntimeError(f"server: no free port after 4 tries:\n{self.log()}")
+        if port is not None:
+            return self._start(port)
+        self.port = free_port()
+        return on_free_ports(lambda: self._start(self.port), self._move, "server")
+
+    def _move(self) -> None:
+        self.port = free_port()
 
     def _start(self, port: int) -> HttpServer:
         self.port = port

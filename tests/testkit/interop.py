@@ -33,7 +33,7 @@ from testkit.mcp_e2e import (
     stdio_session,
     text_of,
 )
-from testkit.procs import free_port, port_conflict, stop_process, wait_listening
+from testkit.procs import free_port, on_free_ports, stop_process, wait_listening
 
 #: ``tests/interop``: the Node scripts, ``package.json``, its lockfile and ``node_modules``
 INTEROP_DIR = Path(__file__).resolve().parents[1] / "interop"
@@ -194,25 +194,24 @@ class PeerServer:
     def start(self) -> PeerServer:
         """Start it and wait until it listens; a free port another test process took in the
         meantime is given up for another one."""
-        for attempt in range(4):
-            with open(self.log_path, "ab") as log:
-                self.proc = subprocess.Popen(
-                    self.argv(self.port),
-                    cwd=INTEROP_DIR,
-                    env=self.env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                )
-            try:
-                wait_listening(self.proc, self.port, self.log_path, self.timeout, self.what)
-                return self
-            except RuntimeError as exc:
-                if attempt == 3 or not port_conflict(exc):
-                    raise
-                self.port = free_port()
-                self.url = f"http://127.0.0.1:{self.port}/mcp"
-        raise AssertionError("unreachable")
+        return on_free_ports(self._start, self._move, self.what)
+
+    def _start(self) -> PeerServer:
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv(self.port),
+                cwd=INTEROP_DIR,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        wait_listening(self.proc, self.port, self.log_path, self.timeout, self.what)
+        return self
+
+    def _move(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None

@@ -16,9 +16,8 @@ from testkit.doors import door_args
 from testkit.procs import (
     ChildProcess,
     free_port,
-    port_conflict,
+    on_free_ports,
     python_env,
-    stop_process,
     wait_listening,
 )
 
@@ -79,23 +78,18 @@ class OpsServer(ChildProcess):
     def start(self) -> OpsServer:
         """Start it and wait until it listens on both ports; ports another test process took
         in the meantime are given up for two others."""
-        for attempt in range(4):
-            cmd = [sys.executable, "-m", "mcp_tasks.examples.server", *self._argv()]
-            with open(self.log_path, "ab") as log:
-                self.proc = subprocess.Popen(
-                    cmd, stdout=log, stderr=subprocess.STDOUT, env=python_env()
-                )
-            try:
-                wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT)
-                if self.has_ops:
-                    wait_listening(self.proc, self.ops_port, self.log_path, STARTUP_TIMEOUT, "ops")
-                return self
-            except RuntimeError as exc:
-                if attempt == 3 or not port_conflict(exc):
-                    raise
-                stop_process(self.proc)
-                self._choose_ports()
-        raise AssertionError("unreachable")
+        return on_free_ports(self._start, self._choose_ports, "server")
+
+    def _start(self) -> OpsServer:
+        cmd = [sys.executable, "-m", "mcp_tasks.examples.server", *self._argv()]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=python_env()
+            )
+        wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT)
+        if self.has_ops:  # a failed wait stops the process (wait_listening)
+            wait_listening(self.proc, self.ops_port, self.log_path, STARTUP_TIMEOUT, "ops")
+        return self
 
     def metrics(self) -> str:
         """The ``/metrics`` page, read with the metrics token."""

@@ -59,6 +59,25 @@ def port_conflict(exc: RuntimeError) -> bool:
     return isinstance(exc, PortTaken) or "address already in use" in str(exc).lower()
 
 
+T = TypeVar("T")
+
+#: how many times a server is started on fresh ports before its start fails
+PORT_TRIES = 4
+
+
+def on_free_ports(start: Callable[[], T], move: Callable[[], None], what: str) -> T:
+    """``start()``, and when its port was taken meanwhile (:func:`port_conflict`), ``move()``
+    to other free ports and start again, at most :data:`PORT_TRIES` times in all."""
+    for attempt in range(PORT_TRIES):
+        try:
+            return start()
+        except RuntimeError as exc:
+            if attempt == PORT_TRIES - 1 or not port_conflict(exc):
+                raise
+            move()
+    raise AssertionError(f"{what}: unreachable")
+
+
 def _listening_inodes(port: int) -> set[str] | None:
     """The inodes of the sockets listening on TCP ``port`` (IPv4 and IPv6), from
     ``/proc/net``; None where that cannot be read (not Linux)."""
