@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 
@@ -123,31 +122,8 @@ def main(
     config_path: Path | None,
     no_cache: bool,
 ) -> None:
-    with cache.off() if no_cache else contextlib.nullcontext():
-        _run(
-            schemas,
-            output,
-            package_name,
-            revision,
-            templates,
-            rules,
-            with_runtime,
-            check_only,
-            config_path,
-        )
-
-
-def _run(
-    schemas: tuple[str, ...],
-    output: Path | None,
-    package_name: str | None,
-    revision: str | None,
-    templates: Path | None,
-    rules: Path | None,
-    with_runtime: bool | None,
-    check_only: bool,
-    config_path: Path | None,
-) -> None:
+    if no_cache:  # for this run only: the context's close turns the cache back on
+        click.get_current_context().with_resource(cache.off())
     try:
         config = read_config(config_path or Path("pyproject.toml"))
         revision = revision or config.get("revision")
