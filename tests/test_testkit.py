@@ -3,13 +3,24 @@ edits ``sys.path``, and the waiting helpers wait for a condition, not for a gues
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
+from testkit import example_server
 from testkit.doors import FRONT_DOORS, door_args, door_of, http_targets
+from testkit.example_server import HttpServer
+from testkit.procs import PortTaken, free_port, listens_on, refusing_port, wait_listening
 from testkit.wait import WaitTimeout, until, until_async
 
 TESTS = Path(__file__).resolve().parent
@@ -109,24 +120,23 @@ async def test_until_async_awaits_async_probes_and_bounds_blocking_ones() -> Non
         await until_async(blocks, 0.05, what="never answers")
 
 
+
+@contextmanager
+def _stranger() -> Iterator[int]:
+    """A port another process (this one, standing in) listens on for the block."""
+    with socket.socket() as stranger:
+        stranger.bind(("127.0.0.1", 0))
+        stranger.listen()
+        yield int(stranger.getsockname()[1])
+
+
 def test_a_port_a_stranger_listens_on_is_not_taken_for_the_server_s(tmp_path: Path) -> None:
     """A connection alone does not say whose socket answered: a free port another test
     process took before the server bound would have the test talk to that process while
     its own server exited. ``wait_listening`` asks ``/proc`` whose the listener is."""
-    import os
-    import signal
-    import socket
-    import subprocess
-    import sys
-
-    from testkit.procs import PortTaken, free_port, listens_on, wait_listening
-
     log = tmp_path / "child.log"
     log.write_text("")
-    with socket.socket() as stranger:
-        stranger.bind(("127.0.0.1", 0))
-        stranger.listen()
-        port = stranger.getsockname()[1]
+    with _stranger() as port:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         with pytest.raises(PortTaken, match="address already in use"):
             wait_listening(child, port, log, timeout=10)
@@ -140,7 +150,8 @@ def test_a_port_a_stranger_listens_on_is_not_taken_for_the_server_s(tmp_path: Pa
     try:
         wait_listening(shell, port, log, timeout=30)
         assert listens_on(shell.pid, port) is True
-        assert listens_on(1, free_port()) is None  # nothing listens there
+        with refusing_port() as nobody:
+            assert listens_on(1, nobody) is None  # nothing listens there
     finally:
         os.killpg(shell.pid, signal.SIGKILL)
         shell.wait(timeout=15)
@@ -149,17 +160,7 @@ def test_a_port_a_stranger_listens_on_is_not_taken_for_the_server_s(tmp_path: Pa
 def test_the_example_server_moves_off_a_port_taken_meanwhile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import socket
-
-    import httpx
-
-    from testkit import example_server
-    from testkit.example_server import HttpServer
-
-    with socket.socket() as stranger:
-        stranger.bind(("127.0.0.1", 0))
-        stranger.listen()
-        taken = stranger.getsockname()[1]
+    with _stranger() as taken:
         ports = iter([taken])
         real = example_server.free_port
         monkeypatch.setattr(example_server, "free_port", lambda: next(ports, None) or real())

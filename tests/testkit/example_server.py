@@ -117,7 +117,7 @@ class HttpServer(ChildProcess):
         if port is not None:
             return self._start(port)
         self.port = free_port()
-        return on_free_ports(lambda: self._start(self.port), self._move, "server")
+        return on_free_ports(lambda: self._start(self.port), self._move)
 
     def _move(self) -> None:
         self.port = free_port()

@@ -194,7 +194,7 @@ class PeerServer:
     def start(self) -> PeerServer:
         """Start it and wait until it listens; a free port another test process took in the
         meantime is given up for another one."""
-        return on_free_ports(self._start, self._move, self.what)
+        return on_free_ports(self._start, self._move)
 
     def _start(self) -> PeerServer:
         with open(self.log_path, "ab") as log:

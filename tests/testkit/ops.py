@@ -78,7 +78,7 @@ class OpsServer(ChildProcess):
     def start(self) -> OpsServer:
         """Start it and wait until it listens on both ports; ports another test process took
         in the meantime are given up for two others."""
-        return on_free_ports(self._start, self._choose_ports, "server")
+        return on_free_ports(self._start, self._choose_ports)
 
     def _start(self) -> OpsServer:
         cmd = [sys.executable, "-m", "mcp_tasks.examples.server", *self._argv()]

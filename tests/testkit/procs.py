@@ -17,13 +17,6 @@ from typing import Any, Protocol, TypeVar
 from testkit.wait import WaitTimeout, until
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def refusing_port() -> Iterator[int]:
     """A 127.0.0.1 port that refuses connections for the length of the block: bound here and
@@ -32,6 +25,12 @@ def refusing_port() -> Iterator[int]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         yield int(s.getsockname()[1])
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
+    with refusing_port() as port:
+        return port
 
 
 #: ``tests/``: on a Python child's ``PYTHONPATH``, so it can run ``python -m testkit.NAME``
@@ -65,17 +64,17 @@ T = TypeVar("T")
 PORT_TRIES = 4
 
 
-def on_free_ports(start: Callable[[], T], move: Callable[[], None], what: str) -> T:
+def on_free_ports(start: Callable[[], T], move: Callable[[], None]) -> T:
     """``start()``, and when its port was taken meanwhile (:func:`port_conflict`), ``move()``
     to other free ports and start again, at most :data:`PORT_TRIES` times in all."""
-    for attempt in range(PORT_TRIES):
+    for _ in range(PORT_TRIES - 1):
         try:
             return start()
         except RuntimeError as exc:
-            if attempt == PORT_TRIES - 1 or not port_conflict(exc):
+            if not port_conflict(exc):
                 raise
-            move()
-    raise AssertionError(f"{what}: unreachable")
+        move()
+    return start()
 
 
 def _listening_inodes(port: int) -> set[str] | None:
