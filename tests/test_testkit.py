@@ -3,24 +3,33 @@ edits ``sys.path``, and the waiting helpers wait for a condition, not for a gues
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
 import pytest
 
-from testkit import example_server
+from testkit import example_server, warm
 from testkit.doors import FRONT_DOORS, door_args, door_of, http_targets
 from testkit.example_server import HttpServer
-from testkit.procs import PortTaken, free_port, listens_on, refusing_port, wait_listening
+from testkit.procs import (
+    PortTaken,
+    free_port,
+    listens_on,
+    python_env,
+    refusing_port,
+    wait_listening,
+)
 from testkit.wait import WaitTimeout, until, until_async
 
 TESTS = Path(__file__).resolve().parent
@@ -175,3 +184,45 @@ def test_the_example_server_moves_off_a_port_taken_meanwhile(
             assert answer.status_code in (200, 400), answer.text  # our server, not the stranger
         finally:
             server.stop()
+
+
+def test_a_warm_start_runs_the_module_as_a_new_interpreter_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``testkit.warm`` forks a server or ``mcptask`` from a process that has imported them:
+    what it runs must be what ``python -m MODULE ARGS`` runs, exit codes, output, the
+    descriptor limit and signals included."""
+    env = python_env()
+
+    def both(start: Callable[[], Any]) -> tuple[Any, Any]:
+        """``start()`` warm, then in a new interpreter (``MCPTASK_TEST_WARM=0``)."""
+        got = start()
+        with monkeypatch.context() as cold:
+            cold.setenv(warm.ENV_WARM, "0")
+            return got, start()
+
+    for args in (["--help"], ["--page-size", "0"]):
+        (hot, hot_log), (cold, cold_log) = both(functools.partial(_started, tmp_path, args, env))
+        assert isinstance(hot, warm.WarmProcess) and not isinstance(cold, warm.WarmProcess)
+        assert (hot.wait(60), hot_log.read_text()) == (cold.wait(60), cold_log.read_text())
+    for args, stdin in ((["--help"], None), (["tasks", "get"], None), (["nope"], "x")):
+        cli = functools.partial(warm.run_python, "mcp_tasks.cli", args, env=env, timeout=60)
+        got, want = both(functools.partial(cli, input=stdin))
+        assert (got.returncode, got.stdout, got.stderr) == (
+            want.returncode, want.stdout, want.stderr,
+        ), args  # fmt: skip
+    server = HttpServer(log_dir=tmp_path, front_door=FRONT_DOORS[0], fd_limit=200).start()
+    try:
+        assert isinstance(server.proc, warm.WarmProcess)
+        limits = Path(f"/proc/{server.pid}/limits").read_text()
+        assert re.search(r"Max open files\s+200\s", limits), limits
+        os.kill(server.pid, signal.SIGTERM)
+        assert server.proc.wait(30) == -signal.SIGTERM  # as a new interpreter's uvicorn ends
+    finally:
+        server.stop()
+
+
+def _started(tmp_path: Path, args: list[str], env: dict[str, str]) -> tuple[warm.Proc, Path]:
+    log = tmp_path / f"run-{len(list(tmp_path.iterdir()))}.log"
+    with open(log, "wb") as out:
+        return warm.start_python(example_server.SERVER_MODULE, args, out, env), log

@@ -12,7 +12,8 @@ A new test that needs a server: which fixture
 -------------------------------------------------
 
 The suite runs on four pytest-xdist workers, a module on one worker (``--dist loadfile``), in
-about ten minutes on two cores; a server process costs about a second of CPU to start, so
+about eight minutes on two cores, bound by CPU; a server process costs a tenth of
+a second of CPU to start warm (see **Starts**) and a second cold, a shared one nothing, so
 share one unless the test needs its own.
 
 - **Shared** (the default): ``http_server`` (``testkit.mcp_e2e``, module scope, one per front
@@ -33,6 +34,12 @@ share one unless the test needs its own.
   that the listener is that process's, and raises ``PortTaken`` otherwise; the example
   server, the peers and Redis then move to another port); a port where nothing must answer
   is held with :func:`testkit.procs.refusing_port`.
+- **Starts**: the example server (``HttpServer``, ``OpsServer``) and ``mcptask``
+  (``testkit.ops.mcptask``) are forked from one process per worker that has imported them
+  (:mod:`testkit.warm`: about 0.1 s of CPU a start instead of 0.9), and run as
+  ``python -m`` runs them; a start in another environment is a new interpreter, and
+  ``MCPTASK_TEST_WARM=0`` makes every start one. Start another server module with
+  :func:`testkit.warm.start_python` to get the same.
 - **Waiting**: :mod:`testkit.wait` (``until``, ``until_async``), never a bare sleep; a server
   is stopped by PID, killed after :data:`testkit.procs.STOP_GRACE_S`.
 - **Type checks**: :func:`testkit.typecheck.mypy_strict`, marked ``TYPECHECK``: one cache for

@@ -8,9 +8,7 @@ and soak tests read like the engine's configuration.
 
 from __future__ import annotations
 
-import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from testkit.procs import (
     python_env,
     wait_listening,
 )
+from testkit.warm import Proc, start_python
 
 SERVER_MODULE = "mcp_tasks.examples.server"
 #: Seconds for a server to listen (imports on a loaded 2-core machine).
@@ -66,20 +65,6 @@ def rss_kb(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for {pid}")
 
 
-def fd_limited(limit: int | None) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that sets a child's (soft) descriptor limit (``None``: none to set)."""
-    if limit is None:
-        return None
-
-    def set_limit() -> None:
-        import resource
-
-        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
-
-    return set_limit
-
-
 class HttpServer(ChildProcess):
     """One example server subprocess serving Streamable HTTP on 127.0.0.1.
 
@@ -102,7 +87,7 @@ class HttpServer(ChildProcess):
         self.log_dir = log_dir
         self.port = 0
         self.url = ""
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Proc | None = None
         self.log_path = log_dir / "server.log"
 
     @property
@@ -130,13 +115,7 @@ class HttpServer(ChildProcess):
             "--http", f"127.0.0.1:{self.port}", *self.args, engine_config=self.engine_config
         )
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                cmd,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=python_env(),
-                preexec_fn=fd_limited(self.fd_limit),
-            )
+            self.proc = start_python(cmd[2], cmd[3:], log, python_env(), self.fd_limit)
         wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT, "server")
         return self
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,6 +19,7 @@ from testkit.procs import (
     python_env,
     wait_listening,
 )
+from testkit.warm import Proc, run_python, start_python
 
 #: requestors' bearer tokens (``--tokens``): token -> subject
 TOKENS = {"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}
@@ -62,7 +62,7 @@ class OpsServer(ChildProcess):
         self.front_door = front_door
         self.has_ops = ops
         self.log_path = tmp / f"server-{self.port}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Proc | None = None
 
     def _choose_ports(self) -> None:
         self.port = free_port()
@@ -81,11 +81,8 @@ class OpsServer(ChildProcess):
         return on_free_ports(self._start, self._choose_ports)
 
     def _start(self) -> OpsServer:
-        cmd = [sys.executable, "-m", "mcp_tasks.examples.server", *self._argv()]
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, env=python_env()
-            )
+            self.proc = start_python("mcp_tasks.examples.server", self._argv(), log, python_env())
         wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT)
         if self.has_ops:  # a failed wait stops the process (wait_listening)
             wait_listening(self.proc, self.ops_port, self.log_path, STARTUP_TIMEOUT, "ops")
@@ -134,14 +131,9 @@ def http(
 def mcptask(
     *args: str, timeout: float = 120, input: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``mcptask args...``; its stdin ``input``, else empty (``/dev/null``)."""
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_tasks.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        **({"input": input} if input is not None else {"stdin": subprocess.DEVNULL}),
-    )
+    """``mcptask args...`` (``python -m mcp_tasks.cli``, started warm: :mod:`testkit.warm`);
+    its stdin ``input``, else empty."""
+    return run_python("mcp_tasks.cli", list(args), env=python_env(), timeout=timeout, input=input)
 
 
 def start_task(server: OpsServer, token: str, tool: str, *arguments: str) -> str:

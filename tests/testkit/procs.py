@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from testkit.wait import WaitTimeout, until
+from testkit.warm import Proc
 
 
 @contextmanager
@@ -141,7 +142,7 @@ def listens_on(pid: int, port: int) -> bool | None:
 
 
 def wait_listening(
-    proc: subprocess.Popen[bytes], port: int, log_path: Path, timeout: float, what: str = "server"
+    proc: Proc, port: int, log_path: Path, timeout: float, what: str = "server"
 ) -> None:
     """Return once ``proc`` accepts connections on ``port``; stop it and raise with its log if it
     exits first or does not listen within ``timeout`` seconds, and :class:`PortTaken` when
@@ -164,7 +165,9 @@ def wait_listening(
         until(listening, timeout, interval=0.1, ignoring=(OSError,), what=f"{what} listens")
     except WaitTimeout:
         stop_process(proc)
-        raise RuntimeError(f"{what} did not start:\n{log_path.read_text(errors='replace')}") from None
+        raise RuntimeError(
+            f"{what} did not start:\n{log_path.read_text(errors='replace')}"
+        ) from None
 
 
 #: how long a stopped process gets to exit before it is killed: our servers exit within a
@@ -172,7 +175,7 @@ def wait_listening(
 STOP_GRACE_S = 5.0
 
 
-def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = STOP_GRACE_S) -> None:
+def stop_process(proc: Proc | None, grace: float = STOP_GRACE_S) -> None:
     """SIGTERM by PID, then SIGKILL if it has not exited within ``grace`` seconds."""
     if proc is None or proc.poll() is not None:
         return
@@ -184,7 +187,7 @@ def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = STOP_GRACE
         proc.wait(timeout=15)
 
 
-def kill_process(proc: subprocess.Popen[bytes] | None) -> None:
+def kill_process(proc: Proc | None) -> None:
     """SIGKILL by PID: no shutdown code runs (a crash); a no-op when it is not running."""
     if proc is not None and proc.poll() is None:
         os.kill(proc.pid, signal.SIGKILL)
@@ -195,7 +198,7 @@ class ChildProcess:
     """A process a test started, with its log file: ``stop`` (SIGTERM, then SIGKILL),
     ``kill`` (SIGKILL: a crash), both by PID and no-ops when it is not running."""
 
-    proc: subprocess.Popen[bytes] | None = None
+    proc: Proc | None = None
     log_path: Path
 
     def alive(self) -> bool:
