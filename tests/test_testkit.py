@@ -211,6 +211,9 @@ def test_a_warm_start_runs_the_module_as_a_new_interpreter_would(
         assert (got.returncode, got.stdout, got.stderr) == (
             want.returncode, want.stdout, want.stderr,
         ), args  # fmt: skip
+    hung = ["tools", "sleep 5"]  # a stdio server that never answers: killed at the timeout
+    with pytest.raises(subprocess.TimeoutExpired):
+        warm.run_python("mcp_tasks.cli", hung, env=env, timeout=1)
     server = HttpServer(log_dir=tmp_path, front_door=FRONT_DOORS[0], fd_limit=200).start()
     try:
         assert isinstance(server.proc, warm.WarmProcess)

@@ -188,36 +188,39 @@ def run_python(
     theirs = [pipes[0][0], pipes[1][1], pipes[2][1]]
     try:
         proc = starter.start(argv, env, theirs)
+    except BaseException:
+        for fd in (pipes[0][1], pipes[1][0], pipes[2][0]):
+            os.close(fd)
+        raise
     finally:
         for fd in theirs:
             os.close(fd)
-    with open(pipes[0][1], "wb") as stdin, open(pipes[1][0], "rb") as out, open(
-        pipes[2][0], "rb"
-    ) as err:
-        captured: dict[str, bytes] = {}
-        readers = [
-            threading.Thread(target=lambda f=f, k=k: captured.__setitem__(k, f.read()))
-            for f, k in ((out, "out"), (err, "err"))
-        ]
-        for reader in readers:
-            reader.start()
+    captured: dict[int, bytes] = {}
+
+    def drain(fd: int) -> None:  # owns ``fd``: a timeout leaves it to read to the end
+        with open(fd, "rb") as pipe:
+            captured[fd] = pipe.read()
+
+    readers = [threading.Thread(target=drain, args=(pipes[i][0],), daemon=True) for i in (1, 2)]
+    for reader in readers:
+        reader.start()
+    with open(pipes[0][1], "wb", buffering=0) as stdin:
         try:
             stdin.write((input or "").encode())
-            stdin.close()
-        except BrokenPipeError:
+        except BrokenPipeError:  # it exited without reading: as subprocess.run takes it
             pass
-        deadline = time.monotonic() + timeout
-        try:
-            for reader in readers:
-                reader.join(max(0.0, deadline - time.monotonic()))
-            code = proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(15)
-            raise subprocess.TimeoutExpired(argv, timeout) from None
-        if any(reader.is_alive() for reader in readers):  # a grandchild holds the pipes
-            raise subprocess.TimeoutExpired(argv, timeout)
-    text = [io.TextIOWrapper(io.BytesIO(captured[k])).read() for k in ("out", "err")]
+    deadline = time.monotonic() + timeout
+    try:
+        for reader in readers:
+            reader.join(max(0.0, deadline - time.monotonic()))
+        code = proc.wait(max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(15)
+        raise subprocess.TimeoutExpired(argv, timeout) from None
+    if any(reader.is_alive() for reader in readers):  # a child of its holds the pipes
+        raise subprocess.TimeoutExpired(argv, timeout)
+    text = [io.TextIOWrapper(io.BytesIO(captured[pipes[i][0]])).read() for i in (1, 2)]
     return subprocess.CompletedProcess(argv, code, text[0], text[1])
 
 
