@@ -48,13 +48,18 @@ def limit_flags(engine_config: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def server_command(*args: str, engine_config: dict[str, Any] | None = None) -> list[str]:
-    """The example server, with limit flags for ``engine_config`` (EngineConfig fields).
-    A test stops its servers with tasks still running: they stop at once (``--shutdown-grace
-    0``) unless the test gives a grace (a test of the graceful stop)."""
+def server_args(*args: str, engine_config: dict[str, Any] | None = None) -> list[str]:
+    """The example server's arguments, with limit flags for ``engine_config`` (EngineConfig
+    fields). A test stops its servers with tasks still running: they stop at once
+    (``--shutdown-grace 0``) unless the test gives a grace (a test of the graceful stop)."""
     flags = limit_flags(engine_config)
     quick = [] if "--shutdown-grace" in (*args, *flags) else ["--shutdown-grace", "0"]
-    return [sys.executable, "-m", SERVER_MODULE, *args, *flags, *quick]
+    return [*args, *flags, *quick]
+
+
+def server_command(*args: str, engine_config: dict[str, Any] | None = None) -> list[str]:
+    """The example server's command line (:func:`server_args`)."""
+    return [sys.executable, "-m", SERVER_MODULE, *server_args(*args, engine_config=engine_config)]
 
 
 def rss_kb(pid: int) -> int:
@@ -111,11 +116,11 @@ class HttpServer(ChildProcess):
         self.port = port
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log_path = self.log_dir / f"server-{self.port}.log"
-        cmd = server_command(
+        args = server_args(
             "--http", f"127.0.0.1:{self.port}", *self.args, engine_config=self.engine_config
         )
         with open(self.log_path, "ab") as log:
-            self.proc = start_python(cmd[2], cmd[3:], log, python_env(), self.fd_limit)
+            self.proc = start_python(SERVER_MODULE, args, log, python_env(), self.fd_limit)
         wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT, "server")
         return self
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from testkit.doors import door_args
+from testkit.example_server import SERVER_MODULE
 from testkit.procs import (
     ChildProcess,
     free_port,
@@ -82,7 +83,7 @@ class OpsServer(ChildProcess):
 
     def _start(self) -> OpsServer:
         with open(self.log_path, "ab") as log:
-            self.proc = start_python("mcp_tasks.examples.server", self._argv(), log, python_env())
+            self.proc = start_python(SERVER_MODULE, self._argv(), log, python_env())
         wait_listening(self.proc, self.port, self.log_path, STARTUP_TIMEOUT)
         if self.has_ops:  # a failed wait stops the process (wait_listening)
             wait_listening(self.proc, self.ops_port, self.log_path, STARTUP_TIMEOUT, "ops")

@@ -35,7 +35,7 @@ from typing import IO, Any, Protocol
 #: The modules a warm start may run, imported by the forking process before any fork: the
 #: example server and the ``mcptask`` CLI.
 WARM_MODULES = ("mcp_tasks.examples.server", "mcp_tasks.cli")
-#: Set to ``0`` to start every server cold (a new interpreter), as before.
+#: Set to ``0`` to start every one of them cold (a new interpreter).
 ENV_WARM = "MCPTASK_TEST_WARM"
 
 
@@ -158,14 +158,21 @@ def _warm_starter(env: dict[str, str]) -> _Starter | None:
     return _starters[key]
 
 
+def _command(
+    module: str, args: list[str], env: dict[str, str]
+) -> tuple[list[str], _Starter | None]:
+    """``python -m module args...`` and the forking process to run it (``None``: cold)."""
+    starter = _warm_starter(env) if module in WARM_MODULES else None
+    return [sys.executable, "-m", module, *args], starter
+
+
 def start_python(
     module: str, args: list[str], out: IO[bytes], env: dict[str, str], fd_limit: int | None = None
 ) -> Proc:
     """``python -m module args...`` with stdout and stderr into ``out``: forked warm when
     ``module`` is one the forking process imported and ``env`` is the environment it runs
     with (``fd_limit``: the child's soft limit on open descriptors), else a new process."""
-    argv = [sys.executable, "-m", module, *args]
-    starter = _warm_starter(env) if module in WARM_MODULES else None
+    argv, starter = _command(module, args, env)
     if starter is not None:
         return starter.start(argv, env, [out.fileno()], fd_limit)
     return subprocess.Popen(
@@ -178,8 +185,7 @@ def run_python(
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run([python, "-m", module, *args], capture_output=True, text=True)``, its
     stdin ``input`` (else empty), forked warm when it can be (see :func:`start_python`)."""
-    argv = [sys.executable, "-m", module, *args]
-    starter = _warm_starter(env) if module in WARM_MODULES else None
+    argv, starter = _command(module, args, env)
     if starter is None:
         return subprocess.run(
             argv, capture_output=True, text=True, timeout=timeout, env=env, input=input or ""
@@ -255,7 +261,7 @@ def _serve(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
             package, _, leaf = name.rpartition(".")
             delattr(sys.modules[package], leaf)
     except Exception as exc:  # said to the worker, which then starts cold (the error in its log)
-        why = f"importing the server failed: {exc!r}"
+        why = f"importing {name} failed: {exc!r}"
     if not why and threading.active_count() != 1:
         why = f"{threading.active_count()} threads after the imports: a fork is not safe"
     ended: dict[int, int] = {}
