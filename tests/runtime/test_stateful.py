@@ -111,7 +111,7 @@ class EngineMachine(RuleBasedStateMachine):
             self.gates[created["task"]["taskId"]] = gate
             return created
 
-        self.clock.now += 0.001
+        self._advance(0.001)  # creation times in order
         created = self.portal.call(go)
         task = created["task"]
         tid = task["taskId"]
@@ -206,8 +206,13 @@ class EngineMachine(RuleBasedStateMachine):
 
     @rule(seconds=st.sampled_from([0.5, 2.0, 4.0, 4000.0]))
     def expire(self, seconds: float) -> None:
-        self.clock.now += seconds
+        self._advance(seconds)
         self.portal.call(self.engine.sweep)
+
+    def _advance(self, seconds: float) -> None:
+        """Move the engine's clock; the model's tasks expire with it, whichever rule moved
+        it (a creation moves it too: a task may expire a microsecond later)."""
+        self.clock.now += seconds
         for m in self.model.values():
             # A task whose work runs is kept (renewed) up to its maximum ttl (R-TTL-3 is a
             # MAY); a terminal one expires at its ttl (R-TTL-3).
