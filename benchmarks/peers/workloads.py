@@ -87,17 +87,23 @@ class Window:
 Step = Callable[[], Awaitable[Any]]
 
 
-async def _loop(srv: Running, plan: Plan, steps: list[Step]) -> tuple[list[float], Window]:
-    """Each step in a loop of its own; the latencies of the steps ended inside the window."""
+async def _loop(
+    srv: Running, plan: Plan, steps: list[Step], outs: list[Any] | None = None
+) -> tuple[list[float], Window]:
+    """Each step in a loop of its own; the latencies of the steps ended inside the window
+    (and, into ``outs``, what those steps returned: a count of theirs is then per step
+    measured, not also over the warm-up and the tail)."""
     state = {"measure": False, "stop": False}
     lat: list[float] = []
 
     async def run(step: Step) -> None:
         while not state["stop"]:
             t0 = time.perf_counter()
-            await step()
+            out = await step()
             if state["measure"]:
                 lat.append(time.perf_counter() - t0)
+                if outs is not None:
+                    outs.append(out)
 
     jobs = [asyncio.create_task(run(step)) for step in steps]
     await asyncio.sleep(plan.warmup_s)
@@ -213,24 +219,24 @@ async def w_ext_lifecycle(srv: Running, plan: Plan) -> dict[str, Any]:
     clients = await _ext_clients(srv, plan)
     if clients is None:
         return dict(NOT_SERVED)
-    gets = [0]
 
     def step_of(c: Stateless) -> Step:
-        async def step() -> None:
+        async def step() -> int:
             created = await c.task_call(0)
             before = c.sent
             done = await c.wait_terminal(created, EXT_POLL_PAUSE_S)
-            gets[0] += c.sent - before
             if done.get("status", "completed") != "completed":
                 raise RuntimeError(f"slow_compute(0) ended {done.get('status')}")
+            return c.sent - before  # the task's gets
 
         return step
 
-    lat, w = await _loop(srv, plan, [step_of(c) for c in clients])
+    gets: list[int] = []
+    lat, w = await _loop(srv, plan, [step_of(c) for c in clients], outs=gets)
     for c in clients:
         c.close()
-    tasks = max(len(lat), 1)
-    return {**_rates(lat, w, "tasks", 1 + gets[0] / tasks), "gets_per_task": gets[0] / tasks}
+    per_task = sum(gets) / max(len(gets), 1)
+    return {**_rates(lat, w, "tasks", 1 + per_task), "gets_per_task": per_task}
 
 
 async def w_ext_poll(srv: Running, plan: Plan) -> dict[str, Any]:
