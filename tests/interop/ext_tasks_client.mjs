@@ -8,7 +8,7 @@
 //
 // Prints one JSON object on stdout: what the client observed, scenario by scenario (a
 // scenario that throws is recorded as {fatal}). The pytest side checks it against the spec
-// rules (shared/spec/tasks-2025-11-25.md, shared/spec/tasks-2026-07-28.md). Never asserts on
+// rules (docs/spec/tasks-2025-11-25.md, docs/spec/tasks-extension.md). Never asserts on
 // timing.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';

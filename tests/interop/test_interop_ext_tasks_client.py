@@ -9,8 +9,8 @@ its own polling unchanged, on both wire forms: "v1" (the 2025-11-25 core tasks, 
 requests on a raw dispatch of the host's over the Client's own transport). One Node run per
 form, front door and requestor (with and without a bearer token), and one of v1 over stdio,
 records every scenario;
-each test checks its part against the spec rules (``shared/spec/tasks-2025-11-25.md`` R-*,
-``shared/spec/tasks-extension.md`` X-*). Its ``./receiver`` (the client side of
+each test checks its part against the spec rules (``docs/spec/tasks-2025-11-25.md`` R-*,
+``docs/spec/tasks-extension.md`` X-*). Its ``./receiver`` (the client side of
 task-augmented sampling and elicitation) runs against our server-side requestor helper
 (``request_client_task``) over stdio.
 

@@ -2,7 +2,7 @@
 
 ``ts_client.mjs`` (the SDK's experimental task API) runs one scenario and prints what it
 observed as JSON; each test checks that against the spec rules
-(``shared/spec/tasks-2025-11-25.md``), over Streamable HTTP and over stdio.
+(``docs/spec/tasks-2025-11-25.md``), over Streamable HTTP and over stdio.
 """
 
 from __future__ import annotations

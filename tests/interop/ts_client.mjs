@@ -4,7 +4,7 @@
 //   node ts_client.mjs SCENARIO stdio COMMAND ARGS... [-- SCENARIO_ARGS...]  (stdio)
 //
 // Prints one JSON object on stdout: what the SDK observed. The pytest side checks it
-// against the spec rules (shared/spec/tasks-2025-11-25.md). Uses the SDK's experimental
+// against the spec rules (docs/spec/tasks-2025-11-25.md). Uses the SDK's experimental
 // 2025-11-25 task API: client.experimental.tasks.{callToolStream,getTask,getTaskResult,
 // listTasks,cancelTask}. Never asserts on timing.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';

@@ -1,7 +1,7 @@
 """A requestor that only polls ``tasks/get`` gets a core task's input requests on the
 stream it keeps open (the HTTP ``GET`` stream, or stdio), outside any request.
 
-R-INPUT-3 (``shared/spec/tasks-2025-11-25.md``) says a requestor SHOULD call
+R-INPUT-3 (``docs/spec/tasks-2025-11-25.md``) says a requestor SHOULD call
 ``tasks/result`` on ``input_required``; the same revision's transport lets a server send
 requests on any stream the client keeps open, and tells the client to expect them there.
 So a ``tasks/get`` that answers ``input_required`` makes the server send the task's

@@ -2,7 +2,7 @@
 our requestor helpers, over Streamable HTTP and stdio.
 
 Every test runs on both transports through the ``connect`` fixture. Rule IDs refer
-to ``shared/spec/tasks-2025-11-25.md``.
+to ``docs/spec/tasks-2025-11-25.md``.
 """
 
 from __future__ import annotations
