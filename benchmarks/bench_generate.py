@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = REPO.parent / "shared" / "mcp-schema" / "2025-11-25" / "schema.json"
-EXT_SCHEMA = REPO.parent / "shared" / "mcp-schema" / "ext-tasks-2026-07-28" / "schema.json"
+SCHEMA = REPO / "schema" / "2025-11-25" / "schema.json"
+EXT_SCHEMA = REPO / "schema" / "ext-tasks-2026-07-28" / "schema.json"
 SCHEMAS = (SCHEMA, EXT_SCHEMA)
 BIN = Path(sys.executable).parent
 

@@ -1,18 +1,20 @@
 """PEP 517 backend: setuptools, plus a static import path in editable installs.
 
-setuptools' default editable install maps ``mcptask_gen`` -> ``generator/`` and
-``mcp_tasks`` -> ``generated/mcp_tasks`` with an import hook. Python follows the hook;
-type checkers (mypy, pyright) do not, so ``mypy --strict`` on code importing
-``mcp_tasks`` failed with "Cannot find implementation or library stub".
+setuptools' default editable install maps ``mcptask_gen`` -> ``generator/`` with an import
+hook. Python follows the hook; type checkers (mypy, pyright) do not, so ``mypy --strict`` on
+code importing ``mcptask_gen`` failed with "Cannot find implementation or library stub".
 
-``build_editable`` here builds setuptools' editable wheel unchanged (the hook stays,
-and keeps every module and template current, new files included) and adds
-``mcptask_gen-paths.pth``, whose plain path lines put the two packages on ``sys.path``:
-``generated/`` (holds ``mcp_tasks``) and ``build/__editable_paths__/`` (holds a
-``mcptask_gen`` symlink to ``generator/``). mypy reads ``sys.path`` from the
-interpreter, so both resolve. ``mcptask_gen.templates`` and ``mcptask_gen.rules``
-live elsewhere (``templates/``, ``schema/``) and are still found by the hook.
-Wheels and sdists are setuptools' own.
+``build_editable`` here builds setuptools' editable wheel unchanged (the hook stays, and keeps
+every module and template current, new files included) and adds ``mcptask_gen-paths.pth``,
+whose plain path line puts ``build/__editable_paths__/`` (holding a ``mcptask_gen`` symlink to
+``generator/``) on ``sys.path``. mypy reads ``sys.path`` from the interpreter, so it resolves.
+``mcptask_gen.templates`` and ``mcptask_gen.rules`` live elsewhere (``templates/``,
+``schema/``) and are still found by the hook. The runtime's distribution (``generated/``) has
+a plain layout, which setuptools' editable install already puts on ``sys.path`` as it is.
+Wheels and sdists are setuptools' own, but for one thing: ``build_wheel`` first removes
+setuptools' scratch copy (``build/lib``), which it never empties, so a module deleted or moved
+since the last build cannot ride along in the wheel. The sdist carries this file
+(``MANIFEST.in``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -27,7 +30,6 @@ from typing import Any
 from setuptools import build_meta as _setuptools  # type: ignore[import-untyped]
 from setuptools.build_meta import (  # type: ignore[import-untyped]  # noqa: F401
     build_sdist,
-    build_wheel,
     get_requires_for_build_editable,
     get_requires_for_build_sdist,
     get_requires_for_build_wheel,
@@ -40,7 +42,6 @@ LINKS = ("build", "__editable_paths__")
 
 
 def _static_paths(root: Path) -> list[Path]:
-    paths = [root / "generated"]
     links = root.joinpath(*LINKS)
     links.mkdir(parents=True, exist_ok=True)
     link = links / "mcptask_gen"
@@ -48,9 +49,9 @@ def _static_paths(root: Path) -> list[Path]:
         if link.is_symlink() or link.exists():
             link.unlink()
         os.symlink(root / "generator", link, target_is_directory=True)
-    except OSError:  # no symlinks here: mcp_tasks alone resolves statically
-        return paths
-    return [*paths, links]
+    except OSError:  # no symlinks here: the import hook alone finds it
+        return []
+    return [links]
 
 
 def _add_to_wheel(wheel: Path, name: str, data: bytes) -> None:
@@ -71,6 +72,16 @@ def _add_to_wheel(wheel: Path, name: str, data: bytes) -> None:
     tmp.replace(wheel)
 
 
+def build_wheel(
+    wheel_directory: str,
+    config_settings: dict[str, Any] | None = None,
+    metadata_directory: str | None = None,
+) -> str:
+    shutil.rmtree(Path("build") / "lib", ignore_errors=True)
+    name: str = _setuptools.build_wheel(wheel_directory, config_settings, metadata_directory)
+    return name
+
+
 def build_editable(
     wheel_directory: str,
     config_settings: dict[str, Any] | None = None,
@@ -82,6 +93,7 @@ def build_editable(
     )
     if mode in (None, "", "lenient"):  # strict and compat already give static paths
         paths = _static_paths(Path.cwd().resolve())
-        lines = "".join(f"{p}\n" for p in paths)
-        _add_to_wheel(Path(wheel_directory) / name, PTH_NAME, lines.encode())
+        if paths:
+            lines = "".join(f"{p}\n" for p in paths)
+            _add_to_wheel(Path(wheel_directory) / name, PTH_NAME, lines.encode())
     return name

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -27,17 +28,75 @@ def _warn(message: str) -> None:
     click.echo(f"mcptask-gen: warning: {message}", err=True)
 
 
+def _options(
+    config: dict[str, Any],
+    schemas: tuple[str, ...],
+    revisions: tuple[str, ...],
+    published: bool,
+    output: Path | None,
+    **rest: Any,
+) -> Options:
+    """The run's options: its schemas (given, from the config, or the official ones of the
+    revisions given), each resolved to a local file, and the rest as given."""
+    if not revisions and config.get("revision") is not None:
+        given_revisions = config["revision"]
+        revisions = (
+            tuple(given_revisions) if isinstance(given_revisions, list) else (given_revisions,)
+        )
+    given = config.get("schema")
+    sources: list[str | Path] = list(schemas) or (
+        list(given) if isinstance(given, list) else [given] if given is not None else []
+    )
+    if sources and len(revisions) > 1:
+        raise GeneratorError(
+            "--revision names the revision of one SCHEMA: give it once with a SCHEMA, or "
+            "several times without one (each generates its official schema)"
+        )
+    if published and sources:
+        raise GeneratorError(
+            "--fetch fetches the official schema of --revision REV; it takes no SCHEMA "
+            "(a URL given as SCHEMA is always fetched)"
+        )
+    if not sources and not revisions:
+        resolve(None, None)  # says what is missing
+    if output is None:
+        raise GeneratorError(
+            "missing -o/--output: give the output package directory (or output in [tool.mcptask-gen])"
+        )
+    if sources:
+        resolved = [resolve(s, None, say=_warn) for s in sources]
+        per_schema: tuple[str | None, ...] = ()
+        revision = revisions[0] if revisions else None
+    else:
+        resolved = [resolve(None, r, published=published, say=_warn) for r in revisions]
+        per_schema, revision = tuple(revisions), None
+    return Options(
+        schema=resolved[0].path,
+        more=tuple(r.path for r in resolved[1:]),
+        output=output,
+        revision=revision,
+        warn=_warn,
+        revisions=per_schema,
+        urls=tuple(r.url for r in resolved),
+        **rest,
+    )
+
+
 @click.command(
     context_settings={"help_option_names": ["-h", "--help"]},
     help=(
         "Generate a typed Python package for MCP Tasks from the MCP JSON SCHEMA "
         "(a path or an http(s) URL); several schemas (such as 2025-11-25 and the tasks "
         "extension) become one package with one face subpackage each.\n\n"
+        "Without SCHEMA, --revision REV generates from the official schema of REV that "
+        "mcptask-gen ships (offline, the same bytes every time; --revision given twice makes "
+        "a package of both faces: --revision 2025-11-25 --revision 2026-07-28-tasks); "
+        "--fetch fetches the one published now instead.\n\n"
         "The package is the bindings: typed models, dispatch tables, handler bases, the "
         "capability negotiator, lifecycle, errors and the abstract TaskStore; it needs only "
-        "pydantic and anyio. Serve it with the runtime installed by `pip install "
-        "'mcptask-gen[mcp]'` (mcp_tasks.runtime), or vendor that runtime into it with "
-        "--with-runtime.\n\n"
+        "pydantic and anyio. Serve it with the runtime, the distribution mcptask-runtime "
+        "(mcp_tasks.runtime, with its mcp extra; its descriptor module names the versions), "
+        "or vendor that runtime into it with --with-runtime.\n\n"
         "Options may also be set in [tool.mcptask-gen] of ./pyproject.toml "
         "(keys: schema, output, package-name, revision, templates, rules, with-runtime); flags win.\n\n"
         "A revision mcptask-gen does not know is generated when its task definitions have "
@@ -53,9 +112,21 @@ def _warn(message: str) -> None:
 )
 @click.option(
     "--revision",
+    "revisions",
+    multiple=True,
     help=(
-        "MCP protocol revision of SCHEMA (inferred when absent); without SCHEMA, fetch the "
-        "official schema of this revision."
+        "MCP protocol revision of SCHEMA (inferred when absent); without SCHEMA, generate "
+        "from the official schema of this revision shipped with mcptask-gen (2025-11-25, "
+        "2026-07-28-tasks for the tasks extension); give it twice for both faces."
+    ),
+)
+@click.option(
+    "--fetch",
+    "published",
+    is_flag=True,
+    help=(
+        "With --revision and no SCHEMA: fetch the revision's official schema as published "
+        "now (network) instead of the copy mcptask-gen ships."
     ),
 )
 @click.option(
@@ -114,7 +185,8 @@ def main(
     schemas: tuple[str, ...],
     output: Path | None,
     package_name: str | None,
-    revision: str | None,
+    revisions: tuple[str, ...],
+    published: bool,
     templates: Path | None,
     rules: Path | None,
     with_runtime: bool | None,
@@ -126,41 +198,30 @@ def main(
         click.get_current_context().with_resource(cache.off())
     try:
         config = read_config(config_path or Path("pyproject.toml"))
-        revision = revision or config.get("revision")
-        given = config.get("schema")
-        sources: list[str | Path] = list(schemas) or (
-            list(given) if isinstance(given, list) else [given] if given is not None else []
-        )
-        if not sources and revision is None:
-            resolve(None, None)  # says what is missing
         output = output or config.get("output")
-        if output is None:
-            raise GeneratorError(
-                "missing -o/--output: give the output package directory (or output in [tool.mcptask-gen])"
-            )
-        paths = [resolve(s, revision) for s in sources] or [resolve(None, revision)]
-        options = Options(
-            schema=paths[0],
-            more=tuple(paths[1:]),
-            output=output,
+        options = _options(
+            config,
+            schemas,
+            revisions,
+            published,
+            output,
             package_name=package_name or config.get("package-name"),
-            revision=revision,
             templates=templates or config.get("templates"),
             rules=rules or config.get("rules"),
-            warn=_warn,
             with_runtime=bool(
                 with_runtime if with_runtime is not None else config.get("with-runtime")
             ),
         )
         if check_only:
-            ok, report = check_output(options)
+            ok, report, reasons = check_output(options)
             if ok:
                 click.echo(f"{output}: up to date")
                 sys.exit(0)
             click.echo(report, nl=False)
-            click.echo(
-                f"{output}: out of date; run mcptask-gen without --check to regenerate", err=True
-            )
+            click.echo(f"{output}: out of date:", err=True)
+            for reason in reasons:
+                click.echo(f"  {reason}", err=True)
+            click.echo("run mcptask-gen without --check to regenerate", err=True)
             sys.exit(1)
         written = generate(options)
         click.echo(f"wrote {len(written)} files to {output}")

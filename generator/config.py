@@ -33,12 +33,15 @@ def read_config(pyproject: Path) -> dict[str, Any]:
     for key, value in section.items():
         if key in BOOL_KEYS:
             if not isinstance(value, bool):
-                raise GeneratorError(f"[tool.mcptask-gen] {key} in {pyproject} must be true or false")
+                raise GeneratorError(
+                    f"[tool.mcptask-gen] {key} in {pyproject} must be true or false"
+                )
             out[key] = value
             continue
-        values = value if key == "schema" and isinstance(value, list) and value else [value]
+        many = key in ("schema", "revision")
+        values = value if many and isinstance(value, list) and value else [value]
         if not all(isinstance(v, str) for v in values):
-            what = "a string or an array of strings" if key == "schema" else "a string"
+            what = "a string or an array of strings" if many else "a string"
             raise GeneratorError(f"[tool.mcptask-gen] {key} in {pyproject} must be {what}")
         paths = [
             (pyproject.parent / v)

@@ -1,18 +1,20 @@
-"""Where the schema comes from: a path, a URL, or the official schema of a revision.
+"""Where the schema comes from: a path, a URL, or (``--revision REV`` without a schema) the
+official schema of a revision.
 
-The official schemas live in GitHub repositories, read through their raw files
+By revision, the schema is the official file mcptask-gen ships for it (``mcptask_gen.pinned``:
+offline, the same bytes every time). ``--fetch`` fetches what is published now instead, from
+the GitHub repository that publishes it, read through its raw files
 (``$MCPTASK_GEN_RAW_FILES_URL/<owner>/<repo>/main/<path>``, ``https://raw.githubusercontent.com``
 by default): the core protocol's in the MCP specification repository,
 ``modelcontextprotocol/modelcontextprotocol``, under ``schema/<revision>/schema.json``
 (``$MCPTASK_GEN_SCHEMA_BASE_URL/<revision>/schema.json`` when that is set); an extension's in
 its own repository, at the ``source`` its entry in ``schema/revisions.toml`` gives (the tasks
 extension's release: ``modelcontextprotocol/ext-tasks/main/schema/2026-07-28/schema.json``).
-``--revision REV`` without a schema fetches that of ``REV`` (a revision or an overlay name). A
-fetched schema is stored by content in the cache directory
+A fetched schema (by URL or by ``--fetch``) is stored by content in the cache directory
 (``schemas/<sha256>/schema.json``); every run fetches again (a published schema may be
-edited), and the copy a URL gave last answers when its host cannot be reached.
-``--no-cache`` keeps nothing. stdlib ``urllib`` with a
-time-out and a size limit; every failure is one line (exit 2).
+edited), and when its host cannot be reached the copy that URL gave last answers, with one
+line saying so. ``--no-cache`` keeps nothing. stdlib ``urllib`` with a time-out and a size
+limit; every failure is one line (exit 2).
 """
 
 from __future__ import annotations
@@ -26,11 +28,15 @@ import socket
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from mcptask_gen import cache
 from mcptask_gen.errors import GeneratorError
-from mcptask_gen.load import MAX_SCHEMA_BYTES, known_revisions
+from mcptask_gen.load import MAX_SCHEMA_BYTES, revision_entry
+from mcptask_gen.pinned import pinned
 
 #: The raw files of GitHub repositories (``<owner>/<repo>/<branch>/<path>`` under it).
 RAW_FILES_ENV = "MCPTASK_GEN_RAW_FILES_URL"
@@ -52,9 +58,7 @@ def official_source(revision: str) -> str | None:
     ``2026-07-28-tasks``) lives under the raw-files base, when ``revisions.toml`` says
     (``source``: an extension's own repository); None: the specification repository's
     ``schema/<revision>/schema.json``."""
-    entries = known_revisions()
-    hit = next((e for e in entries if e.get("overlay") == revision), None)
-    hit = hit or next((e for e in entries if e["id"] == revision and "overlay" not in e), None)
+    hit = revision_entry(revision)
     source = hit.get("source") if hit is not None else None
     return str(source) if source else None
 
@@ -123,8 +127,25 @@ def _remembered(root: Path, url: str) -> Path | None:
     return None
 
 
-def fetch(url: str) -> Path:
-    """A local file holding the schema at ``url`` (the cache, else a temporary directory)."""
+#: Where a line for the user goes (the command prints it on stderr).
+Say = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    pass
+
+
+def _stored_on(path: Path) -> str:
+    try:
+        when = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError:
+        return "before"
+    return f"on {when:%Y-%m-%d %H:%M} UTC"
+
+
+def fetch(url: str, say: Say = _quiet) -> Path:
+    """A local file holding the schema at ``url`` (the cache, else a temporary directory);
+    when the host cannot be reached, the copy ``url`` gave last, ``say`` telling so."""
     root = cache.directory()
     if root is None:
         tmp = Path(tempfile.mkdtemp(prefix="mcptask-gen-schema-"))
@@ -137,6 +158,10 @@ def fetch(url: str) -> Path:
         hit = _remembered(schemas, url)
         if hit is None:
             raise GeneratorError(str(exc)) from None
+        say(
+            f"{exc}; using the copy fetched {_stored_on(hit)} "
+            f"(sha256 {hit.parent.name[:12]}), which may be out of date"
+        )
         return hit
     try:
         path = _store(schemas, raw)
@@ -150,16 +175,32 @@ def fetch(url: str) -> Path:
         return _store(tmp, raw)
 
 
-def resolve(schema: str | Path | None, revision: str | None) -> Path:
+@dataclass(frozen=True)
+class Resolved:
+    """A schema to read: its local file, and the URL it was fetched from (None: a local file
+    or a pinned copy)."""
+
+    path: Path
+    url: str | None = None
+
+
+def resolve(
+    schema: str | Path | None, revision: str | None, *, published: bool = False, say: Say = _quiet
+) -> Resolved:
     """The schema file to read: a path as is, a URL fetched, or (no schema, a revision) the
-    official schema of that revision."""
+    official schema of that revision: the copy mcptask-gen ships, or (``published``, the
+    command's ``--fetch``) the one published now."""
     if schema is None:
         if revision is None:
             raise GeneratorError(
                 "missing SCHEMA: give the MCP schema.json path or URL (or schema in "
-                "[tool.mcptask-gen]), or --revision REV to fetch the official schema"
+                "[tool.mcptask-gen]), or --revision REV to generate from the official schema "
+                "mcptask-gen ships for it"
             )
-        return fetch(official_url(revision))
+        if not published:
+            return Resolved(pinned(revision).file)
+        url = official_url(revision)
+        return Resolved(fetch(url, say), url)
     if isinstance(schema, str) and is_url(schema):
-        return fetch(schema)
-    return Path(schema)
+        return Resolved(fetch(schema, say), schema)
+    return Resolved(Path(schema))

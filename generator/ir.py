@@ -138,7 +138,10 @@ class IR:
     ``models_code``)."""
 
     generator_version: str = doc("mcptask-gen's version")
-    schema_name: str = doc("file name of the schema")
+    schema_source: str = doc(
+        "where the schema came from: the official origin of its bytes "
+        "(``owner/repo@commit:path``), else the URL it was fetched from, else its file name"
+    )
     schema_sha256: str = doc("sha256 of the schema's canonical JSON")
     revision: str = doc("MCP protocol revision (``2025-11-25``)")
     package: str = doc("import name of the generated package")
@@ -391,9 +394,16 @@ def _constants(
 
 
 def build_ir(
-    loaded: LoadedSchema, sel: Selection, overlay: Overlay, package: str, version: str
+    loaded: LoadedSchema,
+    sel: Selection,
+    overlay: Overlay,
+    package: str,
+    version: str,
+    url: str | None = None,
 ) -> IR:
+    """The IR of one schema's face; ``url``: where the schema was fetched from, if it was."""
     from mcptask_gen.extselect import variant_unions
+    from mcptask_gen.pinned import origin_of
     from mcptask_gen.select import TASK_PROPERTY
 
     methods, augmentable = _methods(sel)
@@ -401,7 +411,7 @@ def build_ir(
     support = _tool_task_support(overlay, sel)
     return IR(
         generator_version=version,
-        schema_name=loaded.path.name,
+        schema_source=origin_of(loaded.file_sha256, loaded.sha256) or url or loaded.path.name,
         schema_sha256=loaded.sha256,
         revision=loaded.revision,
         package=package,

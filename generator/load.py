@@ -66,6 +66,14 @@ def known_revisions() -> list[dict[str, Any]]:
     return revisions
 
 
+def revision_entry(revision: str) -> dict[str, Any] | None:
+    """The ``revisions.toml`` entry ``revision`` names: an overlay name (``2026-07-28-tasks``)
+    first, else a revision's own entry (the core protocol's, not an extension's)."""
+    entries = known_revisions()
+    hit = next((e for e in entries if e.get("overlay") == revision), None)
+    return hit or next((e for e in entries if e["id"] == revision and "overlay" not in e), None)
+
+
 def overlay_revisions() -> list[str]:
     return sorted(
         p.name.removesuffix(".toml")
@@ -212,6 +220,13 @@ def recognise(
     return (found[0], found[1]) if found else None
 
 
+def canonical_sha256(document: Any) -> str:
+    """The sha256 of a schema's canonical JSON (sorted keys, no spaces): the same for a
+    schema whose definitions were reordered or reformatted."""
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
 def load(path: Path, revision: str | None) -> LoadedSchema:
     raw, sha = read_schema(path)
     document = parse_json(path, raw)
@@ -234,8 +249,7 @@ def load(path: Path, revision: str | None) -> LoadedSchema:
     if bad:
         raise GeneratorError(f"not a JSON Schema: definition {bad[0]!r} in {path} is not an object")
     found = identify(document, defs, sha, revision)
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    canonical_sha = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    canonical_sha = canonical_sha256(document)
     if found is None:
         raise GeneratorError(
             f"cannot infer the protocol revision of {path}; pass --revision "

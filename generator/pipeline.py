@@ -41,9 +41,10 @@ from mcptask_gen.fmt import format_sources
 from mcptask_gen.ir import IR, Package, build_ir, merge_faces
 from mcptask_gen.load import LoadedSchema, load
 from mcptask_gen.overlay import Overlay
-from mcptask_gen.render import Rendered, Renderer, header
+from mcptask_gen.render import Rendered, Renderer
 from mcptask_gen.reshape import reshape
 from mcptask_gen.select import Selection, select
+from mcptask_gen.stale import why_stale
 from mcptask_gen.write import MANIFEST_NAME, check, manifest_text, plan, publish
 
 #: Where a warning goes: one line, said once (the command prints it on stderr).
@@ -73,6 +74,11 @@ class Options:
     warn: Warn | None = None
     #: vendor the default runtime (engine, stores, server, CLI, test kit) into the package
     with_runtime: bool = False
+    #: per schema (``schemas``' order), the revision it is generated as (``--revision`` given
+    #: once per schema); empty: ``revision`` for the one schema, else inferred
+    revisions: tuple[str | None, ...] = ()
+    #: per schema, the URL it was fetched from (None: a local file or a pinned copy)
+    urls: tuple[str | None, ...] = ()
 
     @property
     def schemas(self) -> tuple[Path, ...]:
@@ -135,9 +141,15 @@ def select_tasks(loaded: LoadedSchema, overlay: Overlay) -> Selection:
     return select(loaded, tuple(m.definition for m in overlay.meta if m.definition))
 
 
-def face_ir(loaded: LoadedSchema, selection: Selection, overlay: Overlay, package: str) -> IR:
-    """Stage 4: the IR of one schema's face."""
-    return build_ir(loaded, selection, overlay, package, __version__)
+def face_ir(
+    loaded: LoadedSchema,
+    selection: Selection,
+    overlay: Overlay,
+    package: str,
+    url: str | None = None,
+) -> IR:
+    """Stage 4: the IR of one schema's face (``url``: where it was fetched from, if it was)."""
+    return build_ir(loaded, selection, overlay, package, __version__, url)
 
 
 def analyse(
@@ -146,27 +158,39 @@ def analyse(
     package: str,
     rules: UserRules | None = None,
     warn: Warn | None = None,
+    url: str | None = None,
 ) -> tuple[IR, Selection]:
     """Stages 1-4 of one schema: its face's IR and the selected definitions."""
     loaded, overlay = load_schema(schema, revision, rules, warn)
     loaded = reshape_schema(loaded, overlay)
     selection = select_tasks(loaded, overlay)
-    return face_ir(loaded, selection, overlay, package), selection
+    return face_ir(loaded, selection, overlay, package, url), selection
 
 
 def analyse_all(options: Options) -> tuple[Package, dict[str, Selection]]:
     """Stages 1-5: every schema's face merged into the package (argument order never
     matters), and each face's selected definitions by face name."""
     package = package_name_for(options)
-    if options.revision is not None and options.more:
+    schemas = options.schemas
+    if options.revisions:
+        revisions = options.revisions
+    elif options.revision is not None and options.more:
         raise GeneratorError("--revision names the revision of one schema; give one SCHEMA")
+    else:
+        revisions = (options.revision,) * len(schemas)
+    urls = options.urls or (None,) * len(schemas)
+    if len(revisions) != len(schemas) or len(urls) != len(schemas):
+        raise GeneratorError("revisions and urls must name one entry per schema")
     rules = read_rules(options.rules) if options.rules is not None else None
-    faces = [analyse(s, options.revision, package, rules, options.warn) for s in options.schemas]
+    faces = [
+        analyse(s, rev, package, rules, options.warn, url)
+        for s, rev, url in zip(schemas, revisions, urls, strict=True)
+    ]
     if rules is not None and not rules.used:
-        revisions = ", ".join(ir.revision for ir, _ in faces)
+        named = ", ".join(ir.revision for ir, _ in faces)
         (options.warn or _warn)(
             f"--rules {rules.path} was not used: mcptask-gen has rules of its own for the "
-            f"revision of every SCHEMA ({revisions})"
+            f"revision of every SCHEMA ({named})"
         )
     merged = merge_faces([ir for ir, _ in faces])  # ordered, one face per name
     return merged, {ir.face: selection for ir, selection in faces}
@@ -252,7 +276,7 @@ def build(options: Options) -> tuple[list[IR], dict[str, str]]:
     with start_models(renderer, selections) as models:
         files = format_files(render(renderer))
         files |= format_files(render_models(renderer, models.wait()))
-    files[MANIFEST_NAME] = manifest_text(files, header(renderer.faces).splitlines()[0].lstrip("# "))
+    files[MANIFEST_NAME] = manifest_text(files, f"mcptask-gen {__version__}")
     return list(package.faces), files
 
 
@@ -276,6 +300,8 @@ def generate(options: Options) -> list[str]:
     return write_files(options.output, files)
 
 
-def check_output(options: Options) -> tuple[bool, str]:
-    _, files = build(options)
-    return check_files(options.output, files)
+def check_output(options: Options) -> tuple[bool, str, list[str]]:
+    """(up to date, the report of what would change, why: one line per reason, ``stale``)."""
+    faces, files = build(options)
+    ok, report = check_files(options.output, files)
+    return ok, report, [] if ok else why_stale(options.output, faces)

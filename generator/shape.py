@@ -33,7 +33,10 @@ def pyrepr(value: object) -> str:
         return "[" + ", ".join(pyrepr(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{pyrepr(k)}: {pyrepr(v)}" for k, v in value.items()) + "}"
-    return repr(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    # not a literal: an undefined template name above all, which repr() would write as text
+    raise TypeError(f"pyrepr: {type(value).__name__} is not a Python literal")
 
 
 def bracket(

@@ -1,4 +1,5 @@
-"""The extras the README and ``docs/`` name exist, install from the checkout, stay covered by
+"""The extras the README and ``docs/`` name exist (the runtime's, of ``mcptask-runtime``, built
+from ``generated/``; the generator's ``test``), install from a clone, stay covered by
 ``.ci/constraints.txt``, and a command missing one says which in one line: the example
 server's ``--ops`` (the ``ops`` extra) and ``--on-workers``, and the worker (``workers``).
 
@@ -11,6 +12,7 @@ import re
 import subprocess
 import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,24 @@ from testkit.procs import python_env
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+#: the generator's extras (``test``)
 OPTIONAL = PYPROJECT["project"]["optional-dependencies"]
+#: the runtime's distribution, as installed (its metadata is made from its descriptor)
+RUNTIME = "mcptask-runtime"
+
+
+def _runtime_extras() -> dict[str, list[str]]:
+    """Extra -> its requirement lines (without the extra's marker), of the installed runtime."""
+    out: dict[str, list[str]] = {}
+    for line in metadata.requires(RUNTIME) or []:
+        req, _, marker = line.partition(";")
+        found = re.search(r"""extra\s*==\s*["']([a-z0-9_-]+)["']""", marker)
+        if found:
+            out.setdefault(found[1], []).append(req.strip())
+    return out
+
+
+RUNTIME_EXTRAS = _runtime_extras()
 
 #: ``python -m MODULE ARGS...`` with the top-level modules of argv[1] (comma-separated)
 #: refused by the import system, as when they are not installed
@@ -44,11 +63,14 @@ runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 """
 
 
-def _extras_named(text: str) -> set[str]:
-    """The extras in ``pip install`` lines: ``.[a,b]`` and ``mcptask-gen[a,b]``."""
-    found: set[str] = set()
-    for names in re.findall(r"(?:\.|mcptask-gen)\[([a-z0-9_,\s-]+)\]", text):
-        found.update(name.strip() for name in names.split(","))
+def _extras_named(text: str) -> dict[str, set[str]]:
+    """The extras in ``pip install`` lines, by distribution: ``./generated[a,b]`` and
+    ``mcptask-runtime[a]`` the runtime's, ``.[a]`` and ``mcptask-gen[a]`` the generator's."""
+    found: dict[str, set[str]] = {"runtime": set(), "generator": set()}
+    pattern = r"(\./generated|mcptask-runtime|mcptask-gen|['\s]\.)\[([a-z0-9_,\s-]+)\]"
+    for where, names in re.findall(pattern, text):
+        which = "runtime" if where in ("./generated", "mcptask-runtime") else "generator"
+        found[which].update(name.strip() for name in names.split(","))
     return found
 
 
@@ -56,27 +78,37 @@ def _name(requirement: str) -> str:
     return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
 
 
-def test_every_extra_the_docs_name_exists_and_installs_from_the_checkout() -> None:
-    named: dict[str, set[str]] = {}
+def test_every_extra_the_docs_name_exists_and_installs_from_a_clone() -> None:
+    named: dict[str, dict[str, set[str]]] = {"runtime": {}, "generator": {}}
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")
-        for extra in _extras_named(text):
-            named.setdefault(extra, set()).add(doc.name)
-        # not on PyPI: an install by name fails; the docs install from the checkout
-        assert "install 'mcptask-gen[" not in text, doc.name
-    assert {"mcp", "redis", "ops", "workers", "test"} <= set(named), named
-    unknown = {extra: docs for extra, docs in named.items() if extra not in OPTIONAL}
+        for which, extras in _extras_named(text).items():
+            for extra in extras:
+                named[which].setdefault(extra, set()).add(doc.name)
+        # not on PyPI: an install by name fails; the docs install from a clone
+        assert "install 'mcptask-gen[" not in text and "install 'mcptask-runtime[" not in text
+        # the runtime's extras are not the generator's any more
+        assert not re.search(r"-e '\.\[(mcp|redis|ops|workers)", text), doc.name
+    assert {"mcp", "redis", "ops", "workers"} <= set(named["runtime"]), named
+    unknown = {e: docs for e, docs in named["runtime"].items() if e not in RUNTIME_EXTRAS}
+    assert not unknown, f"extras the docs name that {RUNTIME} lacks: {unknown}"
+    unknown = {e: docs for e, docs in named["generator"].items() if e not in OPTIONAL}
     assert not unknown, f"extras the docs name that pyproject.toml lacks: {unknown}"
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    for extra in ("ops", "workers"):  # the install section lists them with the others
-        assert f"'.[mcp,{extra}]'" in readme, extra
+    for extra in RUNTIME_EXTRAS:  # the install section lists them all
+        assert f"[{extra}]" in readme or f"[mcp,{extra}]" in readme, extra
 
 
 def test_every_statement_of_the_mcp_range_is_the_mcp_extras() -> None:
-    """The ``mcp`` range the README and docs state is the one ``pyproject.toml``'s ``mcp``
-    extra requires (its one home; ``descriptor.PARTS`` and ``_sdk.MCP_SUPPORTED`` are read
-    from it), and the docs state it at least where they say what is supported."""
-    (wanted,) = (r for r in OPTIONAL["mcp"] if _name(r) == "mcp")
+    """The ``mcp`` range the README and docs state is the one the runtime's ``mcp`` extra
+    requires (its one home, ``templates/needs.toml``, through the package's
+    ``descriptor.PARTS``; ``_sdk.MCP_SUPPORTED`` is read from it too), and the docs state it at
+    least where they say what is supported."""
+    (wanted,) = (r for r in descriptor.PARTS["runtime"].requires if _name(r) == "mcp")
+    (installed,) = (r for r in RUNTIME_EXTRAS["mcp"] if _name(r) == "mcp")
+    assert sorted(installed.removeprefix("mcp").split(",")) == sorted(
+        wanted.removeprefix("mcp").split(",")
+    )
     stated = {
         (doc.name, found)
         for doc in DOCS
@@ -85,38 +117,47 @@ def test_every_statement_of_the_mcp_range_is_the_mcp_extras() -> None:
         )
     }
     assert {doc for doc, _ in stated} >= {"serving.md", "why.md", "errors.md"}, stated
-    assert {found for _, found in stated} == {wanted}, f"pyproject.toml says {wanted}: {stated}"
+    assert {found for _, found in stated} == {wanted}, f"the mcp extra says {wanted}: {stated}"
 
 
 def test_what_a_part_asks_for_is_what_its_extra_installs() -> None:
-    """The lines a missing part names (the package's ``descriptor.PARTS``) are its extra's in
-    ``pyproject.toml``, and every module the part checks for is one of them."""
+    """The lines a missing part names (the package's ``descriptor.PARTS``) are the runtime's
+    extra of that part, as installed, and every module the part checks for is one of them;
+    ``all`` holds every part."""
     for part, extra in EXTRA.items():
-        declared = {_name(r): r for r in OPTIONAL[extra] if not r.startswith("mcptask-gen[")}
-        for inner in (r for r in OPTIONAL[extra] if r.startswith("mcptask-gen[")):
-            for sub in inner.removeprefix("mcptask-gen[").rstrip("]").split(","):
-                declared.update({_name(r): r for r in OPTIONAL[sub]})
-        lines = descriptor.PARTS[part].requires
-        assert {_name(line) for line in lines} == set(declared), part
+        declared = {_name(r) for r in RUNTIME_EXTRAS[extra]}
+        assert {_name(line) for line in descriptor.PARTS[part].requires} == declared, part
+        assert declared <= {_name(r) for r in RUNTIME_EXTRAS["all"]}, part
         distributions = {"prometheus_client": "prometheus-client", "docket": "pydocket"}
         distributions |= {"mcp_types": "mcp"}
         for module in MODULES[part]:
             assert distributions.get(module, module) in declared, (part, module)
+    bindings = {_name(line) for line in descriptor.PARTS["bindings"].requires}
+    base = {_name(line) for line in metadata.requires(RUNTIME) or [] if "extra ==" not in line}
+    assert bindings == base == {"pydantic", "anyio"}
 
 
-def test_the_constraints_cover_the_test_extra() -> None:
-    """``pip install -c .ci/constraints.txt -e '.[test]'`` pins every distribution the extras
-    behind ``test`` name (the README's test command)."""
+def test_the_runtime_requires_none_of_the_generator() -> None:
+    """A server installs the runtime: none of the generator's dependencies is among its
+    requirements, base or extra."""
+    runtime = {_name(line.partition(";")[0]) for line in metadata.requires(RUNTIME) or []}
+    generator = {_name(r) for r in PYPROJECT["project"]["dependencies"]} - {"pydantic"}
+    for name in ("datamodel-code-generator", "black", "jinja2", "click"):
+        assert name in generator
+    assert not runtime & (generator | {"isort", "genson", "inflect", "mcptask-gen"}), runtime
+
+
+def test_the_constraints_cover_the_test_command() -> None:
+    """``pip install -c .ci/constraints.txt -e '.[test]' -e './generated[all]'`` pins every
+    distribution the two name (the README's test command)."""
     text = (REPO / ".ci" / "constraints.txt").read_text(encoding="utf-8")
     pinned = {_name(line) for line in text.splitlines() if line and not line.startswith("#")}
-    wanted = {"test"}
-    names: set[str] = set()
-    while wanted:
-        for requirement in OPTIONAL[wanted.pop()]:
-            if requirement.startswith("mcptask-gen["):
-                wanted.update(requirement.removeprefix("mcptask-gen[").rstrip("]").split(","))
-            elif "sys_platform != 'win32'" in requirement or ";" not in requirement:
-                names.add(_name(requirement))
+    wanted = [*OPTIONAL["test"], *RUNTIME_EXTRAS["all"], *descriptor.PARTS["bindings"].requires]
+    names = {
+        _name(r)
+        for r in wanted
+        if "sys_platform != 'win32'" in r or 'sys_platform != "win32"' in r or ";" not in r
+    }
     assert names - pinned == set(), "not in .ci/constraints.txt"
 
 
@@ -173,7 +214,7 @@ def test_a_missing_extra_is_one_line_naming_it(
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"python -m {argv[0]}: error: "), lines[0]
     assert f"the '{extra}' extra ({refused} is not installed)" in lines[0]
-    assert f"pip install -e '.[{extra}]'" in lines[0]
+    assert f"pip install './generated[{extra}]'" in lines[0]
 
 
 #: ``import MODULE`` (argv[2]) with the top-level modules of argv[1] refused by the import system

@@ -1,10 +1,13 @@
-"""The shape of the code: small functions and modules, and a copied runtime that takes every
-protocol fact from the generated modules instead of spelling it."""
+"""The shape of the code: small functions and modules, a copied runtime that takes every
+protocol fact from the generated modules instead of spelling it, and a repository that stands
+alone (no tracked file reads or links a folder beside it)."""
 
 from __future__ import annotations
 
 import ast
 import os
+import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -182,3 +185,29 @@ def test_no_import_cycle_in_the_generated_package() -> None:
                     seen.add(nxt)
                     stack.append((nxt, (*trail, nxt)))
     assert not cycles, "import cycles:\n" + "\n".join(sorted(set(cycles))[:20])
+
+
+#: a path that leaves the repository for the folder named shared beside it: relative (dot dot,
+#: slash), or by a parent of the repository's path and the folder's name as a string
+_OUTSIDE = re.compile(r"\.\./shared" "|" r'parents?[^"]{0,40}"shared"')
+
+
+def test_no_tracked_file_reads_or_links_outside_the_repository() -> None:
+    """A stranger's clone has nothing beside it: what the project is built and tested on (the
+    official schemas, the rules digests) lives in it (``schema/``, ``docs/spec/``)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
+    ).stdout.decode()
+    found = []
+    for rel in filter(None, listed.split("\0")):
+        path = REPO / rel
+        if rel.endswith("schema.json") or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        found += [
+            f"{rel}:{n}" for n, line in enumerate(text.splitlines(), 1) if _OUTSIDE.search(line)
+        ]
+    assert not found, "tracked lines reading or linking outside the repository: " + ", ".join(found)

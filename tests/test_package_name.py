@@ -7,13 +7,15 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = REPO.parent / "shared" / "mcp-schema" / "2025-11-25" / "schema.json"
+SCHEMA = REPO / "schema" / "2025-11-25" / "schema.json"
 
 
 def test_help_texts_name_the_generated_package(tmp_path: Path) -> None:
     gen = Path(sys.executable).parent / "mcptask-gen"
     subprocess.run(
-        [str(gen), str(SCHEMA), "-o", str(tmp_path / "myapp_tasks"), "--with-runtime"], check=True, capture_output=True
+        [str(gen), str(SCHEMA), "-o", str(tmp_path / "myapp_tasks"), "--with-runtime"],
+        check=True,
+        capture_output=True,
     )
     for module in ("myapp_tasks.cli", "myapp_tasks.examples.server"):
         out = subprocess.run(

@@ -153,7 +153,9 @@ def test_a_newcomer_reads_what_they_need_first() -> None:
     heads = re.findall(r"^## (.+)$", README, re.M)
     assert heads[:4] == ["The two commands", "Five-minute tutorial", "Glossary", "Reference"]
     tutorial = README.split("## Five-minute tutorial", 1)[1].split("\n## ", 1)[0]
-    assert "@tools.tool(" in tutorial and "2026-07-28" in tutorial and "connect(URL, face=" in tutorial
+    assert (
+        "@tools.tool(" in tutorial and "2026-07-28" in tutorial and "connect(URL, face=" in tutorial
+    )
     glossary = README.split("## Glossary", 1)[1].split("\n## ", 1)[0]
     for term in ("**task**", "**requestor**", "**face**", "**rule IDs**", "`gather_first`"):
         assert term in glossary, term
@@ -161,4 +163,5 @@ def test_a_newcomer_reads_what_they_need_first() -> None:
         assert spec in glossary
     assert len(README.split()) < 3500  # about ten minutes' reading
     assert "redis-server" in README.split("## Five-minute tutorial", 1)[0]
-    assert "'.[mcp]'" in README.split("```", 2)[1]  # the generate command installs the runtime
+    # the generate command installs the runtime beside the generator
+    assert "'./generated[mcp]'" in README.split("```", 2)[1]

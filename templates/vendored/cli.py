@@ -79,7 +79,12 @@ from .cli_common import (
     quiet_on_closed_stdout,
 )
 from .cli_tools import check_call, list_tools
+from .descriptor import GENERATOR_VERSION
 from .protocol import REVISION, TASK_SUPPORT_REQUIRED, TERMINAL
+from .runtime.parts import DISTRIBUTION
+
+#: what ``mcptask --version`` prints: the runtime's distribution and version
+VERSION_LINE = f"mcptask ({DISTRIBUTION}) {GENERATOR_VERSION}"
 
 __all__ = ["coerce_arguments", "main"]
 
@@ -308,6 +313,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="\n\n".join(doc.split("\n\n")[2:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=VERSION_LINE)
     sub = parser.add_subparsers(dest="command", required=True)
     common = OneLineParser(add_help=False)
     common.add_argument(
@@ -482,6 +488,9 @@ def _one_line(args: argparse.Namespace, http: _Http, exc: BaseException) -> tupl
 @quiet_on_closed_stdout  # mcptask ... | head: exit 141, no traceback
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # before the SDK's check: the version needs no extra
+        print(VERSION_LINE)
+        raise SystemExit(0)
     if argv[:1] == ["admin"]:
         from .cli_admin import main as admin_main
 

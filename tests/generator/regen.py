@@ -18,17 +18,18 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "mcp-schema"
+#: The official schemas (``schema/<name>/schema.json``).
+SCHEMAS = REPO / "schema"
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 GENERATED = REPO / "generated" / "mcp_tasks"
 #: Every schema with tasks the tests keep an IR snapshot of, by snapshot name: the pinned ones,
 #: the 2025-11-25 schema as first published, and the tasks extension's draft (which must still
 #: generate beside its release).
 PINNED = {
-    "2025-11-25": SHARED / "2025-11-25" / "schema.json",
-    "2025-11-25-original": SHARED / "2025-11-25-original" / "schema.json",
-    "ext-tasks-2026-07-28": SHARED / "ext-tasks-2026-07-28" / "schema.json",
-    "ext-tasks-draft": SHARED / "ext-tasks-draft" / "schema.json",
+    "2025-11-25": SCHEMAS / "2025-11-25" / "schema.json",
+    "2025-11-25-original": SCHEMAS / "2025-11-25-original" / "schema.json",
+    "ext-tasks-2026-07-28": SCHEMAS / "ext-tasks-2026-07-28" / "schema.json",
+    "ext-tasks-draft": SCHEMAS / "ext-tasks-draft" / "schema.json",
 }
 #: The schemas of ``generated/mcp_tasks``, one face each: 2025-11-25 and the tasks extension's
 #: stable release 2026-07-28 (users pin releases, not drafts).
@@ -57,7 +58,10 @@ def main() -> int:
         snapshot_path(name).write_text(ir_snapshot(schema), encoding="utf-8")
         print(f"wrote {snapshot_path(name).relative_to(REPO)}")
     try:
-        cli([*map(str, GENERATED_FROM), "-o", str(GENERATED), "--with-runtime"], standalone_mode=False)
+        cli(
+            [*map(str, GENERATED_FROM), "-o", str(GENERATED), "--with-runtime"],
+            standalone_mode=False,
+        )
     except SystemExit as exc:
         return int(exc.code or 0)
     return 0

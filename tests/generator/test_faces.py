@@ -97,19 +97,28 @@ def ext_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_draft_still_generates_the_same_package(ext_only: Path, tmp_path: Path) -> None:
     """The extension's draft is its release but for the ``$id``: the package generated from it
-    differs only in the schema's sha256 it names (headers, ``SCHEMA_SHA256``)."""
+    differs only in its descriptor, and there only in the schema it names (the one file that
+    names it: its source and sha256)."""
     from mcptask_gen.load import load
+    from mcptask_gen.pinned import origin_of
 
     out = tmp_path / "ext_tasks"
     result = run_cli(SCHEMA_EXT_DRAFT, "-o", out)
     assert result.exit_code == 0, result.output
     release, draft = tree(ext_only), tree(out)
     assert sorted(draft) == sorted(release)
-    ours, theirs = load(SCHEMA_EXT_DRAFT, None).sha256, load(SCHEMA_EXT, None).sha256
-    assert ours != theirs
-    assert {rel: text.replace(ours.encode(), theirs.encode()) for rel, text in draft.items()} == (
-        release
-    )
+    assert [rel for rel in release if draft[rel] != release[rel]] == ["descriptor.py"]
+    ours, theirs = load(SCHEMA_EXT_DRAFT, None), load(SCHEMA_EXT, None)
+    assert ours.sha256 != theirs.sha256
+    swaps = [
+        (ours.sha256, theirs.sha256),
+        (origin_of(ours.file_sha256, ours.sha256), origin_of(theirs.file_sha256, theirs.sha256)),
+    ]
+    text = draft["descriptor.py"]
+    for old, new in swaps:
+        assert old is not None and new is not None and old.encode() in text
+        text = text.replace(old.encode(), new.encode())
+    assert text == release["descriptor.py"]
 
 
 #: The extension's own definitions (spec/tasks-extension.md section 21): the schema's other
@@ -270,7 +279,9 @@ def test_extension_face_facts(generated_pkg: Path, import_package: Any) -> None:
     facts = pkg.extension.protocol
     assert facts.EXTENSION_ID == "io.modelcontextprotocol/tasks"  # X-ID-1
     assert (facts.RESULT_TYPE_TASK, facts.RESULT_TYPE_COMPLETE) == ("task", "complete")
-    assert facts.TASKS_UPDATE == "tasks/update" and facts.NOTIFICATIONS_TASKS == "notifications/tasks"
+    assert (
+        facts.TASKS_UPDATE == "tasks/update" and facts.NOTIFICATIONS_TASKS == "notifications/tasks"
+    )
     assert facts.REMOVED_METHODS == {"tasks/result", "tasks/list"}  # X-COMPAT-4
     assert facts.GATE_METHODS == {"tasks/get", "tasks/update", "tasks/cancel"}  # X-CAP-9
     assert facts.AUGMENTABLE["server"] == {"tools/call"} and not facts.AUGMENTABLE["client"]

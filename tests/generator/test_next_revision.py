@@ -4,7 +4,7 @@ its task definitions have a known shape, found by structure whatever the revisio
 Simulated as the working group proposes to fold the tasks extension into the core protocol
 "in its current form": the published core 2026-07-28 schema with the extension's 2026-07-28
 definitions merged into its ``$defs``, named (or not) as revision 2027-03-31. Built at test
-time from ``../shared``; nothing is copied into the repository.
+time from the official schemas in ``schema/``.
 """
 
 from __future__ import annotations
@@ -185,8 +185,9 @@ def test_the_face_is_named_after_the_new_revision(next_pkg: tuple[Path, Any]) ->
     out, _ = next_pkg
     files = tree(out)
     assert "extension/models.py" in files and "protocol.py" in files
-    head = files["extension/models.py"].decode().splitlines()[:2]
-    assert f"MCP protocol revision {NEXT}, extension io.modelcontextprotocol/tasks." in head[1]
+    descriptor = files["descriptor.py"].decode()
+    assert f'revision="{NEXT}",' in descriptor
+    assert 'extension="io.modelcontextprotocol/tasks",' in descriptor
     assert f'"{NEXT}": "extension"' in files["protocol.py"].decode()  # FACES
     assert f'REVISION: Final = "{NEXT}"' in files["extension/protocol.py"].decode()
 

@@ -1,6 +1,7 @@
 """Every JSON example of both seed files parses into the generated models and
-serializes back to the identical JSON (fixtures extracted from ../shared/seeds/); so does
-every valid message example of the tasks extension's spec (spec/tasks-extension.md §23)."""
+serializes back to the identical JSON (fixtures extracted from the seeds: the 2025-11-25 tasks
+specification's texts); so does every valid message example of the tasks extension's spec
+(docs/spec/tasks-extension.md §23)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ def test_example_round_trips(entry: dict[str, Any], pkg: Any) -> None:
         tasks = data["capabilities"]["tasks"]
         cap_model = pkg.core.capabilities.CAPABILITY_MODELS[side]
         _same(cap_model.model_validate(tasks), tasks)
-        assert pkg.core.capabilities.build_tasks_capability(side) == tasks  # R-CAP-2: what we declare
+        assert (
+            pkg.core.capabilities.build_tasks_capability(side) == tasks
+        )  # R-CAP-2: what we declare
     elif kind == "request" and entry["method"] in pkg.core.methods.METHODS:
         _same(pkg.core.methods.parse_request(data), data)
     elif kind == "request":
@@ -94,7 +97,11 @@ def test_ttl_null_survives_a_round_trip(pkg: Any) -> None:
         "lastUpdatedAt": "2025-11-25T10:30:00Z",
         "ttl": None,
     }
-    for model in (pkg.core.models.Task, pkg.core.models.GetTaskResult, pkg.core.models.CancelTaskResult):
+    for model in (
+        pkg.core.models.Task,
+        pkg.core.models.GetTaskResult,
+        pkg.core.models.CancelTaskResult,
+    ):
         _same(model.model_validate(task), task)
     _same(pkg.core.models.CreateTaskResult.model_validate({"task": task}), {"task": task})
 
@@ -105,7 +112,7 @@ def test_ttl_null_survives_a_round_trip(pkg: Any) -> None:
 # per-request envelope, A-14) and EX-26 (the stale -32003 code, A-13).
 EXT_FIXTURES = REPO / "tests" / "fixtures" / "spec_examples_ext"
 EXT_INDEX = json.loads((EXT_FIXTURES / "index.json").read_text())
-EXT_SCHEMA = REPO.parent / "shared" / "mcp-schema" / "ext-tasks-2026-07-28" / "schema.json"
+EXT_SCHEMA = REPO / "schema" / "ext-tasks-2026-07-28" / "schema.json"
 
 
 @pytest.fixture(scope="module")

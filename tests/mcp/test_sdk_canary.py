@@ -74,12 +74,13 @@ def test_every_assumption_says_why_and_what_would_end_it() -> None:
 
 
 def test_the_supported_range_is_the_mcp_extras() -> None:
-    """MCP_SUPPORTED is the ``mcp`` extra's requirement, read from the package's descriptor."""
+    """MCP_SUPPORTED is the ``mcp`` extra's requirement, read from the package's descriptor,
+    which the generator wrote from the runtime part's pins (``templates/needs.toml``)."""
     import tomllib
 
-    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-    extra = tomllib.loads(pyproject.read_text("utf-8"))["project"]["optional-dependencies"]
-    (line,) = (r for r in extra["mcp"] if re.match(r"mcp\s*[<>=!~]", r))
+    needs = Path(__file__).resolve().parents[2] / "templates" / "needs.toml"
+    requires = tomllib.loads(needs.read_text("utf-8"))["requires"]
+    (line,) = (r for r in requires["runtime"] if re.match(r"mcp\s*[<>=!~]", r))
     assert line == f"mcp{_sdk.MCP_SUPPORTED}", (line, _sdk.MCP_SUPPORTED)
 
 

@@ -112,7 +112,7 @@ WITHOUT_SDK = "import sys; sys.modules['mcp'] = sys.modules['mcp_types'] = None;
 
 def test_a_missing_sdk_names_the_extra() -> None:
     cli = run([sys.executable, "-c", WITHOUT_SDK + "from mcp_tasks.cli import main; main()"])
-    assert_one_line(cli, "mcptask:", "mcp SDK", "pip install", "'.[mcp]'")
+    assert_one_line(cli, "mcptask:", "mcp SDK", "pip install", "'./generated[mcp]'")
     serve = run(
         [
             sys.executable,

@@ -122,3 +122,68 @@ def test_a_package_the_runtime_cannot_serve_is_refused_in_one_line(
 
     with pytest.raises(TypeError, match="not a subclass of a generated TasksHandlerBase"):
         adopt(object())
+
+
+def test_a_package_that_does_not_accept_this_runtime_s_version_is_refused_in_one_line(
+    userpkg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package names the runtime versions that serve it (``RUNTIME_REQUIRES``, from the
+    version of the generator that wrote it); a runtime of another version refuses its handlers
+    in one line naming both versions: here a package written by a later generator, and a
+    runtime of a later (simulated) version."""
+    from mcp_tasks import descriptor as own
+    from mcptask_gen import runtime_requirement
+
+    assert userpkg.descriptor.RUNTIME_REQUIRES == runtime_requirement(own.GENERATOR_VERSION)
+
+    class Core(CoreTasksMixin, userpkg.core.handlers.TasksHandlerBase):  # type: ignore[misc]
+        pass
+
+    later = runtime_requirement("0.2.0")
+    monkeypatch.setattr(userpkg.descriptor, "RUNTIME_REQUIRES", later)
+    with pytest.raises(TypeError) as err:
+        adopt(Core(TaskEngine()))
+    message = str(err.value)
+    assert "\n" not in message
+    assert f"needs {later}" in message and "mcptask-runtime>=0.2.0,<0.3" in message
+    assert f"this runtime is mcptask-runtime {own.GENERATOR_VERSION}" in message
+
+    monkeypatch.undo()
+    monkeypatch.setattr(own, "GENERATOR_VERSION", "0.3.1")  # a later runtime
+    with pytest.raises(TypeError) as err:
+        adopt(Core(TaskEngine()))
+    message = str(err.value)
+    assert "\n" not in message and "this runtime is mcptask-runtime 0.3.1" in message
+    assert f"needs {userpkg.descriptor.RUNTIME_REQUIRES}" in message
+
+    monkeypatch.setattr(own, "GENERATOR_VERSION", "0.1.7")  # a later patch release serves it
+    assert isinstance(adopt(Core(TaskEngine())), Adopted)
+
+
+@pytest.mark.parametrize(
+    ("requirement", "version", "accepted"),
+    [
+        ("mcptask-runtime>=0.1.0,<0.2", "0.1.0", True),
+        ("mcptask-runtime>=0.1.0,<0.2", "0.1.12", True),
+        ("mcptask-runtime>=0.1.0,<0.2", "0.2.0", False),
+        ("mcptask-runtime>=0.1.3,<0.2", "0.1.2", False),
+        ("mcptask-runtime>=1.2.0,<2", "1.9.0", True),
+        ("mcptask-runtime>=1.2.0,<2", "2.0.0", False),
+        ("mcptask-runtime>=0.1.0,<0.2", "0.1.0rc1", True),  # release numbers compare
+        ("mcptask-runtime>=0.1.0,~0.2", "0.1.0", False),  # a clause it cannot read: refuse
+    ],
+)
+def test_which_runtime_versions_a_requirement_accepts(
+    requirement: str, version: str, accepted: bool
+) -> None:
+    from mcp_tasks.runtime.bindings import accepts
+
+    assert accepts(requirement, version) is accepted
+
+
+def test_the_generator_names_its_own_minor_line() -> None:
+    from mcptask_gen import runtime_requirement
+
+    assert runtime_requirement("0.1.0") == "mcptask-runtime>=0.1.0,<0.2"
+    assert runtime_requirement("0.4.2") == "mcptask-runtime>=0.4.2,<0.5"
+    assert runtime_requirement("1.2.3") == "mcptask-runtime>=1.2.3,<2"

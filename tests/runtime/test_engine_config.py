@@ -34,7 +34,7 @@ from testkit.importing import imported
 from testkit.wait import until_async
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA_ORIGINAL = REPO.parent / "shared" / "mcp-schema" / "2025-11-25-original" / "schema.json"
+SCHEMA_ORIGINAL = REPO / "schema" / "2025-11-25-original" / "schema.json"
 ALICE = RequestContext(requestor="alice")
 BOB = RequestContext(requestor="bob")
 
@@ -127,7 +127,9 @@ def original_pkg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     os.environ["MCPTASK_GEN_CACHE_DIR"] = str(root / "cache")
     try:
         out = root / "mcp_tasks_original"
-        result = CliRunner().invoke(generate, [str(SCHEMA_ORIGINAL), "-o", str(out), "--with-runtime"])
+        result = CliRunner().invoke(
+            generate, [str(SCHEMA_ORIGINAL), "-o", str(out), "--with-runtime"]
+        )
         assert result.exit_code == 0, result.output
     finally:
         if old is None:
@@ -156,7 +158,9 @@ def test_unlimited_ttl_refused_when_schema_forbids_it_R_TTL_2(original_pkg: Any)
 @pytest.mark.anyio
 async def test_null_ttl_is_clamped_and_answers_stay_valid_R_TTL_2(original_pkg: Any) -> None:
     rt = original_pkg.runtime
-    ctx = importlib.import_module("mcp_tasks_original.core.handlers").RequestContext(requestor="alice")
+    ctx = importlib.import_module("mcp_tasks_original.core.handlers").RequestContext(
+        requestor="alice"
+    )
     async with rt.TaskEngine(config=rt.EngineConfig(max_ttl_ms=60_000)) as engine:
         core = rt.CoreTasks(engine)
         created = await core.dispatch_augmented(

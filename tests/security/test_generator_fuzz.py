@@ -28,7 +28,7 @@ from testkit.json_tree import drop_at, json_paths, set_at
 from testkit.typecheck import TYPECHECK, mypy_strict
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = REPO.parent / "shared" / "mcp-schema" / "2025-11-25" / "schema.json"
+SCHEMA = REPO / "schema" / "2025-11-25" / "schema.json"
 BASE: dict[str, Any] = json.loads(SCHEMA.read_text())
 TASK_DEFS = sorted(k for k in BASE["$defs"] if "Task" in k)
 RENDERED = [
@@ -44,7 +44,7 @@ RENDERED = [
 ]
 SUCCESSES: list[Path] = []
 #: The tasks extension's schema (2026-07-28, io.modelcontextprotocol/tasks): its own face.
-EXT_SCHEMA = REPO.parent / "shared" / "mcp-schema" / "ext-tasks-draft" / "schema.json"
+EXT_SCHEMA = REPO / "schema" / "ext-tasks-draft" / "schema.json"
 EXT_BASE: dict[str, Any] = json.loads(EXT_SCHEMA.read_text())
 EXT_TASK_DEFS = sorted(k for k in EXT_BASE["$defs"] if "Task" in k)
 EXT_RENDERED = [

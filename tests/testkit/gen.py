@@ -1,8 +1,9 @@
 """Helpers of the generator tests: the pinned schemas, running ``mcptask-gen`` in process,
 and checking what it wrote.
 
-The schemas live in ``../shared/mcp-schema`` beside the repository; generated packages are
-imported with :mod:`testkit.importing` (never through ``sys.path``).
+The official schemas live in the repository's ``schema/`` (byte for byte, with their source
+and licence); generated packages are imported with :mod:`testkit.importing` (never through
+``sys.path``).
 """
 
 from __future__ import annotations
@@ -20,16 +21,17 @@ from mcptask_gen.cli import main
 from testkit.typecheck import assert_mypy_strict
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
-SCHEMA = SHARED / "mcp-schema" / "2025-11-25" / "schema.json"
-SCHEMA_0618 = SHARED / "mcp-schema" / "2025-06-18" / "schema.json"
-SCHEMA_0728 = SHARED / "mcp-schema" / "2026-07-28" / "schema.json"
-SCHEMA_ORIGINAL = SHARED / "mcp-schema" / "2025-11-25-original" / "schema.json"
+#: The official schemas, one folder each (``schema/<name>/schema.json``).
+SCHEMAS = REPO / "schema"
+SCHEMA = SCHEMAS / "2025-11-25" / "schema.json"
+SCHEMA_0618 = SCHEMAS / "2025-06-18" / "schema.json"
+SCHEMA_0728 = SCHEMAS / "2026-07-28" / "schema.json"
+SCHEMA_ORIGINAL = SCHEMAS / "2025-11-25-original" / "schema.json"
 #: The tasks extension io.modelcontextprotocol/tasks of 2026-07-28 (its own schema), pinned at
 #: its stable release (``ext-tasks`` ``schema/2026-07-28``).
-SCHEMA_EXT = SHARED / "mcp-schema" / "ext-tasks-2026-07-28" / "schema.json"
+SCHEMA_EXT = SCHEMAS / "ext-tasks-2026-07-28" / "schema.json"
 #: Its draft (``ext-tasks`` ``schema/draft``): the release but for its ``$id``; still generated.
-SCHEMA_EXT_DRAFT = SHARED / "mcp-schema" / "ext-tasks-draft" / "schema.json"
+SCHEMA_EXT_DRAFT = SCHEMAS / "ext-tasks-draft" / "schema.json"
 #: The schemas ``generated/mcp_tasks`` is generated from: one face each.
 PINNED = (SCHEMA, SCHEMA_EXT)
 #: The virtualenv's scripts (``mcptask-gen``, ``mypy``, ``ruff``).

@@ -5,10 +5,12 @@
 ``store_from_url("memory:" | "sqlite:PATH" | "redis://...")`` makes a store from a URL.
 
 Built only on this package's own modules (plus the standard library, pydantic and anyio).
+``__version__`` is the runtime's version: that of the mcptask-gen that wrote this package.
 """
 
 from __future__ import annotations
 
+from ..descriptor import GENERATOR_VERSION as __version__
 from . import faces
 from .cursor import CursorCodec, CursorError
 from .engine import (
@@ -37,6 +39,7 @@ __all__ = [
     "TaskContext",
     "TaskEngine",
     "TaskView",
+    "__version__",
     "check_store",
     "store_from_url",
 ]

@@ -22,7 +22,8 @@ _MCP_REQUIREMENT = re.compile(r"mcp\s*([<>=!~][^;]*)")
 
 def _supported() -> str:
     """The ``mcp`` requirement's specifiers (``>=2.2,<2.4``), from the package's
-    ``descriptor.PARTS`` (written from ``pyproject.toml``'s ``mcp`` extra, their one home)."""
+    ``descriptor.PARTS`` (written from the runtime part's pins in mcptask-gen's
+    ``templates/needs.toml``, their one home)."""
     for line in descriptor.PARTS["runtime"].requires:
         found = _MCP_REQUIREMENT.fullmatch(line.partition(";")[0].strip())
         if found is not None:
@@ -32,7 +33,7 @@ def _supported() -> str:
 
 
 MCP_SUPPORTED: Final = _supported()
-"""The ``mcp`` releases these assumptions were checked against (``pyproject.toml``)."""
+"""The ``mcp`` releases these assumptions were checked against (the ``mcp`` extra's range)."""
 
 ASSUMPTIONS: Final[tuple[tuple[str, str, str], ...]] = (
     # the serving (McpTasks on a Server or an MCPServer, a task's session)

@@ -7,8 +7,9 @@ built on its own package's bindings, serves it. The handler's own tables parse i
 this module is the one place that meets the two packages:
 
 - :func:`bindings_of` finds the package a handler's class was generated in and reads its
-  ``descriptor``; :func:`adopt` refuses, in one line naming both, a package whose revision
-  this runtime does not serve or whose bindings API differs from this runtime's;
+  ``descriptor``; :func:`adopt` refuses, in one line naming both, a package that does not
+  accept this runtime's version (its ``RUNTIME_REQUIRES``), whose revision this runtime does
+  not serve or whose bindings API differs from this runtime's;
 - :class:`Adopted` presents such a handler to the router as one of this package's: the
   request context it is given is its package's class, and the errors and ``NeedsStream`` its
   machinery raises become this package's (same codes, messages and data).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -27,8 +29,42 @@ from typing import Any
 from .. import descriptor as own
 from .._handlers import HandlerBase, NeedsStream, RequestContext, Work
 from ..errors import TaskError, error_from_payload
+from .parts import DISTRIBUTION
 
-__all__ = ["Adopted", "Bindings", "adopt", "bindings_of"]
+__all__ = ["Adopted", "Bindings", "accepts", "adopt", "bindings_of"]
+
+_CLAUSE = re.compile(r"\s*(>=|<=|==|!=|<|>)\s*(\d+(?:\.\d+)*)[^,]*")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The release numbers of ``version`` (``0.1.0`` -> (0, 1, 0)), zero-padded to three."""
+    found = re.match(r"\d+(?:\.\d+)*", version.strip())
+    numbers = tuple(int(n) for n in found[0].split(".")) if found else ()
+    return (numbers + (0, 0, 0))[: max(3, len(numbers))]
+
+
+def accepts(requirement: str, version: str) -> bool:
+    """Whether ``version`` meets the bounds of ``requirement`` (a requirement line such as
+    ``mcptask-runtime>=0.1.0,<0.2``; only release numbers compare)."""
+    spec = re.split(r"[<>=!]", requirement, maxsplit=1)
+    clauses = requirement[len(spec[0]) :].split(",") if len(spec) == 2 else []
+    have = _release(version)
+    for clause in clauses:
+        found = _CLAUSE.fullmatch(clause)
+        if found is None:
+            return False
+        op, bound = found[1], _release(found[2])
+        ok = {
+            ">=": have >= bound,
+            "<=": have <= bound,
+            "==": have == bound,
+            "!=": have != bound,
+            "<": have < bound,
+            ">": have > bound,
+        }[op]
+        if not ok:
+            return False
+    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +127,14 @@ def adopt(handler: object) -> HandlerBase:
     if found is None:
         return _unknown(handler)
     face = str(getattr(handler, "face", ""))
+    wanted = getattr(found.descriptor, "RUNTIME_REQUIRES", None)
+    if isinstance(wanted, str) and not accepts(wanted, own.GENERATOR_VERSION):
+        raise _refuse(
+            handler,
+            f"is written on {found.name}, which needs {wanted}; this runtime is {DISTRIBUTION}"
+            f" {own.GENERATOR_VERSION}: install one {found.name} accepts, or regenerate"
+            f" {found.name} with {own.GENERATOR} {own.GENERATOR_VERSION}",
+        )
     if getattr(found.descriptor, "BINDINGS_API", None) != own.BINDINGS_API:
         raise _refuse(
             handler,

@@ -1,13 +1,15 @@
 """What each optional part of the runtime needs installed, and the one line that says so.
 
-The one home of that rule: the modules a part imports (below) and its requirement lines (the
-package's ``descriptor.PARTS``, with the version ranges mcptask-gen was tested with). A part
-imported without its extra raises ``ModuleNotFoundError`` in one line naming the extra and
-what to install (:func:`require`), rather than ``No module named 'redis'`` from deep inside an
-import; a command that needs one exits 2 with the same line (``sdk_check.require_extra``)."""
+The one home of that rule: the modules a part imports (below), and its requirement lines and
+extra (the package's ``descriptor.PARTS``, with the version ranges mcptask-gen was tested
+with). A part imported without its extra raises ``ModuleNotFoundError`` in one line naming
+the extra and what to install (:func:`require`), rather than ``No module named 'redis'`` from
+deep inside an import; a command that needs one exits 2 with the same line
+(``sdk_check.require_extra``)."""
 
 from __future__ import annotations
 
+import re
 from importlib.util import find_spec
 from typing import Final
 
@@ -22,13 +24,13 @@ MODULES: Final[dict[str, tuple[str, ...]]] = {
     "ops": ("prometheus_client",),
     "workers": ("docket", "redis"),
 }
-#: part -> the extra of mcptask-gen that installs it (the runtime's is ``mcp``)
+#: part -> the extra of the runtime's distribution that installs it (the runtime's is ``mcp``)
 EXTRA: Final[dict[str, str]] = {
-    "runtime": "mcp",
-    "redis": "redis",
-    "ops": "ops",
-    "workers": "workers",
+    name: part.extra for name, part in descriptor.PARTS.items() if part.extra is not None
 }
+#: the runtime's distribution, and where it is built in a clone of the mcptask-gen repository
+DISTRIBUTION: Final = re.split(r"[<>=!~ \[;]", descriptor.RUNTIME_REQUIRES, maxsplit=1)[0]
+CHECKOUT: Final = "./generated"
 
 
 def _absent(module: str) -> bool:
@@ -39,10 +41,13 @@ def _absent(module: str) -> bool:
 
 
 def install(part: str) -> str:
-    """How to install ``part``: "pip install LINES..., or from the mcptask-gen checkout: ..."."""
+    """How to install ``part``: "pip install LINES... (the extra EXTRA of the runtime's
+    distribution; from a clone of the mcptask-gen repository: pip install './generated[EXTRA]')"."""
     pins = " ".join(f"'{line}'" for line in descriptor.PARTS[part].requires)
+    extra = EXTRA[part]
     return (
-        f"pip install {pins}, or from the mcptask-gen checkout: pip install -e '.[{EXTRA[part]}]'"
+        f"pip install {pins} (the '{extra}' extra of {DISTRIBUTION}; from a clone of the "
+        f"mcptask-gen repository: pip install '{CHECKOUT}[{extra}]')"
     )
 
 
