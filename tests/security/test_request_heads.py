@@ -11,7 +11,9 @@ loopback, on both HTTP stacks (``httptools``, the default, and ``h11``):
   they close (it grew by about 1 GiB on the default stack before the limit);
 - the limits are exact and alike on both stacks: a head of ``--max-head-bytes`` bytes and
   ``--max-headers`` fields is served, one byte or one field more is refused, the reason in
-  the answer and one throttled log line.
+  the answer and one throttled log line;
+- they hold each head, never a connection's: many requests on one kept-alive connection,
+  one after another or pipelined in one write, are all served.
 """
 
 from __future__ import annotations
@@ -195,3 +197,43 @@ def test_the_limits_are_exact_and_alike_on_both_stacks(
             pass
     assert got.startswith(b"HTTP/1.1 431 "), got[:300]
     assert server.log().count("refused request heads") == 1, server.log()[-2000:]
+
+
+def _answers(sock: socket.socket, count: int) -> list[bytes]:
+    """The status lines of ``count`` answers read from ``sock`` (each has a length)."""
+    got, lines = b"", []
+    while len(lines) < count:
+        while b"\r\n\r\n" not in got:
+            chunk = sock.recv(65536)
+            assert chunk, (lines, got[:300])
+            got += chunk
+        head, _, got = got.partition(b"\r\n\r\n")
+        lines.append(head.split(b"\r\n", 1)[0])
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        while len(got) < length:
+            got += sock.recv(65536)
+        got = got[length:]
+    return lines
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_limits_are_per_head_never_per_connection(
+    ops_servers: Callable[..., OpsServer], stack: str
+) -> None:
+    """R-SEC-4: with ``--max-head-bytes 4096``, 100 heads of 3 KiB on one kept-alive
+    connection (300 KiB in all), each sent whole after the last answer, then 100 more
+    pipelined in one write, are all served."""
+    server = ops_servers("--http-stack", stack, "--max-head-bytes", "4096")
+    port = server.ops_port
+    head = _head(port, 5, size=3072)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        for _ in range(100):
+            sock.sendall(head)
+            assert _answers(sock, 1) == [b"HTTP/1.1 200 OK"]
+        sock.sendall(head * 100)
+        assert _answers(sock, 100) == [b"HTTP/1.1 200 OK"] * 100
+    assert "refused request heads" not in server.log()

@@ -31,7 +31,7 @@ with
   could make the process hold gigabytes. Both parsers are held alike: the bytes are counted
   as they arrive and fed to the parser no further than the limit (``h11``'s own buffer
   limit is set to the same bound, its refusal answered the same way); a head that began in
-  the same read as the end of an earlier pipelined request is counted from the read after.
+  the same read as the end of an earlier request (pipelined) is counted from the read after.
 
 A connection past a deadline is closed (aborted when writes are stuck); closing and refusing
 count in ``SlowClientStats`` and are logged at most once per :data:`LOG_EVERY_S` seconds for
@@ -412,30 +412,35 @@ class _WithDeadlines(_Protocol):  # type: ignore[misc]
         if not self._admitted or self._head_refused:
             return  # refused: answered and closing
         limit = self.deadlines.max_head_bytes
-        if self._reading_head() and self._head_bytes + len(data) > limit:
-            # no further than the limit into the parser: a head that has not ended there
-            # is refused, else the rest is its body or the next request
+        while self._reading_head() and self._head_bytes + len(data) > limit:
+            # no further than the limit into the parser: a head still going on there is
+            # refused; else the rest (its body, the next requests) is fed the same way
             room = limit - self._head_bytes
-            first, data = data[:room], data[room:]
-            if first:
+            if room > 0:
+                first, data = data[:room], data[room:]
                 self._feed(first)
                 if self._head_refused or self.transport.is_closing():
                     return
-            if self._reading_head():
+            if self._reading_head() and self._head_bytes >= limit:
                 self._refuse_head(f"over {limit} bytes")
                 return
-        self._feed(data)
+        if data:  # (h11 takes empty data for the client's end of the connection)
+            self._feed(data)
+
+    def _messages(self) -> tuple[int, int]:
+        """How many requests the parser began and ended so far (the stack's mixin; (0, 0)
+        where it parses a head only once it is whole)."""
+        return 0, 0
 
     def _feed(self, data: bytes) -> None:
         reading = self._reading_head()
+        before = self._messages()
         super().data_received(data)
         refusal = self._refusal()
         if refusal is not None:
             self._refuse_head(refusal)
             return
-        # a head still being read counts this read (all of it when an earlier request
-        # ended in it too: counted high, never low); otherwise the next head counts from 0
-        self._head_bytes = self._head_bytes + len(data) if reading and self._reading_head() else 0
+        self._count_head(data, reading, before)
         if self.transport.is_closing():
             self._disarm()
             self._disarm_request()
@@ -458,6 +463,21 @@ class _WithDeadlines(_Protocol):  # type: ignore[misc]
             self._head_armed = False
             self._disarm()
             self._disarm_request()
+
+    def _count_head(self, data: bytes, reading: bool, before: tuple[int, int]) -> None:
+        """The bytes of the head being read once ``data`` was parsed: this read counted
+        while the same head goes on, all of it for a head begun in it from idle, none for a
+        head begun after another request ended in it (counted from the next read)."""
+        if not self._reading_head():
+            self._head_bytes = 0
+            return
+        begun, ended = self._messages()
+        if (begun, ended) == before:
+            self._head_bytes = self._head_bytes + len(data) if reading else 0
+        elif (begun, ended) == (before[0] + 1, before[1]) and before[0] == before[1]:
+            self._head_bytes = len(data)
+        else:
+            self._head_bytes = 0
 
     def _refuse_head(self, reason: str) -> None:
         """HTTP 431 and the connection closed: nothing more of it is read."""
@@ -566,6 +586,7 @@ class _HttpToolsHead(_WithDeadlines):
     def connection_made(self, transport: asyncio.Transport) -> None:
         self._in_body = False
         self._headers_seen = 0
+        self._begun = self._ended = 0
         self._too_many: str | None = None
         super().connection_made(transport)
 
@@ -575,8 +596,12 @@ class _HttpToolsHead(_WithDeadlines):
     def _refusal(self) -> str | None:
         return self._too_many
 
+    def _messages(self) -> tuple[int, int]:
+        return self._begun, self._ended
+
     def on_message_begin(self) -> None:
         self._headers_seen = 0
+        self._begun += 1
         super().on_message_begin()
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -601,6 +626,7 @@ class _HttpToolsHead(_WithDeadlines):
     def on_message_complete(self) -> None:
         if self._too_many is None:
             self._in_body = False
+            self._ended += 1
             super().on_message_complete()
 
 
