@@ -19,6 +19,8 @@ answers exactly like an unknown one.
   face: ``FAILED``); ``tool`` the tool a ``tools/call`` task runs (kept for operators);
   ``budget`` and ``held_bytes``: what it counts against among the tasks kept (R-SEC-4).
 - ``record(requestor, task_id, *, face)``: the task (``TaskNotFound``/``TaskExpired``).
+- ``holds(requestor, task_id, *, face)``: whether the store holds such a task of the
+  requestor's, nothing counted or audited (the memory store: a dict lookup).
 - ``view(requestor, task_id, *, face)``: ``TaskView(record, inputs)``, the outstanding
   input requests in creation order, each with a key unique for the task's life.
 - ``answer(requestor, task_id, answers, *, face)``: hand answers (bare results, by key)
@@ -409,6 +411,21 @@ class TaskEngine:
             return rec
         self.runs.start(rec, run, work, is_error_result, progress_token)
         return rec
+
+    async def holds(self, requestor: str, task_id: str, *, face: str | None = None) -> bool:
+        """Whether the store holds a task ``task_id`` of ``requestor`` and ``face`` (any face
+        when None), expired or not: ``record`` then says which. Read as ``lookup`` reads it,
+        with nothing counted, audited or renewed; a store that does not answer holds it (let
+        ``record`` say what is wrong)."""
+        rec = self.runs.recent(task_id)
+        if rec is None:
+            if not storable_id(task_id):
+                return False
+            try:
+                rec = await self.guard.get(task_id)
+            except TaskError:
+                return True
+        return rec is not None and rec.requestor == requestor and face in (None, rec.face)
 
     async def record(self, requestor: str, task_id: str, *, face: str | None = None) -> TaskRecord:
         """The task (rate-limited, R-SEC-3)."""

@@ -27,6 +27,9 @@ A core ``tasks/result`` that waits for its task answers on a stream of its own w
 must (:mod:`.result_stream`): its task's input requests ride it (R-INPUT-3), and the
 client's POSTed answers to them are taken here.
 
+A ``subscriptions/listen`` whose body is too big to name the most task ids a listen may
+(:func:`~.router.oversized_listen`) is refused here before its body is parsed.
+
 Everything else goes to the SDK unchanged, body replayed, decided before anything ran:
 every request the SDK would refuse (so refusals keep the SDK's shape), a ``tools/call``
 that does not become a task (:class:`~.router.Pass`, decided before any task or run), and
@@ -72,7 +75,7 @@ from ._sdk import (
 )
 from .mcp_identity import client_address, http_requestor, identifies
 from .result_stream import STREAM_AFTER_S, Answers, ResultStream, is_response, to_json
-from .router import Pass, TaskRequest
+from .router import Pass, TaskRequest, oversized_listen
 from .tool_runner import envelope_connection, tool_runner
 
 if TYPE_CHECKING:
@@ -271,6 +274,12 @@ class TaskEndpoint:
         id is in flight on its session (here or on the SDK's path) is refused at once."""
         messages, body = await _read_body(receive, self.manager.max_request_body_size)
         headers = _headers(scope)
+        refused = oversized_listen(headers, len(body)) if body is not None else None
+        if refused is not None:  # refused unparsed: parsing it would hold the event loop
+            self.replied += 1
+            status = _error_status(headers.get(_VERSION_HEADER), refused.code)
+            await Reply(None, error=refused.to_error(), status=status).send(send)
+            return
         doc = _document(headers, body)
         if self.answers and is_response(doc) and await self._settled(scope, headers, doc):
             self.replied += 1

@@ -142,6 +142,7 @@ class McpTasks:
             has_tool=self.has_tool,
             ended=self.engine.runs.ended,
             push=InputPush(self.server, self.handlers[REVISION]),
+            meter=self.engine.rate.check,
         )
         #: the task endpoint of the last :meth:`streamable_http_app` (None: not in use)
         self.task_endpoint: Any = None
