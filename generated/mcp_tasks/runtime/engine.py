@@ -18,9 +18,8 @@ answers exactly like an unknown one.
   started; ``tool_error`` is the status a tool result with ``isError`` ends in (the core
   face: ``FAILED``); ``tool`` the tool a ``tools/call`` task runs (kept for operators);
   ``budget`` and ``held_bytes``: what it counts against among the tasks kept (R-SEC-4).
-- ``record(requestor, task_id, *, face)``: the task (``TaskNotFound``/``TaskExpired``).
-- ``holds(requestor, task_id, *, face)``: whether the store holds such a task of the
-  requestor's, nothing counted or audited (the memory store: a dict lookup).
+- ``record(requestor, task_id, *, face)``: the task (``TaskNotFound``/``TaskExpired``);
+  ``holds(...)`` the same question answered yes or no, nothing counted or audited.
 - ``view(requestor, task_id, *, face)``: ``TaskView(record, inputs)``, the outstanding
   input requests in creation order, each with a key unique for the task's life.
 - ``answer(requestor, task_id, answers, *, face)``: hand answers (bare results, by key)
@@ -413,18 +412,14 @@ class TaskEngine:
         return rec
 
     async def holds(self, requestor: str, task_id: str, *, face: str | None = None) -> bool:
-        """Whether the store holds a task ``task_id`` of ``requestor`` and ``face`` (any face
-        when None), expired or not: ``record`` then says which. Read as ``lookup`` reads it,
-        with nothing counted, audited or renewed; a store that does not answer holds it (let
-        ``record`` say what is wrong)."""
+        """Whether the store holds such a task (expired too: ``record`` says so), read as
+        ``lookup`` reads it, nothing counted or audited; unanswered, yes (``record`` tells)."""
         rec = self.runs.recent(task_id)
-        if rec is None:
-            if not storable_id(task_id):
-                return False
-            try:
+        try:
+            if rec is None and storable_id(task_id):
                 rec = await self.guard.get(task_id)
-            except TaskError:
-                return True
+        except TaskError:
+            return True
         return rec is not None and rec.requestor == requestor and face in (None, rec.face)
 
     async def record(self, requestor: str, task_id: str, *, face: str | None = None) -> TaskRecord:

@@ -19,9 +19,8 @@ global cap), ``--max-sessions-per-requestor N``, ``--session-idle-timeout S``, t
 client deadlines ``--header-timeout S``, ``--request-timeout S``, ``--min-body-rate
 BYTES/SECONDS``, ``--body-timeout S``, ``--send-timeout S``, ``--keep-alive-timeout S``, and
 the connection caps ``--max-connections N`` (default from the descriptor limit) and
-``--max-connections-per-address N``, and the request head's limits ``--max-head-bytes N`` and
-``--max-headers N`` (``runtime/slow_clients.py``; the ``--ops`` listener has the same, its
-connections counted together with the MCP port's).
+``--max-connections-per-address N``, a request head's ``--max-head-bytes N`` and
+``--max-headers N`` (``runtime/slow_clients.py``; the same on ``--ops``, counted together).
 A client's address is its socket's peer: ``X-Forwarded-For`` is ignored unless
 ``--forwarded-allow-ips IPS`` names the proxies to believe it from.
 Over stdio, lines that are not JSON-RPC are answered (-32700/-32600), never dropped.
@@ -548,9 +547,8 @@ def http_protocol(args: argparse.Namespace) -> type[Any]:
         request_timeout=args.request_timeout,
         min_body_rate=args.body_rate,
         caps=connection_caps(args),
-        max_head_bytes=args.max_head_bytes,
-        max_headers=args.max_headers,
-    )
+        max_head_bytes=args.max_head_bytes, max_headers=args.max_headers,
+    )  # fmt: skip
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:

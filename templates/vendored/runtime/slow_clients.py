@@ -24,22 +24,17 @@ with
   socket's peer, never a header), counted in one object that every listener of the process
   shares; a connection over a cap is answered at once with a bare HTTP 503 (in all) or 429
   (its address) and closed, so the descriptors below the process's limit keep serving others;
-- ``max_head_bytes`` and ``max_headers``: a request head (its request line and header
-  fields) must end within this many bytes and hold at most this many header fields, or the
-  connection is answered HTTP 431 and closed before anything else reads the head (the app,
-  a token check): a head is held in memory until it ends, so without a bound one client
-  could make the process hold gigabytes. Both parsers are held alike: the bytes are counted
-  as they arrive and fed to the parser no further than the limit (``h11``'s own buffer
-  limit is set to the same bound, its refusal answered the same way); a head that began in
-  the same read as the end of an earlier request (pipelined) is counted from the read after.
+- ``max_head_bytes`` and ``max_headers``: a request head must end within this many bytes
+  and hold at most this many header fields, or the connection is answered HTTP 431 and
+  closed before anything reads the head (``request_heads.py``, on both stacks alike).
 
 A connection past a deadline is closed (aborted when writes are stuck); closing and refusing
 count in ``SlowClientStats`` and are logged at most once per :data:`LOG_EVERY_S` seconds for
 each kind (head, request, rate, body, send; a head too large; over the cap of an address,
-over the cap in all) with the count since, never once per connection. The per-request
-warnings an attacker can cause in uvicorn (a request that does not parse, an upgrade not
-served) and in the ``mcp`` SDK's transport security (a bad ``Host`` or ``Origin``, logged
-when an abandoned body reaches it) are throttled the same way (:func:`throttle_attack_logs`).
+over the cap in all) with the count since, never once per connection. The per-request warnings an attacker can
+cause in uvicorn (a request that does not parse, an upgrade not served) and in the ``mcp``
+SDK's transport security (a bad ``Host`` or ``Origin``, logged when an abandoned body
+reaches it) are throttled the same way (:func:`throttle_attack_logs`).
 
 The guarded listeners serve no WebSocket (``uvicorn.Config(ws="none")``): an upgraded
 connection would leave the protocol that counts and times it.
@@ -54,6 +49,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from .request_heads import DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HEADERS, head_limits
 
 __all__ = [
     "DEFAULT_MAX_HEADERS",
@@ -84,10 +81,6 @@ DEFAULT_REQUEST_TIMEOUT: Final = 60.0
 DEFAULT_MIN_BODY_RATE: Final = (10240, 10.0)
 #: open connections of one client address, at most (and at most half of those in all)
 DEFAULT_PER_ADDRESS: Final = 256
-#: bytes of one request head (request line and header fields), at most
-DEFAULT_MAX_HEAD_BYTES: Final = 64 * 1024
-#: header fields of one request head, at most
-DEFAULT_MAX_HEADERS: Final = 100
 #: the descriptor limit assumed where the process cannot read its own (no ``resource``)
 _UNKNOWN_FD_LIMIT: Final = 1024
 
@@ -314,16 +307,6 @@ _REFUSALS: Final = {
     for status, reason in ((429, "Too Many Requests"), (503, "Service Unavailable"))
 }
 
-
-def _head_refusal(reason: str) -> bytes:
-    """The whole answer to a request head over a limit: nothing else is read from it."""
-    body = f"Request head too large: {reason}".encode()
-    return (
-        b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain;"
-        b" charset=utf-8\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
-    )
-
-
 #: the protocol class a deadline class is mixed into (uvicorn's; any to the type checker)
 _Protocol: Any = object
 
@@ -341,9 +324,6 @@ class _WithDeadlines(_Protocol):  # type: ignore[misc]
         self._rate_timer: asyncio.TimerHandle | None = None
         self._window_bytes = 0
         self._window_paused = False
-        #: bytes of the request head being read so far (its parser's state: ``_reading_head``)
-        self._head_bytes = 0
-        self._head_refused = False
         self._address = str(self.client[0]) if self.client else ""
         d, caps = self.deadlines, self.deadlines.caps
         refused = caps.admit(self._address) if caps is not None else None
@@ -400,47 +380,10 @@ class _WithDeadlines(_Protocol):  # type: ignore[misc]
         if rate is not None:
             self._rate_timer = self.loop.call_later(rate[1], self._rate_judged)
 
-    def _reading_head(self) -> bool:
-        """Whether the parser reads a request head, or waits for one (the stack's mixin)."""
-        raise NotImplementedError
-
-    def _refusal(self) -> str | None:
-        """Why the parser refused the head it read (too many fields), else ``None``."""
-        raise NotImplementedError
-
     def data_received(self, data: bytes) -> None:
-        if not self._admitted or self._head_refused:
+        if not self._admitted:
             return  # refused: answered and closing
-        limit = self.deadlines.max_head_bytes
-        while self._reading_head() and self._head_bytes + len(data) > limit:
-            # no further than the limit into the parser: a head still going on there is
-            # refused; else the rest (its body, the next requests) is fed the same way
-            room = limit - self._head_bytes
-            if room > 0:
-                first, data = data[:room], data[room:]
-                self._feed(first)
-                if self._head_refused or self.transport.is_closing():
-                    return
-            if self._reading_head() and self._head_bytes >= limit:
-                self._refuse_head(f"over {limit} bytes")
-                return
-        if data:  # (h11 takes empty data for the client's end of the connection)
-            self._feed(data)
-
-    def _messages(self) -> tuple[int, int]:
-        """How many requests the parser began and ended so far (the stack's mixin; (0, 0)
-        where it parses a head only once it is whole)."""
-        return 0, 0
-
-    def _feed(self, data: bytes) -> None:
-        reading = self._reading_head()
-        before = self._messages()
         super().data_received(data)
-        refusal = self._refusal()
-        if refusal is not None:
-            self._refuse_head(refusal)
-            return
-        self._count_head(data, reading, before)
         if self.transport.is_closing():
             self._disarm()
             self._disarm_request()
@@ -463,28 +406,6 @@ class _WithDeadlines(_Protocol):  # type: ignore[misc]
             self._head_armed = False
             self._disarm()
             self._disarm_request()
-
-    def _count_head(self, data: bytes, reading: bool, before: tuple[int, int]) -> None:
-        """The bytes of the head being read once ``data`` was parsed: this read counted
-        while the same head goes on, all of it for a head begun in it from idle, none for a
-        head begun after another request ended in it (counted from the next read)."""
-        if not self._reading_head():
-            self._head_bytes = 0
-            return
-        begun, ended = self._messages()
-        if (begun, ended) == before:
-            self._head_bytes = self._head_bytes + len(data) if reading else 0
-        elif (begun, ended) == (before[0] + 1, before[1]) and before[0] == before[1]:
-            self._head_bytes = len(data)
-        else:
-            self._head_bytes = 0
-
-    def _refuse_head(self, reason: str) -> None:
-        """HTTP 431 and the connection closed: nothing more of it is read."""
-        self._head_refused = True
-        self.deadlines.report("head_size", f"{reason} (HTTP 431)")
-        self.transport.write(_head_refusal(reason))
-        self._close()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -577,109 +498,6 @@ class _WithDeadlines(_Protocol):  # type: ignore[misc]
         super().connection_lost(exc)
 
 
-class _HttpToolsHead(_WithDeadlines):
-    """The head limits on uvicorn's ``httptools`` protocol: the head is read from a
-    message's start to ``on_headers_complete``; the header fields are counted as the parser
-    hands them over, and the first one past ``max_headers`` refuses the head (the parser
-    then goes through the rest of the read without effect: nothing is kept or run)."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:
-        self._in_body = False
-        self._headers_seen = 0
-        self._begun = self._ended = 0
-        self._too_many: str | None = None
-        super().connection_made(transport)
-
-    def _reading_head(self) -> bool:
-        return not self._in_body
-
-    def _refusal(self) -> str | None:
-        return self._too_many
-
-    def _messages(self) -> tuple[int, int]:
-        return self._begun, self._ended
-
-    def on_message_begin(self) -> None:
-        self._headers_seen = 0
-        self._begun += 1
-        super().on_message_begin()
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if self._too_many is not None:
-            return
-        self._headers_seen += 1
-        most = self.deadlines.max_headers
-        if self._headers_seen > most:
-            self._too_many = f"over {most} header fields"
-            return
-        super().on_header(name, value)
-
-    def on_headers_complete(self) -> None:
-        if self._too_many is None:
-            self._in_body = True
-            super().on_headers_complete()
-
-    def on_body(self, body: bytes) -> None:
-        if self._too_many is None:
-            super().on_body(body)
-
-    def on_message_complete(self) -> None:
-        if self._too_many is None:
-            self._in_body = False
-            self._ended += 1
-            super().on_message_complete()
-
-
-class _H11Head(_WithDeadlines):
-    """The head limits on uvicorn's ``h11`` protocol: its ``h11.Connection`` limits the
-    head's bytes itself (``max_incomplete_event_size``, set to ``max_head_bytes``) and
-    counts the header fields of the request it parses; either refusal is answered here."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        d = self.deadlines
-        self.conn = _limited_h11(d.max_head_bytes, d.max_headers)
-
-    def _reading_head(self) -> bool:
-        reading: bool = self.conn.reading_head()
-        return reading
-
-    def _refusal(self) -> str | None:
-        refused: str | None = self.conn.refused
-        return refused
-
-
-def _limited_h11(max_bytes: int, max_headers: int) -> Any:
-    """A server's ``h11.Connection`` whose head over ``max_bytes`` or ``max_headers``
-    fields is not an event: its ``refused`` says why, and it asks for more data (the
-    protocol answers and closes) instead of raising for uvicorn to answer 400."""
-    import h11
-
-    class Limited(h11.Connection):
-        refused: str | None = None
-
-        def reading_head(self) -> bool:
-            """Whether the peer's next bytes are (part of) a request head."""
-            return self.their_state is h11.IDLE
-
-        def next_event(self) -> Any:
-            if self.refused is not None:
-                return h11.NEED_DATA
-            try:
-                event = super().next_event()
-            except h11.RemoteProtocolError as exc:
-                if exc.error_status_hint != 431:
-                    raise
-                self.refused = f"over {max_bytes} bytes"
-                return h11.NEED_DATA
-            if isinstance(event, h11.Request) and len(event.headers) > max_headers:
-                self.refused = f"over {max_headers} header fields"
-                return h11.NEED_DATA
-            return event
-
-    return Limited(h11.SERVER, max_incomplete_event_size=max_bytes)
-
-
 def _positive(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
@@ -719,12 +537,6 @@ def guarded_protocol(
     for name, count in (("max_head_bytes", max_head_bytes), ("max_headers", max_headers)):
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"{name} must be a positive integer, not {count!r}")
-    if hasattr(base, "on_header"):  # httptools: its parser's callbacks
-        stack: type[Any] = _HttpToolsHead
-    elif hasattr(base, "handle_events"):  # h11: its Connection
-        stack = _H11Head
-    else:
-        raise ValueError(f"{base.__name__}: not uvicorn's httptools or h11 protocol")
     deadlines = Deadlines(
         header_timeout,
         body_timeout,
@@ -737,4 +549,5 @@ def guarded_protocol(
         max_headers,
     )
     throttle_attack_logs()
-    return type(f"Guarded{base.__name__}", (stack, base), {"deadlines": deadlines})
+    bases = (head_limits(base), _WithDeadlines, base)
+    return type(f"Guarded{base.__name__}", bases, {"deadlines": deadlines})
