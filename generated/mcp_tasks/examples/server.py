@@ -39,7 +39,7 @@ OPS (``examples/ops.py``; each off unless given): ``--ops HOST:PORT`` serves hea
 Tools (a fixed contract other tests rely on):
 
 - ``greet`` {name}: no taskSupport; text ``Hello, {name}!``.
-- ``slow_compute`` {seconds=1, label?}: optional; waits, reporting progress;
+- ``slow_compute`` {seconds=1 (0 to 86,400), label?}: optional; waits, reporting progress;
   text ``done after {seconds}s ({label or 'no label'})``.
 - ``failing_job`` {}: required; ``isError`` result ``job failed`` (task ``failed``).
 - ``protocol_error_job`` {}: required; raises, the task ends ``failed`` and
@@ -187,7 +187,7 @@ def build_server(
     @mcp.tool()
     async def slow_compute(
         ctx: Context,
-        seconds: Annotated[float, Field(allow_inf_nan=False)] = 1,
+        seconds: Annotated[float, Field(allow_inf_nan=False, ge=0, le=86_400)] = 1,
         label: str | None = None,
     ) -> str:
         """Wait `seconds`, reporting progress; stops early when cancelled."""

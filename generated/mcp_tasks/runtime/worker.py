@@ -61,7 +61,7 @@ from pydantic import ValidationError
 from ..core.meta import RELATED_TASK_KEY
 from ..errors import InternalError, MethodNotFound, TaskError
 from ..protocol import FAILED, NON_TERMINAL, TERMINAL, TaskStatus
-from ._sdk import connection_from_envelope, lowlevel_server, to_sdk_error
+from ._sdk import connection_from_envelope, lowlevel_server, tidy_argument_errors, to_sdk_error
 from .config import EngineConfig
 from .engine import TaskEngine
 from .job_leases import Held, JobLeases, job_leases
@@ -129,6 +129,7 @@ def _server_of(obj: Any) -> Any | None:
     if isinstance(obj, McpTasks):
         return obj.server
     if isinstance(obj, Server) or hasattr(obj, "_lowlevel_server"):
+        tidy_argument_errors(obj)
         return lowlevel_server(obj)
     return None
 

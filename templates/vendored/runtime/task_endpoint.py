@@ -286,11 +286,25 @@ class TaskEndpoint:
                 await _id_in_use(doc["id"], key[0]).send(send)
                 return
             self.in_flight.add(key)
+            send = self._freeing(send, key)
         try:
             await self._serve(scope, receive, send, fallback, messages, headers, doc)
         finally:
             if key is not None:
                 self.in_flight.discard(key)
+
+    def _freeing(self, send: Any, key: tuple[str, str]) -> Any:
+        """``send`` that frees the id ``key`` as the answer's last bytes go out: the client
+        may use it again as soon as it has the answer (a request pipelined behind this one
+        on its connection starts then, before this request's own code has returned)."""
+        in_flight = self.in_flight
+
+        async def freeing(message: Any) -> None:
+            if message.get("type") == "http.response.body" and not message.get("more_body"):
+                in_flight.discard(key)
+            await send(message)
+
+        return freeing
 
     async def _settled(self, scope: Any, headers: Mapping[str, str], doc: Any) -> bool:
         """Whether ``doc``, a response POSTed by a client, answered an input request sent
