@@ -73,6 +73,7 @@ from ._sdk import (
     session_ended,
     transport_security,
 )
+from .asgi_io import freeing_id, read_body, replay
 from .mcp_identity import client_address, http_requestor, identifies
 from .result_stream import STREAM_AFTER_S, Answers, ResultStream, is_response, to_json
 from .router import Pass, TaskRequest, oversized_listen
@@ -144,38 +145,6 @@ def _headers(scope: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(raw, (list, tuple)):  # ASGI allows any iterable
         raw = list(raw)
     return {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(raw)}
-
-
-async def _read_body(receive: Any, limit: int) -> tuple[list[Any], bytes | None]:
-    """The messages read and the whole body; ``None`` for the body when it is over
-    ``limit`` or the client left (the SDK answers those, from the replayed messages)."""
-    messages: list[Any] = []
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        messages.append(message)
-        if message["type"] != "http.request":
-            return messages, None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return messages, None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return messages, b"".join(chunks)
-
-
-def _replay(messages: list[Any], receive: Any) -> Any:
-    """``receive`` that hands out ``messages`` first, then the client's own."""
-    pending = list(messages)
-
-    async def replayed() -> Any:
-        if pending:
-            return pending.pop(0)
-        return await receive()
-
-    return replayed
 
 
 #: the body of a request not read here: not JSON (its type or its text), or not read whole
@@ -272,11 +241,10 @@ class TaskEndpoint:
     async def serve(self, scope: Any, receive: Any, send: Any, fallback: Any) -> None:
         """Reply a POST, or hand it to ``fallback`` with its body replayed. A request whose
         id is in flight on its session (here or on the SDK's path) is refused at once."""
-        messages, body = await _read_body(receive, self.manager.max_request_body_size)
+        messages, body = await read_body(receive, self.manager.max_request_body_size)
         headers = _headers(scope)
-        refused = oversized_listen(headers, len(body)) if body is not None else None
-        if refused is not None:  # refused unparsed: parsing it would hold the event loop
-            self.replied += 1
+        if body is not None and (refused := oversized_listen(headers, len(body))) is not None:
+            self.replied += 1  # refused unparsed: parsing it would hold the event loop
             status = _error_status(headers.get(_VERSION_HEADER), refused.code)
             await Reply(None, error=refused.to_error(), status=status).send(send)
             return
@@ -293,25 +261,12 @@ class TaskEndpoint:
                 await _id_in_use(doc["id"], key[0]).send(send)
                 return
             self.in_flight.add(key)
-            send = self._freeing(send, key)
+            send = freeing_id(send, self.in_flight, key)
         try:
             await self._serve(scope, receive, send, fallback, messages, headers, doc)
         finally:
             if key is not None:
                 self.in_flight.discard(key)
-
-    def _freeing(self, send: Any, key: tuple[str, str]) -> Any:
-        """``send`` that frees the id ``key`` as the answer's last bytes go out: the client
-        may use it again as soon as it has the answer (a request pipelined behind this one
-        on its connection starts then, before this request's own code has returned)."""
-        in_flight = self.in_flight
-
-        async def freeing(message: Any) -> None:
-            if message.get("type") == "http.response.body" and not message.get("more_body"):
-                in_flight.discard(key)
-            await send(message)
-
-        return freeing
 
     async def _settled(self, scope: Any, headers: Mapping[str, str], doc: Any) -> bool:
         """Whether ``doc``, a response POSTed by a client, answered an input request sent
@@ -355,7 +310,7 @@ class TaskEndpoint:
         if reply is None:
             self.passed += 1
             scope[_SEEN] = True
-            await fallback(scope, _replay(messages, receive), send)
+            await fallback(scope, replay(messages, receive), send)
             return
         self.replied += 1
         await reply.send(send, scope.get(_STREAM))
