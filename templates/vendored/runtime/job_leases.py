@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .offload import attempts_key
-
 __all__ = ["LEASE_BEAT_S", "Held", "JobLeases", "job_leases"]
 
 log = logging.getLogger(__name__.rsplit(".", 2)[0] + ".worker")
@@ -147,11 +145,11 @@ class JobLeases:
 
 
 def job_leases(
-    docket: Any, worker: Any, url: str, namespace: str, redelivery_s: float
+    docket: Any, worker: Any, url: str, counter: Callable[[str], str], redelivery_s: float
 ) -> JobLeases:
     """The leases of ``worker``'s jobs (a Docket ``Worker`` of ``docket``, on the Redis at
-    ``url``, the store's ``namespace``): renewed every second, or every quarter of the
-    redelivery timeout when that is shorter; lapsed after half of it (not started)."""
+    ``url``; ``counter``: a task's run count key): renewed every second, or every quarter of
+    the redelivery timeout when that is shorter; lapsed after half of it (not started)."""
     from redis import Redis
 
     wait_s = min(LEASE_BEAT_S * 2, redelivery_s / 2)
@@ -160,7 +158,7 @@ def job_leases(
         stream=docket.stream_key,
         group=docket.worker_group_name,
         consumer=worker.name,
-        counter=lambda task_id: attempts_key(namespace, task_id),
+        counter=counter,
         interval_s=min(LEASE_BEAT_S, redelivery_s / 4),
         lapse_s=redelivery_s / 2,
     )

@@ -45,6 +45,7 @@ import signal
 import sys
 from collections.abc import Callable, Mapping
 from datetime import timedelta
+from functools import partial
 from typing import Any, cast
 
 import anyio
@@ -408,7 +409,8 @@ async def serve(
                         schedule_automatic_tasks=False,
                     ) as worker:
                         loop = asyncio.get_running_loop()
-                        leases = job_leases(docket, worker, url, store.keys.ns, redelivery_s)
+                        counter = partial(attempts_key, store.keys.ns)
+                        leases = job_leases(docket, worker, url, counter, redelivery_s)
                         leases.superseded = lambda h: _on_loop(loop, runtime.superseded, h)
                         runtime.leases = leases
                         leases.start()
