@@ -34,6 +34,7 @@ from mcp_tasks.protocol import FAILED
 from mcp_tasks.runtime.router import LISTEN_MAX_IDS, LISTEN_MAX_TASKS
 from testkit.ext_wire import META, REVISION, TASKS_EXTENSION, ExtClient
 from testkit.sec_harness import HttpServer
+from testkit.wait import until
 
 LISTEN = "subscriptions/listen"
 ACK = "notifications/subscriptions/acknowledged"
@@ -57,14 +58,50 @@ def _listen_request(client: ExtClient, ids: list[str]) -> tuple[bytes, dict[str,
     return json.dumps(body, separators=(",", ":")).encode(), headers
 
 
-def _discover_times(url: str, stop: threading.Event, times: list[float]) -> None:
-    """``server/discover`` from another client, one after another, until ``stop``."""
-    with ExtClient(url, timeout=30, local_address="127.0.0.3") as other:
-        while not stop.is_set():
-            start = time.perf_counter()
-            assert "result" in other.send("server/discover")
-            times.append(time.perf_counter() - start)
-            time.sleep(0.002)
+class Other:
+    """Another client asking ``server/discover`` over and over, on a thread, until closed:
+    when each request began and how long it waited."""
+
+    def __init__(self, url: str) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._ask, args=(url,))
+        self._thread.start()
+
+    def _ask(self, url: str) -> None:
+        with ExtClient(url, timeout=30, local_address="127.0.0.3") as other:
+            while not self._stop.is_set():
+                start = time.perf_counter()
+                assert "result" in other.send("server/discover")
+                self.samples.append((start, time.perf_counter() - start))
+                time.sleep(0.002)
+
+    def longest_wait(self, start: float, end: float) -> float:
+        """The longest wait of a request that overlapped ``start``..``end``, once one that
+        began after ``end`` has been answered."""
+        until(lambda: any(at > end for at, _ in self.samples), 30, what="another answer")
+        return max(wait for at, wait in self.samples if at < end and at + wait > start)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _round(
+    url: str, attacker: ExtClient, body: bytes, headers: dict[str, str], other: Other
+) -> tuple[float, float]:
+    """Five such listens one after another: the longest a listen took, and the longest the
+    other client waited meanwhile."""
+    began = time.perf_counter()
+    took = []
+    for _ in range(5):
+        start = time.perf_counter()
+        answer = attacker.http.post(url, content=body, headers=headers)
+        took.append(time.perf_counter() - start)
+        error = answer.json()["error"]
+        assert error["code"] == -32602, error
+        assert f"at most {LISTEN_MAX_IDS} task ids" in error["message"], error
+    return max(took), other.longest_wait(began, time.perf_counter())
 
 
 @pytest.mark.door_agnostic  # the default door, the one that refuses the body unparsed
@@ -72,38 +109,29 @@ def test_a_listen_of_450000_unknown_ids_is_refused_at_once_others_served(
     server_factory: Callable[..., HttpServer],
 ) -> None:
     """R-SEC-3: a 3.9 MB listen naming 450,000 ids, five times over, is answered ``-32602``
-    naming the bound in under 100 ms, and ``server/discover`` from another address meanwhile
-    in under 50 ms each time (the best of three rounds, so that the machine's own hiccups
-    are not the server's)."""
+    naming the bound in under 100 ms each, and ``server/discover`` from another address
+    meanwhile in under 50 ms each, in one round of up to ten (a machine busy with other work
+    may slow any one round; a server that parses or walks the ids fails every round)."""
     server = server_factory()
     ids = [str(i) for i in range(450_000)]
-    with ExtClient(server.url, timeout=30, local_address="127.0.0.2") as attacker:
-        body, headers = _listen_request(attacker, ids)
-        assert len(body) > 3_900_000
-        assert "result" in attacker.send("server/discover")  # warm
-        rounds = []
-        for _ in range(3):
-            times: list[float] = []
-            stop = threading.Event()
-            other = threading.Thread(target=_discover_times, args=(server.url, stop, times))
-            other.start()
-            time.sleep(0.05)
-            took = []
-            for _ in range(5):
-                start = time.perf_counter()
-                answer = attacker.http.post(server.url, content=body, headers=headers)
-                took.append(time.perf_counter() - start)
-                error = answer.json()["error"]
-                assert error["code"] == -32602, error
-                assert f"at most {LISTEN_MAX_IDS} task ids" in error["message"], error
-            time.sleep(0.05)
-            stop.set()
-            other.join()
-            assert times
-            rounds.append((max(took), max(times)))
-    best = min(rounds)
-    assert best[0] < LISTEN_ANSWERED_S, rounds
-    assert min(r[1] for r in rounds) < OTHER_ANSWERED_S, rounds
+    other = Other(server.url)
+    try:
+        with ExtClient(server.url, timeout=30, local_address="127.0.0.2") as attacker:
+            body, headers = _listen_request(attacker, ids)
+            assert len(body) > 3_900_000
+            assert "result" in attacker.send("server/discover")  # warm
+            until(lambda: other.samples, 30, what="the other client is answered")
+            rounds: list[tuple[float, float]] = []
+            while len(rounds) < 10 and not any(map(_within_bounds, rounds)):
+                rounds.append(_round(server.url, attacker, body, headers, other))
+    finally:
+        other.close()
+    assert any(map(_within_bounds, rounds)), rounds
+
+
+def _within_bounds(round_: tuple[float, float]) -> bool:
+    took, other = round_
+    return took < LISTEN_ANSWERED_S and other < OTHER_ANSWERED_S
 
 
 def test_the_ids_a_listen_may_name_are_bounded_and_unknown_ones_cheap(
