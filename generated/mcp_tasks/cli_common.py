@@ -265,6 +265,14 @@ class Progress:
 
 
 _VALIDATION = re.compile(r"^Error executing tool (?P<tool>\S+): \d+ validation errors? for \S+$")
+#: the same refusal as this package's servers say it: ``arguments.NAME: REASON; ...``
+_NAMED = re.compile(r"^Error executing tool (?P<tool>\S+): (?P<fields>arguments\..*)$")
+#: the kind of a refused argument, by pydantic's message of it
+_KINDS = {
+    "Field required": "missing",
+    "Unexpected keyword argument": "unexpected_keyword_argument",
+    "Extra inputs are not permitted": "extra_forbidden",
+}
 _EXPECTED = {
     "number": "a number",
     "integer": "an integer",
@@ -279,7 +287,7 @@ def _status_text(message: str) -> str:
     """A task's statusMessage on the status line: one line (the tool's arguments refused is
     said below it, once)."""
     text = message.removeprefix("Tool error: ")
-    if _VALIDATION.match(text.split("\n", 1)[0]):
+    if _refused(text) is not None:
         return "Tool error: invalid arguments"
     first, _, rest = message.partition("\n")
     return first + (" ..." if rest.strip() else "")
@@ -289,17 +297,21 @@ def _shown(value: Any) -> str:
     return repr(value) if isinstance(value, str) else json.dumps(value)
 
 
-def tidy_tool_error(
-    tool: str, text: str, arguments: Mapping[str, Any], schema: Mapping[str, Any] | None
-) -> str | None:
-    """The SDK's tool error for arguments its input model refused (a pydantic report: a
-    line per field, its message, and a URL) as one line naming each argument, what was
-    expected and what was sent; None for any other text."""
+def _refused(text: str) -> list[tuple[str, str, str]] | None:
+    """(argument, kind, message) of each argument a tool refused, from the one line this
+    package's servers say it in or from the SDK's pydantic report (a line per field, its
+    message and type, a URL); None for any other text."""
     lines = text.splitlines()
+    named = _NAMED.match(text) if len(lines) == 1 else None
+    if named is not None:
+        out = []
+        for field in named["fields"].removeprefix("arguments.").split("; arguments."):
+            name, _, reason = field.partition(": ")
+            out.append((name, _KINDS.get(reason, ""), reason))
+        return out
     if not lines or not _VALIDATION.match(lines[0]):
         return None
-    props = _properties(schema)
-    problems: list[str] = []
+    found: list[tuple[str, str, str]] = []
     loc: str | None = None
     for line in lines[1:]:
         if line and not line.startswith(" "):
@@ -308,7 +320,22 @@ def tidy_tool_error(
         if loc is None or not line.startswith("  ") or line.startswith("   "):
             continue
         message, _, rest = line.strip().partition(" [type=")
-        kind = re.split(r"[,\]]", rest, maxsplit=1)[0]
+        found.append((loc, re.split(r"[,\]]", rest, maxsplit=1)[0], message))
+        loc = None
+    return found
+
+
+def tidy_tool_error(
+    tool: str, text: str, arguments: Mapping[str, Any], schema: Mapping[str, Any] | None
+) -> str | None:
+    """A tool's error for arguments its input model refused (:func:`_refused`) as one line
+    naming each argument, what was expected and what was sent; None for any other text."""
+    refused = _refused(text)
+    if refused is None:
+        return None
+    props = _properties(schema)
+    problems: list[str] = []
+    for loc, kind, message in refused:
         name = loc.split(".", 1)[0]
         if kind == "missing":
             problems.append(f"argument {loc!r} is missing: pass {name}=VALUE")
@@ -321,7 +348,6 @@ def tidy_tool_error(
             what = f"expected {wanted}" if wanted else message[:1].lower() + message[1:]
             got = f", got {_shown(arguments[name])}" if name in arguments else ""
             problems.append(f"argument {loc!r}: {what}{got}")
-        loc = None
     return f"{tool}: " + "; ".join(problems) if problems else None
 
 

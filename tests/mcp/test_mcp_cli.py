@@ -337,6 +337,15 @@ def test_tidy_tool_error_names_every_field() -> None:
         " got 'x'; argument 'tags.0': input should be a valid string, got [1]"
     )
     assert tidy_tool_error("t", "job failed", {}, None) is None
+    named = (  # the same refusal as this package's servers say it
+        "Error executing tool t: arguments.n: Field required; arguments.flag: Input should be"
+        " a valid boolean, unable to interpret input; arguments.zz: Extra inputs are not"
+        " permitted"
+    )
+    assert tidy_tool_error("t", named, {"flag": "x", "zz": 1}, schema) == (
+        "t: argument 'n' is missing: pass n=VALUE; argument 'flag': expected true or false,"
+        " got 'x'; no argument 'zz' (its arguments: flag, tags)"
+    )
 
 
 def test_a_wrong_path_is_an_http_404(http_server: Any) -> None:

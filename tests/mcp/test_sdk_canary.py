@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
@@ -180,6 +181,31 @@ def test_claim_model_is_accepted() -> None:
         pytest.fail(changed(f"ResultClaim refuses the task claim: {exc}"))
     assert claim.result_type == ext.RESULT_TYPE_TASK
     assert claim.protocol_versions == frozenset({ext.REVISION})
+
+
+def test_mcpserver_handle_call_tool_calls_call_tool() -> None:
+    """MCPServer._handle_call_tool calls self.call_tool: a tool's bad arguments, wrapped on
+    the instance (``tidy_argument_errors``), reach the client as their names and reasons."""
+    source = inspect.getsource(MCPServer._handle_call_tool)
+    assert "self.call_tool(" in source, changed(
+        "MCPServer's tools/call handler no longer calls self.call_tool"
+    )
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    mcp = MCPServer("canary")
+
+    @mcp.tool()
+    def double(n: int) -> int:
+        return 2 * n
+
+    _sdk.tidy_argument_errors(mcp)
+    _sdk.tidy_argument_errors(mcp)  # idempotent
+    with pytest.raises(ToolError) as raised:
+        anyio.run(mcp.call_tool, "double", {"n": "two"})
+    assert str(raised.value) == (
+        "Error executing tool double: arguments.n: Input should be a valid integer,"
+        " unable to parse string as an integer"
+    ), changed("call_tool's ToolError no longer carries the ValidationError as its cause")
 
 
 def test_validation_report_prefix() -> None:

@@ -34,6 +34,8 @@ def test_limits_and_security_section_matches_the_server() -> None:
         "--max-sessions",
         "--session-idle-timeout",
         "--header-timeout",
+        "--max-head-bytes",
+        "--max-headers",
         "--request-timeout",
         "--min-body-rate",
         "--body-timeout",
@@ -72,6 +74,8 @@ def test_limits_and_security_section_matches_the_server() -> None:
     ):
         seconds = getattr(defaults, flag[2:].replace("-", "_"))
         assert flags[flag].startswith(f"{seconds:g} s"), (flag, flags[flag])
+    assert defaults.max_head_bytes == 64 << 10 and flags["--max-head-bytes"].startswith("64 KiB;")
+    assert flags["--max-headers"].startswith(f"{defaults.max_headers};")
     least, window = defaults.body_rate
     assert flags["--min-body-rate"].startswith(f"{least} bytes per {window:g} s ")
     assert default_max_connections(1024) == 896

@@ -23,8 +23,8 @@ global cap), ``--max-sessions-per-requestor N``, ``--session-idle-timeout S``, t
 client deadlines ``--header-timeout S``, ``--request-timeout S``, ``--min-body-rate
 BYTES/SECONDS``, ``--body-timeout S``, ``--send-timeout S``, ``--keep-alive-timeout S``, and
 the connection caps ``--max-connections N`` (default from the descriptor limit) and
-``--max-connections-per-address N`` (``runtime/slow_clients.py``; the ``--ops`` listener
-has the same, counted together with the MCP port's).
+``--max-connections-per-address N``, a request head's ``--max-head-bytes N`` and
+``--max-headers N`` (``runtime/slow_clients.py``; the same on ``--ops``, counted together).
 A client's address is its socket's peer: ``X-Forwarded-For`` is ignored unless
 ``--forwarded-allow-ips IPS`` names the proxies to believe it from.
 Over stdio, lines that are not JSON-RPC are answered (-32700/-32600), never dropped.
@@ -36,7 +36,7 @@ OPS (``examples/ops.py``; each off unless given): ``--ops HOST:PORT`` serves hea
 Tools (a fixed contract other tests rely on):
 
 - ``greet`` {name}: no taskSupport; text ``Hello, {name}!``.
-- ``slow_compute`` {seconds=1, label?}: optional; waits, reporting progress;
+- ``slow_compute`` {seconds=1 (0 to 86,400), label?}: optional; waits, reporting progress;
   text ``done after {seconds}s ({label or 'no label'})``.
 - ``failing_job`` {}: required; ``isError`` result ``job failed`` (task ``failed``).
 - ``protocol_error_job`` {}: required; raises, the task ends ``failed`` and
@@ -184,7 +184,7 @@ def build_server(
     @mcp.tool()
     async def slow_compute(
         ctx: Context,
-        seconds: Annotated[float, Field(allow_inf_nan=False)] = 1,
+        seconds: Annotated[float, Field(allow_inf_nan=False, ge=0, le=86_400)] = 1,
         label: str | None = None,
     ) -> str:
         """Wait `seconds`, reporting progress; stops early when cancelled."""
@@ -551,7 +551,8 @@ def http_protocol(args: argparse.Namespace) -> type[Any]:
         request_timeout=args.request_timeout,
         min_body_rate=args.body_rate,
         caps=connection_caps(args),
-    )
+        max_head_bytes=args.max_head_bytes, max_headers=args.max_headers,
+    )  # fmt: skip
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -125,6 +125,7 @@ __all__ = [
     "session_manager",
     "standalone_delivers",
     "take_lone_surrogates",
+    "tidy_argument_errors",
     "to_sdk_error",
     "tool_call_params",
     "transport_security",
@@ -244,6 +245,36 @@ def lowlevel_server(server: Any) -> Server[Any]:
     if isinstance(inner, Server):
         return inner
     raise TypeError(f"expected mcp Server or MCPServer, got {type(server).__name__}")
+
+
+def tidy_argument_errors(server: Any) -> None:
+    """An ``MCPServer``'s tool called with arguments that do not validate answers with their
+    names and reasons (``Error executing tool t: arguments.seconds: Input should be a valid
+    number``), not pydantic's report of them (the values sent, error types, a documentation
+    URL), which the SDK puts in the tool's ``isError`` result: the server's ``call_tool``,
+    which its ``tools/call`` handler calls, is wrapped on the instance. Idempotent; anything
+    but an ``MCPServer`` (a low-level ``Server``: its handler is its own) is left as it is."""
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+
+    call_tool = getattr(server, "call_tool", None)
+    if isinstance(server, Server) or call_tool is None or getattr(call_tool, _TIDY, False):
+        return
+
+    async def tidy_call_tool(name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            detail = _describe(cause, "arguments")
+            raise ToolError(f"Error executing tool {name}: {detail}") from cause
+
+    setattr(tidy_call_tool, _TIDY, True)
+    server.call_tool = tidy_call_tool
+
+
+_TIDY = "__mcp_tasks_tidy_arguments__"
 
 
 def connection_of(session: ServerSession) -> Connection:

@@ -100,6 +100,13 @@ ASSUMPTIONS: Final[tuple[tuple[str, str, str], ...]] = (
         "an extensions= argument of one request (send_request, send_raw_request)",
     ),
     (
+        "MCPServer._handle_call_tool calls self.call_tool",
+        "a tool's arguments that fail validation are answered with pydantic's whole report"
+        " (the values sent, error types, a documentation URL); call_tool, wrapped on the"
+        " server, is the one place that still has the ValidationError to say it shorter",
+        "a hook formatting argument validation errors, or the ToolError carrying them as data",
+    ),
+    (
         '"Validation error" message prefix',
         "the SDK's HTTP transport reports a bad envelope as a multi-line text; only that"
         " text tells it apart, to answer one short -32600 instead",

@@ -15,7 +15,8 @@ answers exactly like an unknown one.
   started; ``tool_error`` is the status a tool result with ``isError`` ends in (the core
   face: ``FAILED``); ``tool`` the tool a ``tools/call`` task runs (kept for operators);
   ``budget`` and ``held_bytes``: what it counts against among the tasks kept (R-SEC-4).
-- ``record(requestor, task_id, *, face)``: the task (``TaskNotFound``/``TaskExpired``).
+- ``record(requestor, task_id, *, face)``: the task (``TaskNotFound``/``TaskExpired``);
+  ``holds(...)`` the same question answered yes or no, nothing counted or audited.
 - ``view(requestor, task_id, *, face)``: ``TaskView(record, inputs)``, the outstanding
   input requests in creation order, each with a key unique for the task's life.
 - ``answer(requestor, task_id, answers, *, face)``: hand answers (bare results, by key)
@@ -406,6 +407,17 @@ class TaskEngine:
             return rec
         self.runs.start(rec, run, work, is_error_result, progress_token)
         return rec
+
+    async def holds(self, requestor: str, task_id: str, *, face: str | None = None) -> bool:
+        """Whether the store holds such a task (expired too: ``record`` says so), read as
+        ``lookup`` reads it, nothing counted or audited; unanswered, yes (``record`` tells)."""
+        rec = self.runs.recent(task_id)
+        try:
+            if rec is None and storable_id(task_id):
+                rec = await self.guard.get(task_id)
+        except TaskError:
+            return True
+        return rec is not None and rec.requestor == requestor and face in (None, rec.face)
 
     async def record(self, requestor: str, task_id: str, *, face: str | None = None) -> TaskRecord:
         """The task (rate-limited, R-SEC-3)."""

@@ -9,12 +9,14 @@ size of one result, and the ttl policy (R-TTL-2)."""
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import json
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pydantic_core
@@ -28,6 +30,23 @@ from ..errors import (
 from .audit import audit
 from .config import EngineConfig
 
+#: Set while the server reads tasks as its own work, which no requestor's rate limit counts:
+#: the reads of a ``subscriptions/listen`` (its request was counted as it arrived).
+_UNMETERED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "mcp_tasks_unmetered", default=False
+)
+
+
+@contextmanager
+def unmetered() -> Iterator[None]:
+    """The task reads made inside are the server's own work: :meth:`RateLimiter.check`
+    counts none of them."""
+    token = _UNMETERED.set(True)
+    try:
+        yield
+    finally:
+        _UNMETERED.reset(token)
+
 
 class RateLimiter:
     """R-SEC-3: a fixed-window counter of ``tasks/*`` calls per requestor."""
@@ -39,13 +58,16 @@ class RateLimiter:
         self.window_s = window_s
         self._counts: dict[str, tuple[float, int]] = {}
 
-    def check(self, requestor: str) -> None:
-        """Count one call; raise ``RateLimitExceeded`` past the limit."""
+    def check(self, requestor: str, calls: int = 1) -> None:
+        """Count ``calls`` calls (none inside :func:`unmetered`); raise
+        ``RateLimitExceeded`` past the limit."""
+        if _UNMETERED.get():
+            return
         now = time.monotonic()
         start, count = self._counts.get(requestor, (now, 0))
         if now - start >= self.window_s:
             start, count = now, 0
-        count += 1
+        count += calls
         self._counts[requestor] = (start, count)
         if count > self.calls:
             audit("rate_limited", requestor, None)

@@ -8,6 +8,8 @@ A ``subscriptions/listen`` whose ``params.notifications`` asks for ``taskIds``:
 
 - without the extension declared in the request's own ``_meta`` envelope: ``-32021`` with
   ``data.requiredCapabilities`` (X-NOTIF-4);
+- naming more than :data:`~.router.LISTEN_MAX_IDS` task ids: ``-32602`` saying so; each id
+  it names counts once against the requestor's rate limit as it arrives (R-SEC-3);
 - else the acknowledgement first, listing the task ids the server agrees to notify about:
   those of the requestor's own tasks that ``tasks/get`` finds (another's, or an unknown
   id, is left out exactly alike: X-SEC-1), at most :data:`~.router.LISTEN_MAX_TASKS`
@@ -23,8 +25,13 @@ running here wakes its waiters; a shared store's change events wake them on ever
 a bounded re-read otherwise), or the task's ``pollIntervalMs`` for tasks the engine does not
 keep (a handler over its own job system).
 
+The reads that follow a task are the server's own work: no rate limit counts them (the
+requestor's budget was spent on the listen as it arrived). A read that fails for any reason
+but the task being gone (unknown, expired: ``-32602``) is made again after a backoff, never
+taken for the task's end.
+
 When a subscription ends (the spec leaves it open, A-20): a task's notifications end with its
-terminal one (or when it expires). A listen that asked for task ids only ends once every one
+terminal one (or when it expires or is gone). A listen that asked for task ids only ends once every one
 of them has ended: its result (``resultType: "complete"``, with the subscription id) is the
 last message. A listen that also asked for other notifications (``toolsListChanged``, ...)
 is served by the SDK's own listen handler as well and lasts as long as that one does.
@@ -45,7 +52,8 @@ from ..errors import MethodNotFound, TaskError
 from ..store import rfc3339
 from ._sdk import listen_ack_method, request_outbound
 from .faces import EXTENSION
-from .router import TaskRequest
+from .limits import unmetered
+from .router import TaskRequest, task_gone
 
 if TYPE_CHECKING:
     from .mcp_server import McpTasks
@@ -144,9 +152,10 @@ class _TaskGet:
         self.sid = req.id
 
     async def get(self, task_id: str) -> dict[str, Any]:
-        answer = await self.listen.router.route(
-            self.listen.router.subscribed_get(self.req, task_id)
-        )
+        """The task as ``tasks/get`` answers it now: the server's read, no rate limit's."""
+        router = self.listen.router
+        with unmetered():
+            answer = await router.route(router.subscribed_get(self.req, task_id))
         assert isinstance(answer, dict)
         return answer
 
@@ -154,11 +163,22 @@ class _TaskGet:
         """A notification per change of the task, to its terminal one (X-NOTIF-5)."""
         ext, engine = self.listen.ext, self.listen.tasks.engine
         last: dict[str, Any] | None = None
+        failures = 0
         while True:
             try:
                 task = await self.get(task_id)
-            except TaskError:
-                return  # expired or gone: nothing more to tell
+            except TaskError as exc:
+                if task_gone(exc):
+                    return  # expired or gone: nothing more to tell
+                failures += 1
+                if failures == 1:
+                    log.warning(
+                        "listen %r: task %s not read (%s); reading it again", self.sid,
+                        task_id, exc.message,
+                    )  # fmt: skip
+                await anyio.sleep(engine.config.retry_delay_s(failures))
+                continue
+            failures = 0
             if task != last:
                 last = task
                 params = {k: v for k, v in task.items() if k != "resultType"}

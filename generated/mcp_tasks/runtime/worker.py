@@ -24,6 +24,18 @@ middleware, the tool, its result checks), with a task context whose
 Each job is counted in the store before it runs. A job Docket delivers again because the
 worker running it died runs again while the tool's attempts (1 + ``retries``) last;
 otherwise its task fails with a ``statusMessage`` saying the worker stopped.
+
+A run is alive while its worker is (:mod:`.job_leases`): a thread of the worker's own, not
+its event loop, renews the lease (Docket's claim on the job's message) of every job the
+worker runs, so a tool that holds the loop (a blocking call inside an ``async`` tool) keeps
+its job however long it runs. A worker that stops altogether (``SIGSTOP``, a frozen machine)
+renews nothing: past the redelivery timeout its job goes to another worker, as a dead one's
+does, and counts as one of its attempts. When the stopped worker comes back, its run is
+another's: the first turn of its event loop finds the job counted again and stops the run
+(a cancel: at most the one step of the tool already due when it resumed runs first),
+storing no outcome; a run that ends first has its outcome discarded all the same (the count
+is read again before it is stored), and the job's message is left to the worker that runs
+it now.
 """
 
 from __future__ import annotations
@@ -37,19 +49,22 @@ import signal
 import sys
 from collections.abc import Callable, Mapping
 from datetime import timedelta
+from functools import partial
 from typing import Any, cast
 
 import anyio
+import anyio.lowlevel
 from pydantic import ValidationError
 
 from ..core.meta import RELATED_TASK_KEY
 from ..errors import InternalError, MethodNotFound, TaskError
 from ..protocol import FAILED, NON_TERMINAL, TERMINAL, TaskStatus
-from ._sdk import connection_from_envelope, lowlevel_server, to_sdk_error
+from ._sdk import connection_from_envelope, lowlevel_server, tidy_argument_errors, to_sdk_error
 from .config import EngineConfig
 from .engine import TaskEngine
+from .job_leases import Held, JobLeases, job_leases
 from .mcp_outbound import INPUT_METHODS, TaskDispatchContext
-from .offload import Job, attempts_key, docket_name, progress_channel, set_runner, tool_call
+from .offload import Job, attempts_key, docket_name, progress_channel, tool_call
 from .router import run_call
 from .runs import TaskContext, Work
 from .sdk_check import require_extra
@@ -112,6 +127,7 @@ def _server_of(obj: Any) -> Any | None:
     if isinstance(obj, McpTasks):
         return obj.server
     if isinstance(obj, Server) or hasattr(obj, "_lowlevel_server"):
+        tidy_argument_errors(obj)
         return lowlevel_server(obj)
     return None
 
@@ -177,6 +193,9 @@ class WorkerRuntime:
         self.ran = 0
         #: the asyncio tasks (Docket's, one a job) in :meth:`run` now
         self._jobs: set[asyncio.Task[Any]] = set()
+        #: the leases of the jobs running here, renewed off the event loop (set by ``serve``)
+        self.leases: JobLeases | None = None
+        self._lapse_checked = False
 
     def stop_jobs(self) -> None:
         """Cancel the jobs running here now, as Docket does on a second cancel of its loop:
@@ -186,23 +205,26 @@ class WorkerRuntime:
         for task in list(self._jobs):
             task.cancel()
 
-    async def run(self, raw: dict[str, Any]) -> None:
+    async def run(self, raw: dict[str, Any], message_id: Any = None) -> bool:
+        """Run one job (``message_id``: its Docket message, whose lease :attr:`leases`
+        renews); False when another worker's run of it took over meanwhile (its message is
+        that run's: leave it alone)."""
         # the asyncio task Docket runs the job in (a coroutine awaited in a task: never None)
         task = cast("asyncio.Task[Any]", asyncio.current_task())
         self._jobs.add(task)
         try:
-            await self._run_raw(raw)
+            return await self._run_raw(raw, message_id)
         finally:
             self._jobs.discard(task)
 
-    async def _run_raw(self, raw: dict[str, Any]) -> None:
+    async def _run_raw(self, raw: dict[str, Any], message_id: Any) -> bool:
         try:
             job = Job.model_validate(raw)
         except ValidationError as exc:
             log.error("dropped a job that is not one: %s", exc)
-            return
+            return True
         try:
-            await self._run(job)
+            return await self._run(job, message_id)
         finally:
             if job.core and job.progress_token is not None:
                 with anyio.CancelScope(shield=True):
@@ -212,13 +234,13 @@ class WorkerRuntime:
                     except Exception:
                         pass
 
-    async def _run(self, job: Job) -> None:
+    async def _run(self, job: Job, message_id: Any) -> bool:
         engine, redis = self.engine, self.store.redis
         key = attempts_key(self.ns, job.task_id)
         rec = await engine.guard.get(job.task_id)
         if rec is None or rec.status in TERMINAL:
             log.info("task %s: ended before a worker took it", job.task_id)
-            return
+            return True
         ttl_s = None if rec.ttl_ms is None else rec.ttl_ms // 1000
         pipe = redis.pipeline(transaction=True)
         pipe.incr(key)
@@ -234,29 +256,108 @@ class WorkerRuntime:
             )  # fmt: skip
             if new is not None:
                 engine.events.status(new)
-            return
+            return True
         log.info(
             "task %s: running %s (attempt %d of %d)", job.task_id, job.tool, attempt, job.attempts
         )
         self.ran += 1
-        final = await engine.runs.adopt(
-            rec,
-            self.work(job),
-            tool_error=TaskStatus(job.tool_error),
-            progress_token=job.progress_token,
-        )
+        held = Held(job.task_id, message_id, attempt)
+        if self.leases is not None and message_id is not None:
+            self.leases.hold(held)
+        try:
+            final = await engine.runs.adopt(
+                rec,
+                self.work(job, held),
+                tool_error=TaskStatus(job.tool_error),
+                progress_token=job.progress_token,
+            )
+        finally:
+            if self.leases is not None:
+                self.leases.release(held)
+        if held.superseded:
+            log.info("task %s: run ended (superseded: no outcome stored)", job.task_id)
+            return False
         ended = final.status.value if final is not None else "ended elsewhere"
         log.info("task %s: run ended (%s)", job.task_id, ended)
+        return True
 
-    def work(self, job: Job) -> Work:
-        """The job's tool through the server's pipeline, with a worker's task context."""
+    def watch(self, loop: asyncio.AbstractEventLoop, every_s: float) -> Callable[[], None]:
+        """:meth:`check_leases` every ``every_s`` on the event loop, until the function it
+        returns is called."""
+        armed: list[asyncio.TimerHandle] = []
+
+        def tick() -> None:
+            self.check_leases()
+            armed[0] = loop.call_later(every_s, tick)
+
+        armed.append(loop.call_later(every_s, tick))
+        return lambda: armed[0].cancel()
+
+    def check_leases(self) -> None:
+        """Stop the runs another worker's took over. When the lease thread renewed nothing
+        for a while (the process was stopped), the leases are checked here first, once per
+        such lapse: this timer, as overdue as the tools' own, runs with them as the process
+        resumes, not after the lease thread's next round trip."""
+        leases = self.leases
+        if leases is None:
+            return
+        if not leases.lapsed():
+            self._lapse_checked = False
+        elif not self._lapse_checked:
+            self._lapse_checked = True
+            try:
+                leases.beat()
+            except Exception as exc:  # the lease thread says it again, throttled
+                log.warning("job leases not checked after a stop (%s)", exc)
+        for held in leases.held():
+            if held.superseded:
+                self.superseded(held)
+
+    def superseded(self, held: Held) -> None:
+        """Stop the run of ``held``: another worker runs its task now (on the event loop;
+        once per run)."""
+        held.superseded = True
+        if held.stopped:
+            return
+        held.stopped = True
+        log.warning(
+            "task %s: another worker runs it now (this worker's run %d was stopped or held past"
+            " the redelivery timeout): stopping this run, its outcome discarded",
+            held.task_id, held.attempt,
+        )  # fmt: skip
+        self.engine.runs.stop(held.task_id)
+
+    async def _fence(self, held: Held) -> None:
+        """Before a run's outcome is stored: when another run of its task began since (the
+        count read again), the run is stopped here and no outcome of it is stored."""
+        if not held.superseded:
+            try:
+                count = await self.store.redis.get(attempts_key(self.ns, held.task_id))
+            except Exception:  # the store's own log says why; the outcome's write tells
+                return
+            if count is None or int(count) == held.attempt:
+                return
+        self.superseded(held)
+        await anyio.lowlevel.checkpoint()  # the run's cancel lands here
+
+    def work(self, job: Job, held: Held | None = None) -> Work:
+        """The job's tool through the server's pipeline, with a worker's task context; with
+        ``held``, fenced against a newer run of its task (:meth:`_fence`)."""
         conn = connection_from_envelope(job.face, None, job.client_capabilities)
         run_tool = tool_runner(self.server, conn, self.lifespan_state)
         redis, channel = self.store.redis, self.channel
 
         async def work(tctx: TaskContext) -> dict[str, Any]:
             outbound = WorkerOutbound(tctx, job, redis, channel)
-            return await run_call(run_tool, outbound, job.params, core=job.core)
+            try:
+                result = await run_call(run_tool, outbound, job.params, core=job.core)
+            except Exception:
+                if held is not None:
+                    await self._fence(held)
+                raise
+            if held is not None:
+                await self._fence(held)
+            return result
 
         return work
 
@@ -278,7 +379,8 @@ async def serve(
     drain); a second one stops them at once without storing their outcome: Docket leaves
     their jobs pending, and another worker takes them after the redelivery timeout (a run
     that counts as one of the tool's attempts). Cancelled from outside, the same at once."""
-    from docket import Docket, Worker
+    from docket import Docket, Execution, Worker
+    from docket.dependencies import AdmissionBlocked, CurrentExecution
 
     from .offload import docket_url
     from .redis import RedisTaskStore
@@ -292,9 +394,17 @@ async def serve(
         async with engine, server.lifespan(server) as state:
             runtime = WorkerRuntime(engine, server, state)
             name, url = docket_name(store.keys.ns), docket_url(store.redis)
+
+            current = CurrentExecution()  # Docket's dependency: the job's own Execution
+
+            async def run_job(job: dict[str, Any], execution: Execution = current) -> None:
+                """The worker's side of the front ends' job (registered under its name)."""
+                if not await runtime.run(job, execution.message_id):
+                    # another worker's run took it over: Docket neither acks nor fails it
+                    raise AdmissionBlocked(execution, "a newer run of its task", handled=True)
+
             async with Docket(name=name, url=url) as docket:
-                docket.register(tool_call)
-                set_runner(runtime.run)
+                docket.register(run_job, names=[tool_call.__name__])
                 try:
                     async with Worker(
                         docket,
@@ -302,17 +412,33 @@ async def serve(
                         redelivery_timeout=timedelta(seconds=redelivery_s),
                         schedule_automatic_tasks=False,
                     ) as worker:
-                        log.info("worker %s: running jobs from %s", worker.name, store.where)
-                        if ready is not None:
-                            ready.set()
-                        await _run_worker(worker, handle_signals, runtime.stop_jobs)
+                        loop = asyncio.get_running_loop()
+                        counter = partial(attempts_key, store.keys.ns)
+                        leases = job_leases(docket, worker, url, counter, redelivery_s)
+                        leases.superseded = lambda h: _on_loop(loop, runtime.superseded, h)
+                        runtime.leases = leases
+                        leases.start()
+                        unwatch = runtime.watch(loop, leases.interval_s)
+                        try:
+                            log.info("worker %s: running jobs from %s", worker.name, store.where)
+                            if ready is not None:
+                                ready.set()
+                            await _run_worker(worker, handle_signals, runtime.stop_jobs)
+                        finally:
+                            unwatch()
+                            runtime.leases = None
+                            leases.close()
                 finally:
-                    set_runner(None)
                     with anyio.CancelScope(shield=True):
                         await _leave_runs(engine)
     finally:
         with anyio.CancelScope(shield=True):
             await store.close()
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[Held], None], held: Held) -> None:
+    """``fn(held)`` on ``loop`` as soon as it turns (from another thread)."""
+    loop.call_soon_threadsafe(fn, held)
 
 
 async def _leave_runs(engine: TaskEngine, grace_s: float = 10.0) -> None:

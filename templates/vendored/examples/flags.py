@@ -12,6 +12,8 @@ from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SES
 from ..protocol import TASKS_LIST
 from ..runtime.mcp_server import DEFAULT_SESSIONS_PER_REQUESTOR
 from ..runtime.slow_clients import (
+    DEFAULT_MAX_HEAD_BYTES,
+    DEFAULT_MAX_HEADERS,
     DEFAULT_MIN_BODY_RATE,
     DEFAULT_PER_ADDRESS,
     ConnectionCaps,
@@ -94,6 +96,15 @@ def http_flags(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     for flag, default, what in SLOW_CLIENT_FLAGS:
         http.add_argument(flag, type=float, default=default, metavar="S", help=what)
+    http.add_argument(
+        "--max-head-bytes", type=int, default=DEFAULT_MAX_HEAD_BYTES, metavar="N",
+        help="a request's head (request line and headers) in at most N bytes, else HTTP 431"
+        f" (default {DEFAULT_MAX_HEAD_BYTES:,})",
+    )  # fmt: skip
+    http.add_argument(
+        "--max-headers", type=int, default=DEFAULT_MAX_HEADERS, metavar="N",
+        help=f"at most N header fields in a request, else HTTP 431 (default {DEFAULT_MAX_HEADERS})",
+    )  # fmt: skip
     least, window = DEFAULT_MIN_BODY_RATE
     http.add_argument(
         "--min-body-rate", default=f"{least}/{window:g}", metavar="BYTES/SECONDS",
@@ -124,6 +135,8 @@ def http_flags_problem(args: argparse.Namespace) -> str | None:
     for name, value in (
         ("--max-sessions", args.max_sessions),
         ("--max-sessions-per-requestor", args.max_sessions_per_requestor),
+        ("--max-head-bytes", args.max_head_bytes),
+        ("--max-headers", args.max_headers),
     ):
         if value < 1:
             return f"{name}: N >= 1, not {value}"

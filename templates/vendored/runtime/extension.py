@@ -170,6 +170,15 @@ class ExtensionTasksMixin:
     async def tasks_get(self, params: Any, ctx: Any) -> Any:
         return self._build[ext.TASKS_GET](await self._detailed(params, ctx))
 
+    async def holds(self, requestor: str, task_id: str) -> bool | None:
+        """Whether ``tasks/get`` may find ``task_id`` for ``requestor``, told without it:
+        False when the engine holds no such task of the requestor's on this face (an unknown
+        id costs a lookup, nothing counted); None when ``tasks_get`` is overridden, which
+        may find tasks elsewhere (ask it)."""
+        if self._wire("tasks_get") is None:  # type: ignore[attr-defined]
+            return None
+        return await self.engine.holds(requestor, task_id, face=FACE)
+
     async def _detailed(self, params: Any, ctx: Any) -> dict[str, Any]:
         check_routing_name(params.taskId, ctx)
         view = await self.engine.view(ctx.requestor, params.taskId, face=FACE)

@@ -34,7 +34,13 @@ from typing import Any
 from .._handlers import HandlerBase
 from ..protocol import REVISION, TASK_SUPPORT_OPTIONAL, TaskSupportValue
 from ..store import TaskStore
-from ._sdk import http_endpoint, lowlevel_server, session_manager, take_lone_surrogates
+from ._sdk import (
+    http_endpoint,
+    lowlevel_server,
+    session_manager,
+    take_lone_surrogates,
+    tidy_argument_errors,
+)
 from .bindings import adopt
 from .engine import EngineConfig, TaskEngine
 from .faces import DEFAULTS
@@ -125,6 +131,7 @@ class McpTasks:
             raise ValueError("McpTasks: give an engine, or a store and a config, not both")
         self._server_obj = server
         self.server = lowlevel_server(server)
+        tidy_argument_errors(server)  # a tool's bad arguments: their names and reasons
         self.engine = engine if engine is not None else TaskEngine(store, config)
         #: each face's handler, by face name (the revision it speaks)
         self.handlers = face_handlers(self.engine, handlers)
@@ -142,6 +149,7 @@ class McpTasks:
             has_tool=self.has_tool,
             ended=self.engine.runs.ended,
             push=InputPush(self.server, self.handlers[REVISION]),
+            meter=self.engine.rate.check,
         )
         #: the task endpoint of the last :meth:`streamable_http_app` (None: not in use)
         self.task_endpoint: Any = None

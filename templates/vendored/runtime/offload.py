@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -112,21 +112,11 @@ def docket_url(redis: Any) -> str:
     return f"{scheme}://{auth}{kw.get('host', 'localhost')}:{kw.get('port', 6379)}/{db}"
 
 
-#: The worker's job runner (set by :mod:`.worker` in a worker process).
-_RUNNER: list[Callable[[dict[str, Any]], Any]] = []
-
-
 async def tool_call(job: dict[str, Any]) -> None:
-    """The Docket task of every job: a worker process runs it (a front end only adds it)."""
-    if not _RUNNER:
-        raise RuntimeError("tool_call runs in a worker process (python -m PACKAGE.worker)")
-    await _RUNNER[0](job)
-
-
-def set_runner(runner: Callable[[dict[str, Any]], Any] | None) -> None:
-    _RUNNER.clear()
-    if runner is not None:
-        _RUNNER.append(runner)
+    """The Docket task of every job, as a front end adds it: a worker process registers its
+    own function under this name (:func:`.worker.serve`: with the job's message, whose lease
+    it keeps), so this one never runs."""
+    raise RuntimeError("tool_call runs in a worker process (python -m PACKAGE.worker)")
 
 
 class RemoteWork(HandedWork):

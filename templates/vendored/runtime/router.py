@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+import anyio.lowlevel
 from pydantic import BaseModel, ValidationError
 
 from .. import protocol
@@ -56,12 +57,15 @@ from ._sdk import (
 )
 from .executors import Executors
 from .faces import EXTENSION, EXTENSION_DECLARED
+from .limits import unmetered
 from .mcp_identity import budget_of
 from .mcp_input_push import InputPush
 from .mcp_outbound import PollOutbound, TaskOutbound
 from .mcp_sessions import Sessions
 
 __all__ = [
+    "LISTEN_MAX_BYTES",
+    "LISTEN_MAX_IDS",
     "LISTEN_MAX_TASKS",
     "Pass",
     "RunTool",
@@ -69,7 +73,9 @@ __all__ = [
     "TaskRequest",
     "TaskTools",
     "check_task_support",
+    "oversized_listen",
     "run_call",
+    "task_gone",
 ]
 
 log = logging.getLogger(__name__)
@@ -83,8 +89,40 @@ RunTool = Callable[[Any, dict[str, Any]], Awaitable[Any]]
 #: the most task ids one ``subscriptions/listen`` is notified about (the rest are left out of
 #: its acknowledgement, X-NOTIF-3)
 LISTEN_MAX_TASKS: Final = 100
+#: the most task ids one ``subscriptions/listen`` may name (more is refused, ``-32602``)
+LISTEN_MAX_IDS: Final = 10 * LISTEN_MAX_TASKS
+#: the most bytes of a ``subscriptions/listen`` request: its ids (up to 256 bytes each) and
+#: 64 KiB besides; a bigger one is refused before its body is parsed (:func:`oversized_listen`)
+LISTEN_MAX_BYTES: Final = 256 * LISTEN_MAX_IDS + (64 << 10)
+#: the task ids a listen looks up between two turns of the event loop given to others
+_LISTEN_BATCH: Final = 32
 #: The ``Mcp-Name`` routing header, lower-case (X-HTTP-1).
 _NAME_HEADER: Final = EXTENSION.ROUTING_NAME_HEADER.lower() if EXTENSION is not None else ""
+#: The ``Mcp-Method`` routing header, lower-case (X-HTTP-1).
+_METHOD_HEADER: Final = EXTENSION.ROUTING_METHOD_HEADER.lower() if EXTENSION is not None else ""
+
+
+def oversized_listen(headers: Mapping[str, str], size: int) -> TaskError | None:
+    """The refusal (``-32602``) of a request whose ``Mcp-Method`` header says it is a
+    ``subscriptions/listen`` and whose body of ``size`` bytes is over
+    :data:`LISTEN_MAX_BYTES` (it would name more ids than a listen may), else ``None``: a
+    front door that has the body unparsed refuses it without parsing it (a 4 MiB body takes
+    the event loop tens of milliseconds to parse)."""
+    if EXTENSION is None or size <= LISTEN_MAX_BYTES:
+        return None
+    if headers.get(_METHOD_HEADER) != EXTENSION.NOTIFICATION_CHANNEL:
+        return None
+    return InvalidParams(
+        detail=f"a {EXTENSION.NOTIFICATION_CHANNEL} request of {size} bytes (at most"
+        f" {LISTEN_MAX_BYTES}, for at most {LISTEN_MAX_IDS} task ids)"
+    )
+
+
+def task_gone(exc: TaskError) -> bool:
+    """Whether a ``tasks/get`` refused says the task is not there for its requestor (unknown,
+    another's, expired: ``-32602``), rather than that the read failed (the store, a limit,
+    the handler): only the first ends what follows a task."""
+    return isinstance(exc, InvalidParams)
 
 
 def check_task_support(task_support: Mapping[str, object]) -> dict[str, str]:
@@ -254,8 +292,11 @@ class Router:
         has_tool: Callable[[str], Awaitable[bool]] | None = None,
         ended: Callable[[str], bool] | None = None,
         push: InputPush | None = None,
+        meter: Callable[[str, int], None] | None = None,
     ) -> None:
         self.handlers = handlers
+        #: counts a requestor's calls against its rate limit, raising past it (None: none)
+        self.meter = meter
         #: a core task's input requests pushed to a requestor that polls (None: never)
         self.push = push
         #: whether a task ended in this process a moment ago (None: never assumed)
@@ -425,9 +466,18 @@ class Router:
         """The task ids a ``subscriptions/listen`` (the extension face) is notified about:
         ``None`` when it asks for no task (``params.notifications`` without ``taskIds``:
         not ours); a request that did not declare the extension in its own envelope is
-        refused (X-NOTIF-4); of the ids asked, those its requestor's ``tasks/get`` finds,
-        in order, at most :data:`LISTEN_MAX_TASKS` (another's task and an unknown id are
-        left out alike: X-SEC-1, X-NOTIF-3, X-NOTIF-8)."""
+        refused (X-NOTIF-4), and so is one naming more than :data:`LISTEN_MAX_IDS` ids; of
+        the ids asked, those its requestor's ``tasks/get`` finds, in order, at most
+        :data:`LISTEN_MAX_TASKS` (another's task and an unknown id are left out alike:
+        X-SEC-1, X-NOTIF-3, X-NOTIF-8).
+
+        Each id named (once) counts as one ``tasks/get`` against the requestor's rate limit,
+        all of them as the request arrives (refused at once past the limit, R-SEC-3); the
+        reads themselves are then the server's own work, uncounted, a turn of the event loop
+        given to others every few ids. An id a handler's ``holds`` (the default extension
+        handler's) says it holds no task of costs that lookup only, no ``tasks/get``. A read
+        that fails otherwise than "not found" refuses the listen (the client asks again)
+        rather than leave a task out in silence."""
         ext, declared, handler = EXTENSION, EXTENSION_DECLARED, self.extension
         if ext is None or declared is None or handler is None:
             return None
@@ -437,20 +487,34 @@ class Router:
             return None
         if not declared.declared(_meta(req.params)):
             raise handler.missing_capability()  # X-NOTIF-4
-        if not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted):
+        where = f"params.notifications.{ext.NOTIFICATION_FILTER}"
+        if isinstance(wanted, list) and len(wanted) > LISTEN_MAX_IDS:
             raise InvalidParams(
-                detail=f"params.notifications.{ext.NOTIFICATION_FILTER}: expected an array of"
-                " task ids"
+                detail=f"{where}: {len(wanted)} task ids (at most {LISTEN_MAX_IDS})"
             )
+        if not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted):
+            raise InvalidParams(detail=f"{where}: expected an array of task ids")
+        ids = list(dict.fromkeys(wanted))
+        if self.meter is not None:
+            self.meter(req.requestor, len(ids))
+        # a default handler tells an id it holds no task of without a tasks/get
+        holds = getattr(handler, "holds", None)
         agreed: list[str] = []
-        for task_id in dict.fromkeys(wanted):
-            if len(agreed) == LISTEN_MAX_TASKS:
-                break
-            try:
-                await self.route(self.subscribed_get(req, task_id))
-            except TaskError:
-                continue
-            agreed.append(task_id)
+        with unmetered():
+            for n, task_id in enumerate(ids):
+                if len(agreed) == LISTEN_MAX_TASKS:
+                    break
+                if n and not n % _LISTEN_BATCH:
+                    await anyio.lowlevel.checkpoint()
+                if holds is not None and await holds(req.requestor, task_id) is False:
+                    continue
+                try:
+                    await self.route(self.subscribed_get(req, task_id))
+                except TaskError as exc:
+                    if task_gone(exc):
+                        continue
+                    raise
+                agreed.append(task_id)
         return agreed
 
     def subscribed_get(self, req: TaskRequest, task_id: str) -> TaskRequest:

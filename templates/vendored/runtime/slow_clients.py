@@ -23,12 +23,15 @@ with
 - ``caps`` (:class:`ConnectionCaps`): open connections in all and per client address (the
   socket's peer, never a header), counted in one object that every listener of the process
   shares; a connection over a cap is answered at once with a bare HTTP 503 (in all) or 429
-  (its address) and closed, so the descriptors below the process's limit keep serving others.
+  (its address) and closed, so the descriptors below the process's limit keep serving others;
+- ``max_head_bytes`` and ``max_headers``: a request head must end within this many bytes
+  and hold at most this many header fields, or the connection is answered HTTP 431 and
+  closed before anything reads the head (``request_heads.py``, on both stacks alike).
 
 A connection past a deadline is closed (aborted when writes are stuck); closing and refusing
 count in ``SlowClientStats`` and are logged at most once per :data:`LOG_EVERY_S` seconds for
-each kind (head, request, rate, body, send; over the cap of an address, over the cap in all)
-with the count since, never once per connection. The per-request warnings an attacker can
+each kind (head, request, rate, body, send; a head too large; over the cap of an address,
+over the cap in all) with the count since, never once per connection. The per-request warnings an attacker can
 cause in uvicorn (a request that does not parse, an upgrade not served) and in the ``mcp``
 SDK's transport security (a bad ``Host`` or ``Origin``, logged when an abandoned body
 reaches it) are throttled the same way (:func:`throttle_attack_logs`).
@@ -47,7 +50,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .request_heads import DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HEADERS, head_limits
+
 __all__ = [
+    "DEFAULT_MAX_HEADERS",
+    "DEFAULT_MAX_HEAD_BYTES",
     "DEFAULT_MIN_BODY_RATE",
     "DEFAULT_PER_ADDRESS",
     "DEFAULT_REQUEST_TIMEOUT",
@@ -250,8 +257,18 @@ class SlowClientStats:
     rate: int = 0
     body: int = 0
     send: int = 0
+    #: request heads refused (HTTP 431): over ``max_head_bytes`` or ``max_headers``
+    head_size: int = 0
     refused_address: int = 0
     refused_total: int = 0
+
+
+#: the log line of each kind of closed or refused connection (``Deadlines.report``)
+_REPORTS: Final = {
+    "refused_address": "refused connections",
+    "refused_total": "refused connections",
+    "head_size": "refused request heads",
+}
 
 
 @dataclass(frozen=True)
@@ -267,6 +284,8 @@ class Deadlines:
     #: (BYTES, SECONDS) a body must reach in every window; ``None``: no minimum rate
     min_body_rate: tuple[int, float] | None = DEFAULT_MIN_BODY_RATE
     caps: ConnectionCaps | None = None
+    max_head_bytes: int = DEFAULT_MAX_HEAD_BYTES
+    max_headers: int = DEFAULT_MAX_HEADERS
     _reports: dict[str, ThrottledLog] = field(default_factory=dict, compare=False)
 
     def report(self, kind: str, what: str) -> None:
@@ -274,8 +293,7 @@ class Deadlines:
         setattr(self.stats, kind, getattr(self.stats, kind) + 1)
         reporter = self._reports.get(kind)
         if reporter is None:
-            refused = kind.startswith("refused")
-            message = "refused connections" if refused else "closed slow client connections"
+            message = _REPORTS.get(kind, "closed slow client connections")
             reporter = self._reports[kind] = ThrottledLog(log, message)
         reporter(what)
 
@@ -495,12 +513,15 @@ def guarded_protocol(
     min_body_rate: tuple[int, float] | None = DEFAULT_MIN_BODY_RATE,
     caps: ConnectionCaps | None = None,
     stats: SlowClientStats | None = None,
+    max_head_bytes: int = DEFAULT_MAX_HEAD_BYTES,
+    max_headers: int = DEFAULT_MAX_HEADERS,
 ) -> type[Any]:
-    """``base`` (uvicorn's ``H11Protocol`` or ``HttpToolsProtocol``) with the deadlines and
-    caps of the module's docstring; a class for ``uvicorn.Config(http=..., ws="none")``.
-    ``min_body_rate`` ``None``: no minimum; ``caps`` ``None``: connections uncounted. Give
-    every listener of the process the same ``caps`` (or the same class). Also throttles the
-    per-request warnings of :func:`throttle_attack_logs`."""
+    """``base`` (uvicorn's ``H11Protocol`` or ``HttpToolsProtocol``, or a subclass) with the
+    deadlines, caps and head limits of the module's docstring; a class for
+    ``uvicorn.Config(http=..., ws="none")``. ``min_body_rate`` ``None``: no minimum;
+    ``caps`` ``None``: connections uncounted. Give every listener of the process the same
+    ``caps`` (or the same class). Also throttles the per-request warnings of
+    :func:`throttle_attack_logs`."""
     for name, value in (
         ("header_timeout", header_timeout),
         ("body_timeout", body_timeout),
@@ -513,6 +534,9 @@ def guarded_protocol(
         if isinstance(least, bool) or not isinstance(least, int) or least < 1:
             raise ValueError(f"min_body_rate: BYTES must be a positive integer, not {least!r}")
         _positive("min_body_rate's window", window)
+    for name, count in (("max_head_bytes", max_head_bytes), ("max_headers", max_headers)):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"{name} must be a positive integer, not {count!r}")
     deadlines = Deadlines(
         header_timeout,
         body_timeout,
@@ -521,6 +545,9 @@ def guarded_protocol(
         request_timeout,
         min_body_rate,
         caps,
+        max_head_bytes,
+        max_headers,
     )
     throttle_attack_logs()
-    return type(f"Guarded{base.__name__}", (_WithDeadlines, base), {"deadlines": deadlines})
+    bases = (head_limits(base), _WithDeadlines, base)
+    return type(f"Guarded{base.__name__}", bases, {"deadlines": deadlines})

@@ -20,6 +20,9 @@ A core ``tasks/result`` that waits for its task answers on a stream of its own w
 must (:mod:`.result_stream`): its task's input requests ride it (R-INPUT-3), and the
 client's POSTed answers to them are taken here.
 
+A ``subscriptions/listen`` whose body is too big to name the most task ids a listen may
+(:func:`~.router.oversized_listen`) is refused here before its body is parsed.
+
 Everything else goes to the SDK unchanged, body replayed, decided before anything ran:
 every request the SDK would refuse (so refusals keep the SDK's shape), a ``tools/call``
 that does not become a task (:class:`~.router.Pass`, decided before any task or run), and
@@ -63,9 +66,10 @@ from ._sdk import (
     session_ended,
     transport_security,
 )
+from .asgi_io import freeing_id, read_body, replay
 from .mcp_identity import client_address, http_requestor, identifies
 from .result_stream import STREAM_AFTER_S, Answers, ResultStream, is_response, to_json
-from .router import Pass, TaskRequest
+from .router import Pass, TaskRequest, oversized_listen
 from .tool_runner import envelope_connection, tool_runner
 
 if TYPE_CHECKING:
@@ -134,38 +138,6 @@ def _headers(scope: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(raw, (list, tuple)):  # ASGI allows any iterable
         raw = list(raw)
     return {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(raw)}
-
-
-async def _read_body(receive: Any, limit: int) -> tuple[list[Any], bytes | None]:
-    """The messages read and the whole body; ``None`` for the body when it is over
-    ``limit`` or the client left (the SDK answers those, from the replayed messages)."""
-    messages: list[Any] = []
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        messages.append(message)
-        if message["type"] != "http.request":
-            return messages, None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return messages, None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return messages, b"".join(chunks)
-
-
-def _replay(messages: list[Any], receive: Any) -> Any:
-    """``receive`` that hands out ``messages`` first, then the client's own."""
-    pending = list(messages)
-
-    async def replayed() -> Any:
-        if pending:
-            return pending.pop(0)
-        return await receive()
-
-    return replayed
 
 
 #: the body of a request not read here: not JSON (its type or its text), or not read whole
@@ -262,8 +234,13 @@ class TaskEndpoint:
     async def serve(self, scope: Any, receive: Any, send: Any, fallback: Any) -> None:
         """Reply a POST, or hand it to ``fallback`` with its body replayed. A request whose
         id is in flight on its session (here or on the SDK's path) is refused at once."""
-        messages, body = await _read_body(receive, self.manager.max_request_body_size)
+        messages, body = await read_body(receive, self.manager.max_request_body_size)
         headers = _headers(scope)
+        if body is not None and (refused := oversized_listen(headers, len(body))) is not None:
+            self.replied += 1  # refused unparsed: parsing it would hold the event loop
+            status = _error_status(headers.get(_VERSION_HEADER), refused.code)
+            await Reply(None, error=refused.to_error(), status=status).send(send)
+            return
         doc = _document(headers, body)
         if self.answers and is_response(doc) and await self._settled(scope, headers, doc):
             self.replied += 1
@@ -277,6 +254,7 @@ class TaskEndpoint:
                 await _id_in_use(doc["id"], key[0]).send(send)
                 return
             self.in_flight.add(key)
+            send = freeing_id(send, self.in_flight, key)
         try:
             await self._serve(scope, receive, send, fallback, messages, headers, doc)
         finally:
@@ -325,7 +303,7 @@ class TaskEndpoint:
         if reply is None:
             self.passed += 1
             scope[_SEEN] = True
-            await fallback(scope, _replay(messages, receive), send)
+            await fallback(scope, replay(messages, receive), send)
             return
         self.replied += 1
         await reply.send(send, scope.get(_STREAM))
