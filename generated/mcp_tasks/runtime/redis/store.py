@@ -579,6 +579,7 @@ class RedisTaskStore(SharedTaskStore):
                     await self.leases.forget()
                 except Exception:
                     pass
+        self._run.close()
         if self._owns_client:
             with anyio.CancelScope(shield=True):
                 await self.redis.aclose()
