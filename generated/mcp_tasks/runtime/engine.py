@@ -274,6 +274,32 @@ class TaskEngine:
         for owner, task_id in self.retention.finished(rec.task_id, size):
             await self._drop(owner, task_id)
 
+    async def _create_dropping(
+        self, guard: StoreGuard, rec: TaskRecord, room: int, dropped: list[tuple[str, str]]
+    ) -> bool:
+        """``create_limited`` and the deletes of the tasks its admission dropped, at once: a
+        store that batches concurrent calls sends them together (one Redis pipeline, one
+        SQLite commit) instead of one round trip after the other. Every delete is done
+        when this returns, whatever the creation's outcome."""
+        failure: TaskError | None = None
+        async with anyio.create_task_group() as tg:
+            for owner, old in dropped:
+                tg.start_soon(self._drop_shielded, owner, old)
+            try:
+                created = await guard.create_limited(rec, room)
+            except TaskError as exc:
+                failure = exc
+        if failure is not None:
+            raise failure
+        return created
+
+    async def _drop_shielded(self, requestor: str, task_id: str) -> None:
+        with anyio.CancelScope(shield=True):  # the ledger forgot it: the store must too
+            try:
+                await self._drop(requestor, task_id)
+            except TaskError as exc:
+                log.warning("could not drop task %s: %s", task_id, exc.message)
+
     async def _drop(self, requestor: str, task_id: str) -> None:
         """Delete a finished task of ``requestor`` to keep a budget (its own, or the total)
         under its caps: it answers as an expired one from now on (``Retention``)."""
@@ -296,6 +322,8 @@ class TaskEngine:
                 audit("lookup_rejected", requestor, None)
                 raise TaskNotFound()
             rec = await self.guard.get(task_id)
+            if rec is not None and rec.status in protocol.TERMINAL:
+                self.runs.remember(rec)  # polled again and again: the next reads are here
         if (
             rec is not None
             and rec.requestor == requestor
@@ -364,6 +392,7 @@ class TaskEngine:
         dropped = retention.admit(requestor, task_id, held_bytes, budget)  # R-SEC-4
         limit = self.active_limit
         limit.acquire(requestor)
+        dropping = bool(dropped)
         try:
             now = self.clock()
             rec = TaskRecord(
@@ -384,7 +413,11 @@ class TaskEngine:
                 # The count and the write in one store call (R-SEC-4).
                 room = limit.limit if self._atomic_limit else limit.room(requestor)
                 guard = self.guard if handed is None else handed.guard
-                created = await guard.create_limited(rec, room)
+                if dropping:
+                    dropping = False  # the drops go with the creation
+                    created = await self._create_dropping(guard, rec, room, dropped)
+                else:
+                    created = await guard.create_limited(rec, room)
             except TaskError as exc:
                 runs.discard(task_id)
                 if isinstance(exc, StoreUnavailable):  # it may have been written all the same
@@ -397,8 +430,9 @@ class TaskEngine:
                 limit.refuse(requestor)
         finally:
             limit.release(requestor)
-            for owner, old in dropped:  # forgotten by the ledger already: gone either way
-                await self._drop(owner, old)
+            if dropping:  # forgotten by the ledger already: gone either way
+                for owner, old in dropped:
+                    await self._drop(owner, old)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
         events = self.events
         if events.on_created:

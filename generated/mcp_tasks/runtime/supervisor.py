@@ -136,8 +136,9 @@ class RunSupervisor:
 
     # ------------------------------------------------------------------ recent records
     def recent(self, task_id: str) -> TaskRecord | None:
-        """The record the work of ``task_id`` stored as it ended the task here, if that was
-        less than ``RECENT_S`` ago: a ``tasks/result`` or ``tasks/get`` right after the end
+        """The record the work of ``task_id`` stored as it ended the task here (or a
+        terminal record of it read from the store, ``remember``), if that was less than
+        ``RECENT_S`` ago: a ``tasks/result`` or ``tasks/get`` right after the end
         needs no read. Terminal records do not change (R-STATE-3); expiry is the caller's
         check, and an expired or deleted task is forgotten here (``forget``)."""
         got = self._recent.get(task_id)
@@ -156,6 +157,13 @@ class RunSupervisor:
 
     def forget(self, task_id: str) -> None:
         self._recent.pop(task_id, None)
+
+    def remember(self, rec: TaskRecord) -> None:
+        """A terminal record just read from the store, kept as ``recent`` keeps those stored
+        here: a task polled after its end costs one read per ``RECENT_S``, not one per
+        poll. Terminal records do not change (R-STATE-3); a delete made by another instance
+        is seen here at most ``RECENT_S`` late, as for the records stored here."""
+        self._remember(rec)
 
     def _remember(self, rec: TaskRecord) -> None:
         recent = self._recent

@@ -136,6 +136,9 @@ class RedisTaskStore(SharedTaskStore):
         self._run.on_down.append(self._secret.forget)
         self.events.on_subscribed.append(self._secret.forget)
         self._tags: dict[str, str] = {}
+        #: task ID -> (lexkey, expires_at) of the tasks created here: their index entries,
+        #: so that ``delete`` removes them in the same round trip as the task
+        self._entries: dict[str, tuple[str, float | None]] = {}
         self._started = False
         self._tg: anyio.abc.TaskGroup | None = None
 
@@ -244,6 +247,10 @@ class RedisTaskStore(SharedTaskStore):
                 await self._run.pipeline([(None, ["DEL", keys.ptr(tid)]), *undo])
             return False
         self._tags[tid] = tag
+        entries = self._entries
+        if len(entries) >= _TAG_CACHE:
+            entries.clear()
+        entries[tid] = (lex, record.expires_at)
         return True
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -318,6 +325,8 @@ class RedisTaskStore(SharedTaskStore):
         expires = rec.expires_at
         assert expires is not None
         lex = lexkey(rec.created_at, task_id)
+        if task_id in self._entries:
+            self._entries[task_id] = (lex, expires)
         await self._run.pipeline(
             [
                 (None, ["ZADD", self.keys.expiry, repr(expires), f"{tag}:{lex}"]),
@@ -365,24 +374,40 @@ class RedisTaskStore(SharedTaskStore):
         if tag is None:
             return False
         keys, args = self._remove_args(tag, task_id, "", None, self.keys.channel)
-        h = as_dict(await self._run.eval(REMOVE, keys, args))
-        rec = decode(h, task_id)
+        entry = self._entries.pop(task_id, None)
+        if entry is not None:
+            # Created here: its index entries are known, and go in the same round trip.
+            out = await self._run.pipeline(
+                [(REMOVE, [keys, args]), *self._unindex(tag, task_id, *entry)]
+            )
+            h = as_dict(out[0])
+            rec = decode(h, task_id)
+        else:
+            h = as_dict(await self._run.eval(REMOVE, keys, args))
+            rec = decode(h, task_id)
+            if rec is not None:
+                lex = lexkey(rec.created_at, task_id)
+                await self._run.pipeline(self._unindex(tag, task_id, lex, rec.expires_at))
+        self._tags.pop(task_id, None)
         if rec is None:
             return False
-        lex = lexkey(rec.created_at, task_id)
+        owner = h.get("o")
+        if owner is not None and rec.status not in TERMINAL:
+            # A terminal task left its owner's lease set as it ended.
+            await self._run.command(
+                "SREM", self.keys.owned(owner), self.leases.member(tag, task_id)
+            )
+        return True
+
+    def _unindex(self, tag: str, task_id: str, lex: str, expires_at: float | None) -> list[Call]:
+        """The commands that remove a task's ID pointer and index entries (other slots)."""
         calls: list[Call] = [
             (None, ["DEL", self.keys.ptr(task_id)]),
             (None, ["ZREM", self.keys.all, all_member(lex, tag)]),
         ]
-        if rec.expires_at is not None:
+        if expires_at is not None:
             calls.append((None, ["ZREM", self.keys.expiry, f"{tag}:{lex}"]))
-        owner = h.get("o")
-        if owner is not None:
-            member = self.leases.member(tag, task_id)
-            calls.append((None, ["SREM", self.keys.owned(owner), member]))
-        await self._run.pipeline(calls)
-        self._tags.pop(task_id, None)
-        return True
+        return calls
 
     async def pop_expired(self, now: float, limit: int) -> list[TaskRecord]:
         out: list[TaskRecord] = []
@@ -418,6 +443,7 @@ class RedisTaskStore(SharedTaskStore):
                 continue
             out.append(rec)
             self._tags.pop(tid, None)
+            self._entries.pop(tid, None)
             cleanup.append((None, ["DEL", self.keys.ptr(tid)]))
             owner = h.get("o")
             if owner is not None and owner != self.instance_id and rec.status not in TERMINAL:
