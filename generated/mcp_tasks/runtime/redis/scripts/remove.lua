@@ -3,12 +3,13 @@
 -- nothing: the sweeping engine wakes its own waiters after remembering the task as expired;
 -- other instances notice on their next poll)  -> the removed task hash (empty: nothing removed)
 local h = redis.call('HGETALL', KEYS[1])
+local x, lex = nil, ARGV[2]
+for i = 1, #h, 2 do
+  if h[i] == 'x' then x = h[i + 1] elseif h[i] == 'k' then lex = h[i + 1] end
+end
 if #h > 0 and ARGV[3] ~= '' then
-  local x = redis.call('HGET', KEYS[1], 'x')
   if (not x) or tonumber(x) > tonumber(ARGV[3]) then return {} end
 end
-local lex = ARGV[2]
-if #h > 0 then lex = redis.call('HGET', KEYS[1], 'k') end
 redis.call('DEL', KEYS[1], KEYS[4], KEYS[5], KEYS[6])
 if lex ~= '' then redis.call('ZREM', KEYS[2], lex) end
 redis.call('SREM', KEYS[3], ARGV[1])
