@@ -405,9 +405,29 @@ class SqliteTaskStore(TaskStore, GroupSender[_Write]):
             *allowed,
         )
 
+        # A result or error written here is not read back (nor decoded): the record
+        # carries the caller's own value.
+        result, error = change.get("result"), change.get("error")
+        if result is not None or error is not None:
+            sql = sql.replace(
+                _COLUMNS,
+                _COLUMNS.replace(
+                    "result, error",
+                    f"{'NULL' if result is not None else 'result'}, "
+                    f"{'NULL' if error is not None else 'error'}",
+                ),
+            )
+
         def op(c: sqlite3.Connection) -> TaskRecord | None:
             row = c.execute(sql, args).fetchone()
-            return None if row is None else _row(row)
+            if row is None:
+                return None
+            rec = _row(row)
+            if result is not None:
+                rec.result = result
+            if error is not None:
+                rec.error = error
+            return rec
 
         return await self._call(op)
 

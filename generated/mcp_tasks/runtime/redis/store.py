@@ -303,7 +303,13 @@ class RedisTaskStore(SharedTaskStore):
         owner = h.get("o")
         if status in TERMINAL and owner is not None and owner != self.instance_id:
             await self._run.command("SREM", self.keys.owned(owner), member)
-        return decode(h, task_id)
+        rec = decode(h, task_id)
+        if rec is not None:  # what it wrote is not sent back: the caller's own values
+            if result is not None:
+                rec.result = result
+            if error is not None:
+                rec.error = error
+        return rec
 
     async def set_ttl(self, task_id: str, ttl_ms: int) -> TaskRecord | None:
         """Two round trips: the task's fields and key expiries (``set_ttl.lua``), then its

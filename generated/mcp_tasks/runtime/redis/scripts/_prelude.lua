@@ -8,11 +8,14 @@ end
 
 
 -- A hash (HGETALL's flat reply) as one JSON object ('' when empty): the client parses one
--- bulk string instead of two per field (codec.as_dict takes either form).
-local function hash_json(h)
+-- bulk string instead of two per field (codec.as_dict takes either form). Fields named in
+-- skip (a set) are left out: the caller has them (a result it just wrote).
+local function hash_json(h, skip)
   if #h == 0 then return '' end
   local t = {}
-  for i = 1, #h, 2 do t[h[i]] = h[i + 1] end
+  for i = 1, #h, 2 do
+    if not (skip and skip[h[i]]) then t[h[i]] = h[i + 1] end
+  end
   return cjson.encode(t)
 end
 
