@@ -314,7 +314,7 @@ class TaskEngine:
             if not storable_id(task_id):  # no store could hold it: not one of ours
                 audit("lookup_rejected", requestor, None)
                 raise TaskNotFound()
-            rec = await self.guard.get(task_id)
+            rec = await self.guard.get_own(task_id, requestor)
             if rec is not None and rec.status in protocol.TERMINAL:
                 self.runs.remember(rec)  # polled again and again: the next reads are here
         if (

@@ -264,6 +264,18 @@ class RedisTaskStore(SharedTaskStore):
                 rec = decode(as_dict(flat), task_id)
         return rec
 
+    async def get_own(self, task_id: str, requestor: str) -> TaskRecord | None:
+        """``get``, first looking in ``requestor``'s slot when this instance does not know
+        the task's yet: a task another instance created costs one round trip, not two (the
+        ID's pointer, then the task). A wrong guess (an unknown ID, another requestor's
+        task) is corrected by ``get`` as a stale tag is: through the pointer."""
+        tags = self._tags
+        if task_id not in tags and storable_id(task_id):
+            if len(tags) >= _TAG_CACHE:
+                tags.clear()
+            tags[task_id] = self.keys.tag(requestor)
+        return await self.get(task_id)
+
     async def transition(
         self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
     ) -> TaskRecord | None:
