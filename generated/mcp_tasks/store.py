@@ -302,6 +302,10 @@ class TaskStore(abc.ABC):
 
     #: True for a ``SharedTaskStore`` (kept as a class attribute for old subclasses).
     shared: bool = False
+    #: True when the calls of concurrent tasks share round trips (Redis auto-pipelining,
+    #: SQLite group commit): the engine then sends the deletes a creation's retention makes
+    #: beside the creation instead of after it.
+    batches: bool = False
     #: True when a process without an engine may change its tasks (``mcptask admin cancel``
     #: on the same SQLite file): the engine's sweep then reads back the tasks whose work
     #: runs here and stops the work of those that ended in the store.

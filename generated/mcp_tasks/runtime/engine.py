@@ -274,25 +274,6 @@ class TaskEngine:
         for owner, task_id in self.retention.finished(rec.task_id, size):
             await self._drop(owner, task_id)
 
-    async def _create_dropping(
-        self, guard: StoreGuard, rec: TaskRecord, room: int, dropped: list[tuple[str, str]]
-    ) -> bool:
-        """``create_limited`` and the deletes of the tasks its admission dropped, at once: a
-        store that batches concurrent calls sends them together (one Redis pipeline, one
-        SQLite commit) instead of one round trip after the other. Every delete is done
-        when this returns, whatever the creation's outcome."""
-        failure: TaskError | None = None
-        async with anyio.create_task_group() as tg:
-            for owner, old in dropped:
-                tg.start_soon(self._drop_shielded, owner, old)
-            try:
-                created = await guard.create_limited(rec, room)
-            except TaskError as exc:
-                failure = exc
-        if failure is not None:
-            raise failure
-        return created
-
     async def _drop_shielded(self, requestor: str, task_id: str) -> None:
         with anyio.CancelScope(shield=True):  # the ledger forgot it: the store must too
             try:
@@ -390,9 +371,14 @@ class TaskEngine:
         task_id = secrets.token_urlsafe(16)  # 128 bits from `secrets` (R-ID-1, R-ID-2)
         retention = self.retention
         dropped = retention.admit(requestor, task_id, held_bytes, budget)  # R-SEC-4
+        if dropped and self._store.batches:
+            # Sent beside the creation (its round trip), not after: the deletes queue in
+            # the store during the creation's tick. Each forgets its task here at once.
+            for owner, old in dropped:
+                tg.start_soon(self._drop_shielded, owner, old, name="mcp-tasks retention drop")
+            dropped = []
         limit = self.active_limit
         limit.acquire(requestor)
-        dropping = bool(dropped)
         try:
             now = self.clock()
             rec = TaskRecord(
@@ -413,11 +399,7 @@ class TaskEngine:
                 # The count and the write in one store call (R-SEC-4).
                 room = limit.limit if self._atomic_limit else limit.room(requestor)
                 guard = self.guard if handed is None else handed.guard
-                if dropping:
-                    dropping = False  # the drops go with the creation
-                    created = await self._create_dropping(guard, rec, room, dropped)
-                else:
-                    created = await guard.create_limited(rec, room)
+                created = await guard.create_limited(rec, room)
             except TaskError as exc:
                 runs.discard(task_id)
                 if isinstance(exc, StoreUnavailable):  # it may have been written all the same
@@ -430,9 +412,8 @@ class TaskEngine:
                 limit.refuse(requestor)
         finally:
             limit.release(requestor)
-            if dropping:  # forgotten by the ledger already: gone either way
-                for owner, old in dropped:
-                    await self._drop(owner, old)
+            for owner, old in dropped:  # forgotten by the ledger already: gone either way
+                await self._drop(owner, old)
         audit("created", requestor, rec.task_id, method=method, ttl=ttl)
         events = self.events
         if events.on_created:

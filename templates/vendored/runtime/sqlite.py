@@ -186,6 +186,8 @@ class SqliteTaskStore(TaskStore, GroupSender[_Write]):
 
     #: ``mcptask admin cancel`` may write the file from another process.
     external_changes = True
+    #: concurrent writes share one commit (group commit)
+    batches = True
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)

@@ -96,6 +96,8 @@ class RedisTaskStore(SharedTaskStore):
 
     #: Other processes may change tasks: the engine waits on ``watch`` instead of polling.
     shared = True
+    #: concurrent calls share one pipeline (auto-pipelining, ``scripting.py``)
+    batches = True
 
     def __init__(
         self,
