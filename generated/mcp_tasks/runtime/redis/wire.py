@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from redis.asyncio.connection import Connection, UnixDomainSocketConnection
@@ -121,6 +121,38 @@ class _Protocol(asyncio.Protocol):
             waiter.set_exception(exc)
 
 
+class _Subscriber(_Protocol):
+    """A subscribed connection: each pub/sub message's data goes to ``on_message`` as it
+    arrives (no task, no parser call per message); the other replies to the waiter."""
+
+    def __init__(self, on_message: Callable[[str], None]) -> None:
+        super().__init__()
+        self.on_message = on_message
+        self.closed = asyncio.Event()
+
+    def data_received(self, data: bytes) -> None:
+        reader, replies = self.reader, self.replies
+        reader.feed(data)
+        try:
+            while (reply := reader.gets()) is not False:
+                if type(reply) is list and len(reply) == 3 and reply[0] == "message":
+                    self.on_message(reply[2])
+                else:
+                    replies.append(reply)
+        except Exception as exc:  # a protocol error (or the callback's): reconnect
+            self._fail(ConnectionError(f"Redis subscription failed: {exc!r}"))
+            return
+        waiter = self.waiter
+        if waiter is not None and len(replies) >= self.want:
+            self.waiter, self.replies = None, []
+            if not waiter.done():
+                waiter.set_result(replies)
+
+    def _fail(self, exc: BaseException) -> None:
+        super()._fail(exc)
+        self.closed.set()
+
+
 class Wire:
     """One connection, one pipeline in flight at a time (the caller's to ensure)."""
 
@@ -177,7 +209,9 @@ class Wire:
             proto = await self._connect()
         return await self._roundtrip(proto, data, n)
 
-    async def _roundtrip(self, proto: _Protocol, data: bytes, n: int) -> list[Any]:
+    async def _roundtrip(
+        self, proto: _Protocol, data: bytes, n: int, drop: bool = True
+    ) -> list[Any]:
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[list[Any]] = loop.create_future()
         proto.want, proto.waiter = n, waiter
@@ -190,7 +224,10 @@ class Wire:
         except BaseException:
             # Failed, timed out or cancelled: replies may still be on their way, and would
             # be taken for the next pipeline's. This connection is done.
-            self._drop()
+            if drop:
+                self._drop()
+            else:
+                proto.transport.close()
             raise
         finally:
             if timer is not None:
@@ -199,10 +236,36 @@ class Wire:
     def _timeout(self, proto: _Protocol) -> None:
         proto._fail(RedisTimeoutError("Timeout reading from Redis"))
 
+    async def subscribe(
+        self, channel: str, on_message: Callable[[str], None], subscribed: Callable[[], None]
+    ) -> None:
+        """Listen to ``channel`` on a connection of its own: ``subscribed()`` once Redis
+        confirmed, then ``on_message(data)`` for each message, until the connection is lost
+        (``ConnectionError``) or the caller is cancelled (the connection is closed)."""
+        proto = _Subscriber(on_message)
+        await self._open(proto)
+        try:
+            await self._roundtrip(proto, pack(["SUBSCRIBE", channel]), 1, drop=False)
+            subscribed()
+            await proto.closed.wait()
+            raise proto.lost or ConnectionError("Redis subscription closed")
+        finally:
+            if proto.transport is not None:
+                proto.transport.close()
+
     async def _connect(self) -> _Protocol:
         self._drop()
-        loop = asyncio.get_running_loop()
         proto = _Protocol()
+        await self._open(proto)
+        self._proto = proto
+        if self._connected_before and store_retried:
+            store_retry("reconnect")
+        self._connected_before = True
+        return proto
+
+    async def _open(self, proto: _Protocol) -> None:
+        """Connect ``proto`` and say hello (AUTH, SELECT, CLIENT SETNAME as set)."""
+        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout):
                 if self.path is not None:
@@ -212,7 +275,6 @@ class Wire:
         except (OSError, TimeoutError) as exc:
             where = self.path or f"{self.host}:{self.port}"
             raise ConnectionError(f"Error connecting to {where}: {exc}") from exc
-        self._proto = proto
         hello: list[bytes] = []
         if self.password is not None:
             auth = [self.username, self.password] if self.username else [self.password]
@@ -222,14 +284,10 @@ class Wire:
         if self.client_name:
             hello.append(pack(["CLIENT", "SETNAME", self.client_name]))
         if hello:
-            for reply in await self._roundtrip(proto, b"".join(hello), len(hello)):
+            for reply in await self._roundtrip(proto, b"".join(hello), len(hello), drop=False):
                 if isinstance(reply, ResponseError):
-                    self._drop()
+                    proto.transport.close()
                     raise AuthenticationError(str(reply))
-        if self._connected_before and store_retried:
-            store_retry("reconnect")
-        self._connected_before = True
-        return proto
 
     def _drop(self) -> None:
         proto, self._proto = self._proto, None

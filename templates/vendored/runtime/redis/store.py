@@ -378,7 +378,8 @@ class RedisTaskStore(SharedTaskStore):
         """``remove.lua``'s keys and args: delete (``now`` None) or expire a task."""
         t, active, inp, cl, ans = self.keys.task_keys(tag, task_id)
         keys = [t, self.keys.idx(tag), active, inp, cl, ans]
-        return [keys, [task_id, lex, "" if now is None else repr(float(now)), channel]]
+        when = "" if now is None else repr(float(now))
+        return [keys, [task_id, lex, when, channel, TERMINAL_VALUES]]
 
     async def delete(self, task_id: str) -> bool:
         if not storable_id(task_id):
