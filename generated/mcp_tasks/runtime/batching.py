@@ -31,7 +31,9 @@ class Queued:
     __slots__ = ("done", "lead", "value", "exc")
 
     def __init__(self) -> None:
-        self.done = anyio.Event()
+        #: Set when its batch was sent; made only for a caller that waits (one that finds
+        #: nothing out sends at once, and waits on nothing).
+        self.done: anyio.Event | None = None
         #: Set instead of an outcome: this caller sends the next batch.
         self.lead = False
         self.value: Any = None
@@ -63,7 +65,8 @@ class GroupSender(abc.ABC, Generic[Q]):
         self._queue.append(item)
         with anyio.CancelScope(shield=True):  # a queued item is sent: wait for its outcome
             if self._sending:
-                await item.done.wait()
+                done = item.done = anyio.Event()
+                await done.wait()
                 if not item.lead:
                     return item.outcome()
             self._sending = True
@@ -73,10 +76,13 @@ class GroupSender(abc.ABC, Generic[Q]):
                 await self._flush(batch)
             finally:
                 if self._queue:  # the next batch's first caller sends it
-                    self._queue[0].lead = True
-                    self._queue[0].done.set()
+                    first = self._queue[0]
+                    first.lead = True
+                    if first.done is not None:  # queued while this batch was out: it waits
+                        first.done.set()
                 else:
                     self._sending = False
                 for b in batch:
-                    b.done.set()
+                    if b.done is not None:
+                        b.done.set()
         return item.outcome()
