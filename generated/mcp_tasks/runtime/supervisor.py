@@ -403,6 +403,19 @@ class RunSupervisor:
         expires = run.ttl.expires_at
         return rec if expires is not None and expires > now else None  # renewed since
 
+    async def outcome_soon(self, task_id: str, within: float) -> bool:
+        """Whether the work of ``task_id`` ended here, or returned and has its outcome's
+        write land within ``within`` seconds (a kept outcome, which the store did not take,
+        is not waited for): a ``tasks/result`` then needs nothing but the record. A cheap
+        wait for a write that takes one store round trip, where watching the client would
+        cost more than the write."""
+        run = self._active.get(task_id)
+        if run is not None and not run.busy and run.kept is None and run.final is None:
+            with anyio.move_on_after(within):
+                while run.final is None and run.kept is None and self._active.get(task_id) is run:
+                    await run.changed.wait()
+        return self.ended(task_id)
+
     async def stored_outcome(self, task_id: str, requestor: str) -> TaskRecord | None:
         """When the requestor's work of ``task_id`` returned here and its outcome is being
         stored (it asks for no input any more; or the store did not take it yet and it is

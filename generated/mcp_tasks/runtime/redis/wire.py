@@ -90,6 +90,8 @@ class _Protocol(asyncio.Protocol):
         self.want = 0
         self.replies: list[Any] = []
         self.waiter: asyncio.Future[list[Any]] | None = None
+        #: the loop it runs on (asked once: asking costs a system call on CPython 3.11)
+        self.loop = asyncio.get_running_loop()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
@@ -212,7 +214,7 @@ class Wire:
     async def _roundtrip(
         self, proto: _Protocol, data: bytes, n: int, drop: bool = True
     ) -> list[Any]:
-        loop = asyncio.get_running_loop()
+        loop = proto.loop
         waiter: asyncio.Future[list[Any]] = loop.create_future()
         proto.want, proto.waiter = n, waiter
         proto.transport.write(data)
