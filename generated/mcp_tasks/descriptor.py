@@ -106,7 +106,7 @@ PARTS: Final[Mapping[str, Part]] = MappingProxyType(
         ),
         "redis": Part(
             paths=("runtime/redis/",),
-            requires=("redis<9,>=6.0.0",),
+            requires=("hiredis<4,>=3.0", "redis<9,>=6.0.0"),
         ),
         "ops": Part(
             paths=("runtime/ops/app.py", "runtime/ops/metrics.py", "examples/ops.py"),
@@ -114,7 +114,7 @@ PARTS: Final[Mapping[str, Part]] = MappingProxyType(
         ),
         "workers": Part(
             paths=("runtime/offload.py", "runtime/worker.py", "worker.py", "examples/workers.py"),
-            requires=("pydocket<0.28,>=0.27", "redis<9,>=6.0.0"),
+            requires=("hiredis<4,>=3.0", "pydocket<0.28,>=0.27", "redis<9,>=6.0.0"),
         ),
     }
 )

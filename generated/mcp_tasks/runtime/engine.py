@@ -120,6 +120,7 @@ log = logging.getLogger(f"{_PKG}.runtime")
 #: the statusMessage of a task its requestor cancelled
 CANCELLED_MESSAGE = "The task was cancelled by the requestor"
 
+Dropped = list[tuple[str, str]]  #: (owner, task ID): what a creation drops (``Retention.admit``)
 #: How many reads of ``page_size + 1`` records one ``tasks/list`` page makes at most, when
 #: expired tasks no sweep removed yet take up the reads.
 LIST_READS = 8
@@ -274,12 +275,14 @@ class TaskEngine:
         for owner, task_id in self.retention.finished(rec.task_id, size):
             await self._drop(owner, task_id)
 
-    async def _drop_shielded(self, requestor: str, task_id: str) -> None:
-        with anyio.CancelScope(shield=True):  # the ledger forgot it: the store must too
-            try:
-                await self._drop(requestor, task_id)
-            except TaskError as exc:
-                log.warning("could not drop task %s: %s", task_id, exc.message)
+    def _drop_beside(self, tg: anyio.abc.TaskGroup, dropped: Dropped) -> Dropped:
+        """The drops a creation's admission made (R-SEC-4) left to make after it: none on a
+        store that batches (spawned now, they queue in the creation's round trip)."""
+        if dropped and self._store.batches:
+            for owner, old in dropped:
+                tg.start_soon(self._drop, owner, old, name="mcp-tasks retention drop")
+            return []
+        return dropped
 
     async def _drop(self, requestor: str, task_id: str) -> None:
         """Delete a finished task of ``requestor`` to keep a budget (its own, or the total)
@@ -287,9 +290,10 @@ class TaskEngine:
         self.tombstones.add(requestor, task_id)
         self.runs.forget(task_id)
         try:
-            deleted = await self.guard.delete(task_id)
-        except StoreUnavailable:
-            log.warning("could not drop task %s (store unavailable)", task_id)
+            with anyio.CancelScope(shield=True):  # forgotten here: the store forgets it too
+                deleted = await self.guard.delete(task_id)
+        except TaskError as exc:
+            log.warning("could not drop task %s: %s", task_id, exc.message)
             return
         if deleted:
             audit("dropped", requestor, task_id, reason="retention_limit")
@@ -303,8 +307,7 @@ class TaskEngine:
                 audit("lookup_rejected", requestor, None)
                 raise TaskNotFound()
             rec = await self.guard.get_own(task_id, requestor)
-            if rec is not None and rec.status in protocol.TERMINAL:
-                self.runs.remember(rec)  # polled again and again: the next reads are here
+            self.runs.remember(rec)  # a terminal one, polled again and again: kept here
         if (
             rec is not None
             and rec.requestor == requestor
@@ -370,13 +373,7 @@ class TaskEngine:
         ttl = ttl_policy(self.config, ttl_ms)
         task_id = secrets.token_urlsafe(16)  # 128 bits from `secrets` (R-ID-1, R-ID-2)
         retention = self.retention
-        dropped = retention.admit(requestor, task_id, held_bytes, budget)  # R-SEC-4
-        if dropped and self._store.batches:
-            # Sent beside the creation (its round trip), not after: the deletes queue in
-            # the store during the creation's tick. Each forgets its task here at once.
-            for owner, old in dropped:
-                tg.start_soon(self._drop_shielded, owner, old, name="mcp-tasks retention drop")
-            dropped = []
+        dropped = self._drop_beside(tg, retention.admit(requestor, task_id, held_bytes, budget))
         limit = self.active_limit
         limit.acquire(requestor)
         try:

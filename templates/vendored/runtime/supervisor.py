@@ -151,12 +151,14 @@ class RunSupervisor:
     def forget(self, task_id: str) -> None:
         self._recent.pop(task_id, None)
 
-    def remember(self, rec: TaskRecord) -> None:
-        """A terminal record just read from the store, kept as ``recent`` keeps those stored
-        here: a task polled after its end costs one read per ``RECENT_S``, not one per
-        poll. Terminal records do not change (R-STATE-3); a delete made by another instance
-        is seen here at most ``RECENT_S`` late, as for the records stored here."""
-        self._remember(rec)
+    def remember(self, rec: TaskRecord | None) -> None:
+        """A record just read from the store, kept as ``recent`` keeps those stored here
+        when it is terminal: a task polled after its end costs one read per ``RECENT_S``,
+        not one per poll. Terminal records do not change (R-STATE-3); a delete made by
+        another instance is seen here at most ``RECENT_S`` late, as for the records stored
+        here."""
+        if rec is not None and rec.status in TERMINAL:
+            self._remember(rec)
 
     def _remember(self, rec: TaskRecord) -> None:
         recent = self._recent

@@ -83,8 +83,7 @@ _SESSION_HEADER = MCP_SESSION_ID_HEADER.lower()
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
 #: how often a waiting ``tasks/result`` looks whether its session ended
 WATCH_S: Final = 0.5
-#: how long a ``tasks/result`` waits, unwatched, for an outcome whose write is in flight
-#: (a durable store's round trip) before it watches its client as any other wait does
+#: how long a ``tasks/result`` waits unwatched for an outcome whose write is in flight
 OUTCOME_SOON_S: Final = 0.05
 #: set in the ASGI scope of a request the task endpoint has already left to the SDK
 _SEEN = "mcp_tasks.task_endpoint_seen"
@@ -553,8 +552,7 @@ class TaskEndpoint:
 
     async def _outcome_soon(self, req: TaskRequest) -> bool:
         """Whether the task's work returned here and its outcome's write lands within
-        :data:`OUTCOME_SOON_S` (a durable store's round trip): then answered without a
-        watch, as one that ended a moment ago."""
+        :data:`OUTCOME_SOON_S`: then answered unwatched, as one that ended a moment ago."""
         task_id = req.params.get("taskId")
         engine = getattr(self.tasks, "engine", None)
         if not isinstance(task_id, str) or engine is None:

@@ -103,10 +103,8 @@ class StoreConformance(AdminConformance):
         assert await store.get("nope") is None
 
     async def test_get_own_finds_the_requestors_task_R_SEC_1(self, store: TaskStore) -> None:
-        """``get_own`` answers a requestor's own task as ``get`` does; another requestor's
-        is None or the record (the engine answers both as unknown), never an error."""
-        rec = record("t1")
-        await store.create(rec)
+        """``get_own``: a requestor's own task as ``get``; another's None or the record."""
+        await store.create(rec := record("t1"))
         assert await store.get_own("t1", "alice") == rec
         assert await store.get_own("nope", "alice") is None
         assert await store.get_own("t1", "bob") in (None, rec)

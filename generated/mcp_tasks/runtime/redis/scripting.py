@@ -84,6 +84,14 @@ RESUME = load("resume")
 Call = tuple[Script | None, list[Any]]
 
 
+def _packed(script: Script | None, a: list[Any]) -> bytes:
+    """One call of a pipeline in Redis' protocol: a command, or ``EVALSHA`` of a script."""
+    if script is None:
+        return pack(a)
+    keys, args = a
+    return pack(["EVALSHA", script.sha, len(keys), *keys, *args])
+
+
 class _Batch(Queued):
     """One caller's calls; its outcome is their replies (or the error) once their pipeline
     returned."""
@@ -215,14 +223,7 @@ class ScriptRunner(GroupSender[_Batch]):
         self.commands += len(calls)
         wire = self._wire
         if wire is not None:
-            return await wire.execute(
-                [
-                    pack(a)
-                    if script is None
-                    else pack(["EVALSHA", script.sha, len(a[0]), *a[0], *a[1]])
-                    for script, a in calls
-                ]
-            )
+            return await wire.execute([_packed(script, a) for script, a in calls])
         pipe = self.redis.pipeline(transaction=False)
         for script, a in calls:
             if script is None:

@@ -96,8 +96,7 @@ class RedisTaskStore(SharedTaskStore):
 
     #: Other processes may change tasks: the engine waits on ``watch`` instead of polling.
     shared = True
-    #: concurrent calls share one pipeline (auto-pipelining, ``scripting.py``)
-    batches = True
+    batches = True  #: concurrent calls share one pipeline (``scripting.py``)
 
     def __init__(
         self,
@@ -138,9 +137,8 @@ class RedisTaskStore(SharedTaskStore):
         self._run.on_down.append(self._secret.forget)
         self.events.on_subscribed.append(self._secret.forget)
         self._tags: dict[str, str] = {}
-        #: task ID -> (lexkey, expires_at) of the tasks created here: their index entries,
-        #: so that ``delete`` removes them in the same round trip as the task
-        self._entries: dict[str, tuple[str, float | None]] = {}
+        #: task ID -> lexkey of the tasks created here: ``delete`` in one round trip
+        self._entries: dict[str, str] = {}
         self._started = False
         self._tg: anyio.abc.TaskGroup | None = None
 
@@ -249,10 +247,9 @@ class RedisTaskStore(SharedTaskStore):
                 await self._run.pipeline([(None, ["DEL", keys.ptr(tid)]), *undo])
             return False
         self._tags[tid] = tag
-        entries = self._entries
-        if len(entries) >= _TAG_CACHE:
-            entries.clear()
-        entries[tid] = (lex, record.expires_at)
+        if len(self._entries) >= _TAG_CACHE:
+            self._entries.clear()
+        self._entries[tid] = lex
         return True
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -274,10 +271,8 @@ class RedisTaskStore(SharedTaskStore):
         return rec
 
     async def get_own(self, task_id: str, requestor: str) -> TaskRecord | None:
-        """``get``, first looking in ``requestor``'s slot when this instance does not know
-        the task's yet: a task another instance created costs one round trip, not two (the
-        ID's pointer, then the task). A wrong guess (an unknown ID, another requestor's
-        task) is corrected by ``get`` as a stale tag is: through the pointer."""
+        """``get`` looking in ``requestor``'s slot first, not the ID's pointer: one round
+        trip for a task of another instance (``get`` corrects a wrong guess as a stale tag)."""
         tags = self._tags
         if task_id not in tags and storable_id(task_id):
             if len(tags) >= _TAG_CACHE:
@@ -319,10 +314,8 @@ class RedisTaskStore(SharedTaskStore):
             await self._run.command("SREM", self.keys.owned(owner), member)
         rec = decode(h, task_id)
         if rec is not None:  # what it wrote is not sent back: the caller's own values
-            if result is not None:
-                rec.result = result
-            if error is not None:
-                rec.error = error
+            rec.result = rec.result if result is None else result
+            rec.error = rec.error if error is None else error
         return rec
 
     async def set_ttl(self, task_id: str, ttl_ms: int) -> TaskRecord | None:
@@ -345,8 +338,6 @@ class RedisTaskStore(SharedTaskStore):
         expires = rec.expires_at
         assert expires is not None
         lex = lexkey(rec.created_at, task_id)
-        if task_id in self._entries:
-            self._entries[task_id] = (lex, expires)
         await self._run.pipeline(
             [
                 (None, ["ZADD", self.keys.expiry, repr(expires), f"{tag}:{lex}"]),
@@ -395,40 +386,24 @@ class RedisTaskStore(SharedTaskStore):
         if tag is None:
             return False
         keys, args = self._remove_args(tag, task_id, "", None, self.keys.channel)
-        entry = self._entries.pop(task_id, None)
-        if entry is not None:
-            # Created here: its index entries are known, and go in the same round trip.
-            out = await self._run.pipeline(
-                [(REMOVE, [keys, args]), *self._unindex(tag, task_id, *entry)]
-            )
-            h = as_dict(out[0])
-            rec = decode(h, task_id)
-        else:
-            h = as_dict(await self._run.eval(REMOVE, keys, args))
-            rec = decode(h, task_id)
-            if rec is not None:
-                lex = lexkey(rec.created_at, task_id)
-                await self._run.pipeline(self._unindex(tag, task_id, lex, rec.expires_at))
+        calls: list[Call] = [(REMOVE, [keys, args])]
+        lex = self._entries.pop(task_id, "")
+        if lex:  # created here: its index entries go in the same round trip
+            calls += [(None, c) for c in self.keys.unindex(tag, task_id, lex)]
+        h = as_dict((await self._run.pipeline(calls))[0])
+        rec = decode(h, task_id)
         self._tags.pop(task_id, None)
         if rec is None:
             return False
+        if not lex:
+            lex = lexkey(rec.created_at, task_id)
+            await self._run.pipeline([(None, c) for c in self.keys.unindex(tag, task_id, lex)])
         owner = h.get("o")
-        if owner is not None and rec.status not in TERMINAL:
-            # A terminal task left its owner's lease set as it ended.
+        if owner is not None and rec.status not in TERMINAL:  # an ended one left it already
             await self._run.command(
                 "SREM", self.keys.owned(owner), self.leases.member(tag, task_id)
             )
         return True
-
-    def _unindex(self, tag: str, task_id: str, lex: str, expires_at: float | None) -> list[Call]:
-        """The commands that remove a task's ID pointer and index entries (other slots)."""
-        calls: list[Call] = [
-            (None, ["DEL", self.keys.ptr(task_id)]),
-            (None, ["ZREM", self.keys.all, all_member(lex, tag)]),
-        ]
-        if expires_at is not None:
-            calls.append((None, ["ZREM", self.keys.expiry, f"{tag}:{lex}"]))
-        return calls
 
     async def pop_expired(self, now: float, limit: int) -> list[TaskRecord]:
         out: list[TaskRecord] = []
