@@ -289,9 +289,8 @@ class TaskEngine:
         under its caps: it answers as an expired one from now on (``Retention``)."""
         self.tombstones.add(requestor, task_id)
         self.runs.forget(task_id)
-        try:
-            with anyio.CancelScope(shield=True):  # forgotten here: the store forgets it too
-                deleted = await self.guard.delete(task_id)
+        try:  # queued in the store, the delete is sent whatever is cancelled meanwhile
+            deleted = await self.guard.delete(task_id)
         except TaskError as exc:
             log.warning("could not drop task %s: %s", task_id, exc.message)
             return
