@@ -54,7 +54,7 @@ sys.path.insert(0, str(HERE / "peers"))
 sys.path.insert(0, str(ROOT / "tests"))  # testkit, which servers.py imports
 
 from driver import TERMINAL, Session, Stateless  # noqa: E402
-from localhost import HOST, free_port, stop  # noqa: E402
+from localhost import HOST, free_port, redis_argv, stop  # noqa: E402
 from servers import OURS_FLAGS  # noqa: E402
 from workloads import Plan  # noqa: E402
 
@@ -64,9 +64,15 @@ START_TIMEOUT_S = 180.0  # a Python server's start under callgrind takes tens of
 EXT_PAUSE_S = 0.02  # between two tasks/get of an extension lifecycle
 
 
+#: ``--store``: the store the example server runs on, as ``--store`` takes it on (port, a
+#: folder for files); None: the shipped default (memory). Set by ``main``.
+STORE: Callable[[int], str] | None = None
+
+
 def server_argv(port: int) -> list[str]:
+    store = [] if STORE is None else ["--store", STORE(port)]
     return [sys.executable, "-m", "mcp_tasks.examples.server", "--http", f"{HOST}:{port}",
-            *OURS_FLAGS]  # fmt: skip
+            *OURS_FLAGS, *store]  # fmt: skip
 
 
 def env_for(generated: Path) -> dict[str, str]:
@@ -243,10 +249,12 @@ def fmt(v: float | None, digits: int = 1) -> str:
     return "–" if v is None else f"{v:,.{digits}f}"
 
 
-def markdown(rows: list[dict[str, Any]], before: Path, when: str, clients: int) -> str:
+def markdown(
+    rows: list[dict[str, Any]], before: Path, when: str, clients: int, store: str = "memory"
+) -> str:
     lines = [
         f"**Instructions per operation** (callgrind, {clients} client{'s' * (clients > 1)};"
-        f" {when}; before: `{before}`)",
+        f" {store} store; {when}; before: `{before}`)",
         "",
         "| workload | ops | before Ir/op | after Ir/op | after ÷ before"
         " | syscalls/op before | after |",
@@ -269,6 +277,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--clients", type=int, default=Plan().sessions,
                     help="clients at once (default: the peers benchmark's sessions)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--store", choices=("memory", "sqlite", "redis"), default="memory",
+                    help="the store both sides run on (sqlite: a new file per server; redis: a"
+                    " throw-away redis-server, a namespace per server; its own instructions"
+                    " are not counted). Past --warmup x --clients = 1,000 lifecycles each"
+                    " creation drops the oldest finished task, as in the peer tables")
     ap.add_argument("--quick", action="store_true", help="a few operations (tests)")
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args(argv)
@@ -293,7 +306,15 @@ def main(argv: list[str] | None = None) -> int:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    with tempfile.TemporaryDirectory(prefix="bench-ir-") as d:
+    global STORE
+    with tempfile.TemporaryDirectory(prefix="bench-ir-") as d, contextlib.ExitStack() as stack:
+        if args.store == "sqlite":
+            STORE = lambda port: f"sqlite:{d}/tasks-{port}.db"  # noqa: E731
+        elif args.store == "redis":
+            redis_port = free_port()
+            redis = subprocess.Popen(redis_argv(redis_port), stdout=subprocess.DEVNULL)
+            stack.callback(stop, redis)
+            STORE = lambda port: f"redis://{HOST}:{redis_port}/0?namespace=ir-{port}"  # noqa: E731
         try:
             rows = asyncio.run(measure(args, Path(d)))
         except Failed as exc:  # the last results stay as they were
@@ -301,9 +322,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     args.out.mkdir(parents=True, exist_ok=True)
     report = {"date": when, "before": str(args.before), "ops": args.ops,
-              "clients": args.clients, "rows": rows}  # fmt: skip
+              "clients": args.clients, "store": args.store, "rows": rows}  # fmt: skip
     (args.out / "instructions-latest.json").write_text(json.dumps(report, indent=1))
-    md = markdown(rows, args.before, when, args.clients)
+    md = markdown(rows, args.before, when, args.clients, args.store)
     (args.out / "instructions-latest.md").write_text(md)
     print(md)
     return 0

@@ -89,19 +89,30 @@ from driver import RUN_FAILURES  # noqa: E402
 from paired import pairs_of, run_paired  # noqa: E402
 from report import aggregate, markdown, scale_targets, targets  # noqa: E402
 from servers import (  # noqa: E402
+    BEFORE,
     EXT,
     FASTMCP,
     OURS_FLAGS,
     PY129,
     REDIS,
+    STORE_ROWS,
     TS_DIR,
     VENV129,
     Running,
     ServerSpec,
     before_specs,
+    counted,
     server_specs,
 )
-from workloads import EXT_WORKLOADS, QUICK, WORKLOADS, Plan, w_list, workloads_of  # noqa: E402
+from workloads import (  # noqa: E402
+    EXT_WORKLOADS,
+    QUICK,
+    WORKLOADS,
+    Plan,
+    w_counts,
+    w_list,
+    workloads_of,
+)
 
 from testkit import fastmcp_peer  # noqa: E402
 
@@ -159,9 +170,46 @@ async def run_all(
     try:
         await _run_reps(specs, plan, tmp, names, runs, errors)
         paired = await run_paired(pairs, plan, tmp, errors) if pairs else {}
+        befores = [b for _, b in pairs or []]
+        counts = await run_counts([*specs, *befores], plan, tmp, errors)
     finally:
         REDIS.stop()
-    return {"runs": runs, "errors": errors, "paired": paired}
+    return {"runs": runs, "errors": errors, "paired": paired, "counts": counts}
+
+
+async def run_counts(
+    specs: list[ServerSpec], plan: Plan, tmp: Path, errors: list[str]
+) -> dict[str, dict[str, Any]]:
+    """The store rows' round trips (``workloads.w_counts``), each on a process of its own
+    that counts them (``counted.py``), after the timed runs."""
+    out: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        if spec.name.removesuffix(BEFORE) not in STORE_ROWS or spec.missing:
+            continue
+        srv = await Running(counted(spec, tmp), tmp).start()
+        try:
+            out[spec.name] = res = await w_counts(srv, plan)
+            print(f"counts    {spec.name:18s} " + count_summary(res), flush=True)
+        except RUN_FAILURES as exc:
+            errors.append(f"counts {spec.name}: {exc}")
+            print("  ERROR", errors[-1], flush=True)
+        finally:
+            srv.stop()
+    return out
+
+
+def count_summary(res: dict[str, Any]) -> str:
+    parts = []
+    for what in ("lifecycle", "get"):
+        c = res[what]
+        if c.get("pipelines") or c.get("commands"):
+            parts.append(
+                f"{what}: {c['pipelines']:.2f} round trips, {c['commands']:.2f} commands sent,"
+                f" {c.get('redis_ran', 0):.1f} run by Redis"
+            )
+        else:
+            parts.append(f"{what}: {c['commits']:.2f} commits, {c['statements']:.2f} statements")
+    return "; ".join(parts)
 
 
 async def _run_reps(
@@ -213,7 +261,9 @@ async def _run_quick(
     try:
         for workload, fn in workloads_of(spec).items():
             runs[workload][spec.name].append(await fn(srv, plan))
-            print(f"{workload:9s} {spec.name:12s} " + summary(workload, runs[workload][spec.name][-1]))
+            print(
+                f"{workload:9s} {spec.name:12s} " + summary(workload, runs[workload][spec.name][-1])
+            )
     finally:
         srv.stop()
 
@@ -326,9 +376,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--before",
         type=Path,
         metavar="CHECKOUT",
-        help="also serve ours-memory and ours-ext from CHECKOUT's generated/ (e.g. a git"
-        " worktree of an earlier commit), in pairs of alternating windows with this"
-        " checkout's (benchmarks/peers/paired.py): a before/after table",
+        help="also serve ours-memory, ours-ext, ours-sqlite and ours-redis from CHECKOUT's"
+        " generated/ (e.g. a git worktree of an earlier commit), in pairs of alternating"
+        " windows with this checkout's (benchmarks/peers/paired.py), and count the store"
+        " rows' round trips on both: before/after tables",
     )
     ap.add_argument("--pairs", type=int, help="--before's pairs of windows per workload")
     ap.add_argument("--out", type=Path, help="results directory")
@@ -396,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         ],
         "runs": result["runs"],
         "paired": result["paired"],
+        "counts": result["counts"],
         "errors": result["errors"],
         "server_logs_tail": logs,
         "aggregate": agg,

@@ -68,6 +68,24 @@ async def redis_command(port: int, *command: str) -> bytes:
         writer.close()
 
 
+async def redis_commands_ran(port: int) -> int:
+    """How many commands the redis-server on ``HOST:port`` ran since it started or its
+    stats were reset (``INFO commandstats``, those run inside scripts too), less the
+    ``INFO`` calls themselves."""
+    reader, writer = await asyncio.open_connection(HOST, port)
+    try:
+        writer.write(b"*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n")
+        size = int((await reader.readline())[1:])
+        body = (await reader.readexactly(size + 2)).decode()
+    finally:
+        writer.close()
+    total = 0
+    for line in body.splitlines():
+        if line.startswith("cmdstat_") and not line.startswith("cmdstat_info:"):
+            total += int(line.split("calls=", 1)[1].split(",", 1)[0])
+    return total
+
+
 def pct(values: list[float], q: float) -> float:
     """The ``q``-th percentile of ``values`` (nearest rank; NaN for none)."""
     if not values:

@@ -296,9 +296,9 @@ def run_scaleout(
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| workers | tasks/s | × 1 worker | requests/s | p50 ms | p99 ms | gets/task "
-        "| server CPU ms/task | workers' CPU (cores) | Redis CPU | driver CPU | other processes' CPU "
-        "| workers' CPU shares |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| server CPU ms/task | tasks/s per core used | workers' CPU (cores) | Redis CPU "
+        "| driver CPU | other processes' CPU | workers' CPU shares |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         x = r.get("x_1_worker")
@@ -307,10 +307,15 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"| {r['workers']} | {r['tasks_per_s']:,.0f} | {'–' if x is None else f'{x:.2f}'} "
             f"| {r['requests_per_s']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} "
             f"| {r['gets_per_task']:.2f} | {r['server_cpu_ms_per_task']:.3f} "
-            f"| {r['workers_cpu_util']:.2f} | {r['redis_cpu_util']:.2f} "
+            f"| {per_core(r):,.0f} | {r['workers_cpu_util']:.2f} | {r['redis_cpu_util']:.2f} "
             f"| {r['driver_cpu_util']:.2f} | {r['others_cpu_util']:.2f} | {shares} |"
         )
     return "\n".join(lines)
+
+
+def per_core(row: dict[str, Any]) -> float:
+    """Tasks per second per core the server used (its workers and Redis together)."""
+    return row["tasks_per_s"] / max(row["workers_cpu_util"] + row["redis_cpu_util"], 1e-9)
 
 
 async def measure_window(state: dict[str, bool], window_s: float) -> float:

@@ -68,6 +68,9 @@ class ServerSpec:
     env: dict[str, str] = field(default_factory=dict)
     face: str = CORE  # CORE: 2025-11-25 sessions; EXT: 2026-07-28 tasks extension, stateless
     workloads: tuple[str, ...] | None = None  # a subset of its face's workloads (None: all)
+    #: its store's round trips are counted on a process of its own (``counted.py``), which
+    #: writes them here
+    counts: Path | None = None
 
 
 def uvicorn_auto_stack() -> str:
@@ -135,7 +138,11 @@ def _ts_command(port: int, *flags: str) -> list[str]:
 
 def _ts_missing() -> str | None:
     installed = (TS_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir()
-    return None if installed and shutil.which("node") else "node_modules missing (run without --skip-setup)"
+    return (
+        None
+        if installed and shutil.which("node")
+        else "node_modules missing (run without --skip-setup)"
+    )
 
 
 def server_specs(tmp: Path, quick: bool) -> list[ServerSpec]:
@@ -237,30 +244,61 @@ def ext_specs() -> list[ServerSpec]:
     ]
 
 
+#: Our rows whose store's round trips are counted (``counted.py``, ``workloads.w_counts``).
+STORE_ROWS = ("ours-sqlite", "ours-redis")
+#: The ``--before`` rows of ours: the shipped default on both faces, and the stores.
+BEFORE_ROWS = (OURS_MEMORY, "ours-ext", *STORE_ROWS)
+COUNTED = PEERS / "counted.py"
+
+
+def counted(spec: ServerSpec, tmp: Path) -> ServerSpec:
+    """``spec`` (ours) on a process that counts its store's round trips (``counted.py``)."""
+    path = tmp / f"{spec.name.replace('@', '-')}-counts.json"
+    argv = spec.argv
+    return replace(
+        spec,
+        argv=lambda port, d: [sys.executable, str(COUNTED), str(path), *argv(port, d)[1:]],
+        counts=path,
+    )
+
+
 def before_specs(specs: list[ServerSpec], checkout: Path) -> list[ServerSpec]:
-    """The shipped-default rows of ours among ``specs`` (``ours-memory``, ``ours-ext``) again,
-    served from ``checkout``'s ``generated/`` (an earlier commit's worktree): the same command
-    line, the package found first on ``PYTHONPATH``. Lifecycle and poll only, each measured
-    in pairs of windows with the row it repeats (``paired.py``), in the same run."""
+    """The rows of ours among ``specs`` that ``BEFORE_ROWS`` names again, served from
+    ``checkout``'s ``generated/`` (an earlier commit's worktree): the same command line, the
+    package found first on ``PYTHONPATH`` (a Redis row in a namespace of its own). Lifecycle
+    and poll only, each measured in pairs of windows with the row it repeats
+    (``paired.py``), in the same run; the store rows' round trips are counted too."""
     generated = checkout.resolve() / "generated"
     if not (generated / "mcp_tasks" / "examples" / "server.py").is_file():
         raise ValueError(f"--before {checkout}: no generated/mcp_tasks/examples/server.py there")
     path = os.pathsep.join(p for p in (str(generated), os.environ.get("PYTHONPATH")) if p)
     out = []
     for spec in specs:
-        if spec.name not in (OURS_MEMORY, "ours-ext") or spec.missing:
+        if spec.name not in BEFORE_ROWS or spec.missing:
             continue
         workloads = ("ext_lifecycle", "ext_poll") if spec.face == EXT else ("lifecycle", "poll")
-        out.append(
-            replace(
-                spec,
-                name=spec.name + BEFORE,
-                label=f"{spec.label}, before ({checkout})",
-                env={**spec.env, "PYTHONPATH": path},
-                workloads=workloads,
-            )
+        before = replace(
+            spec,
+            name=spec.name + BEFORE,
+            label=f"{spec.label}, before ({checkout})",
+            env={**spec.env, "PYTHONPATH": path},
+            workloads=workloads,
         )
+        if spec.needs_redis:  # both sides up at once on one Redis: apart
+            before = _namespaced(before, "mcp-tasks-before")
+        out.append(before)
     return out
+
+
+def _namespaced(spec: ServerSpec, namespace: str) -> ServerSpec:
+    """``spec`` (ours on Redis) with its tasks in ``namespace``."""
+    store = spec.store
+    assert store is not None
+
+    def url(port: int, d: Path) -> str:
+        return f"{store(port, d)}?namespace={namespace}"
+
+    return replace(spec, store=url, argv=lambda port, d: ours_argv(port, url(port, d)))
 
 
 class RedisServer:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
+import signal
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from driver import Session, Stateless
-from localhost import HOST, pct
+from localhost import HOST, pct, redis_commands_ran
 from servers import EXT, Running, ServerSpec
 
 EXT_POLL_PAUSE_S = 0.005  # between two tasks/get of the ext lifecycle (no blocking result)
@@ -45,6 +47,13 @@ class Plan:
     pairs: int = 20
     pair_warmup_s: float = 0.2
     pair_window_s: float = 1.0
+    #: the store rows' round trips (``w_counts``): lifecycles first run uncounted (past the
+    #: 1,000 finished tasks the server keeps per client address, so that each counted one
+    #: drops the oldest, as in the timed windows), lifecycles then counted, and how long
+    #: ``tasks/get`` is counted on a task that ended over a second before
+    count_warm: int = 1100
+    count_tasks: int = 300
+    count_gets_s: float = 1.0
 
 
 QUICK = Plan(
@@ -58,6 +67,9 @@ QUICK = Plan(
     big_list=200,
     list_reps=1,
     fresh_process=False,
+    count_warm=20,
+    count_tasks=20,
+    count_gets_s=0.1,
     pairs=2,
     pair_warmup_s=0.1,
     pair_window_s=0.3,
@@ -434,6 +446,64 @@ async def w_list(srv: Running, plan: Plan, rep: int = 0) -> dict[str, Any]:
     if big:
         out["bytes_per_task_prefilled"] = (big[0][1] - r_b) / max(big[0][0] - n_b, 1)
     return out
+
+
+async def _counts(srv: Running) -> dict[str, int]:
+    """The store's round trips so far (``counted.py``: asked for with ``SIGUSR1``), and with
+    Redis the commands Redis ran (``INFO commandstats``: those inside scripts too)."""
+    path = srv.spec.counts
+    assert path is not None
+    seq = json.loads(path.read_text())["seq"] if path.exists() else 0
+    os.kill(srv.pid, signal.SIGUSR1)
+    for _ in range(400):
+        if path.exists() and (got := json.loads(path.read_text()))["seq"] > seq:
+            break
+        await asyncio.sleep(0.01)
+    else:
+        raise RuntimeError(f"{srv.spec.name}: no counts in {path}")
+    out: dict[str, int] = {k: v for k, v in got.items() if k != "seq"}
+    if srv.spec.needs_redis:
+        out["redis_ran"] = await redis_commands_ran(int(os.environ["BENCH_REDIS_PORT"]))
+    return out
+
+
+def _per(before: dict[str, int], after: dict[str, int], n: int) -> dict[str, float]:
+    return {k: (after[k] - before[k]) / max(n, 1) for k in after}
+
+
+async def w_counts(srv: Running, plan: Plan) -> dict[str, Any]:
+    """What one lifecycle and one ``tasks/get`` cost the store, counted (``counted.py``) on
+    a server of its own, one session, one request at a time: SQLite statements and
+    commits, Redis pipelines (round trips) and commands sent, and the commands Redis ran.
+    The lifecycle as the timed windows run it (past the retention cap: each creation drops
+    the oldest finished task); ``tasks/get`` on a task that ended over a second before
+    (no longer the record its work stored a moment ago)."""
+    s = await Session(HOST, srv.port).open(1)
+    try:
+        for _ in range(plan.count_warm):
+            task = await s.task_call(0)
+            await s.call("tasks/result", {"taskId": task["taskId"]})
+        c0 = await _counts(srv)
+        for _ in range(plan.count_tasks):
+            task = await s.task_call(0)
+            await s.call("tasks/result", {"taskId": task["taskId"]})
+        c1 = await _counts(srv)
+        params = {"taskId": task["taskId"]}
+        await asyncio.sleep(1.2)  # past the second a record stored here is kept (RECENT_S)
+        gets, c2 = 0, await _counts(srv)
+        deadline = time.perf_counter() + plan.count_gets_s
+        while time.perf_counter() < deadline:
+            await s.call("tasks/get", params)
+            gets += 1
+        c3 = await _counts(srv)
+    finally:
+        s.close()
+    return {
+        "lifecycle": _per(c0, c1, plan.count_tasks),
+        "get": _per(c2, c3, gets),
+        "tasks": plan.count_tasks,
+        "gets": gets,
+    }
 
 
 Workload = Callable[[Running, Plan], Awaitable[dict[str, Any]]]

@@ -120,7 +120,7 @@ PARTS: Final[Mapping[str, Part]] = MappingProxyType(
         ),
         "redis": Part(
             paths=("runtime/redis/",),
-            requires=("redis>=6.0.0,<9",),
+            requires=("hiredis>=3.0,<4", "redis>=6.0.0,<9"),
             extra="redis",
         ),
         "ops": Part(
@@ -130,7 +130,7 @@ PARTS: Final[Mapping[str, Part]] = MappingProxyType(
         ),
         "workers": Part(
             paths=("runtime/offload.py", "runtime/worker.py", "worker.py", "examples/workers.py"),
-            requires=("pydocket>=0.27,<0.28", "redis>=6.0.0,<9"),
+            requires=("hiredis>=3.0,<4", "pydocket>=0.27,<0.28", "redis>=6.0.0,<9"),
             extra="workers",
         ),
     }

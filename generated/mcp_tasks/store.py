@@ -234,6 +234,11 @@ class TaskStore(abc.ABC):
     Contract (checked by the store-conformance suite, ``mcp_tasks.testing.store_conformance``):
 
     - ``create`` adds a record whose ``task_id`` is new; a duplicate id raises ``KeyError``.
+    - ``get_own(task_id, requestor)`` is ``get`` for a caller that knows whose task it must
+      be (the engine's lookups): the record when it is ``requestor``'s; for another
+      requestor's task a store may answer None or the record (the engine answers both as an
+      unknown task, R-SEC-1). A store that finds a task by its requestor faster overrides it
+      (Redis: one read in the requestor's slot instead of the ID's pointer first).
     - ``get`` returns the record or None (unknown or deleted). A record past its
       ``expires_at`` may still be returned until it is swept: callers compare
       ``expires_at`` with their clock (the engine then answers "Task has expired").
@@ -294,6 +299,10 @@ class TaskStore(abc.ABC):
 
     #: True for a ``SharedTaskStore`` (kept as a class attribute for old subclasses).
     shared: bool = False
+    #: True when the calls of concurrent tasks share round trips (Redis auto-pipelining,
+    #: SQLite group commit): the engine then sends the deletes a creation's retention makes
+    #: beside the creation instead of after it.
+    batches: bool = False
     #: True when a process without an engine may change its tasks (``mcptask admin cancel``
     #: on the same SQLite file): the engine's sweep then reads back the tasks whose work
     #: runs here and stops the work of those that ended in the store.
@@ -304,6 +313,11 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     async def get(self, task_id: str) -> TaskRecord | None: ...
+
+    async def get_own(self, task_id: str, requestor: str) -> TaskRecord | None:
+        """``get`` when the task should be ``requestor``'s (see the contract); the default
+        is ``get``."""
+        return await self.get(task_id)
 
     @abc.abstractmethod
     async def transition(

@@ -62,9 +62,19 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
     if "ts" in agg:
         assert agg["ts"]["lifecycle.x_ts"] == 1.0
     assert {t["server"] for t in report["targets"]} >= {"ours-memory", "ours-sqlite"}
+    # the store rows' round trips, counted on a server of their own: a lifecycle writes
+    # (at least one commit); a tasks/get of a task that ended reads at most once
+    counts = report["counts"]["ours-sqlite"]
+    assert counts["lifecycle"]["commits"] >= 1 and counts["lifecycle"]["statements"] >= 2
+    assert counts["get"]["statements"] <= 1
+    if "ours-redis" in report["counts"]:
+        redis = report["counts"]["ours-redis"]["lifecycle"]
+        assert redis["pipelines"] >= 1 and redis["commands"] >= redis["pipelines"]
+        assert redis["redis_ran"] >= redis["commands"]
     md = (tmp_path / "peers-latest.md").read_text()
     for needle in ("**Lifecycle**", "**Wake-up**", "**List**", "**Memory**", "**Targets**"):
         assert needle in md
+    assert "**Stores**" in md
     # the extension face: our row is measured once served, else shown as not served
     assert "**Extension face**" in md
     ours_ext = agg["ours-ext"]

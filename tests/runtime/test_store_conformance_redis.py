@@ -38,6 +38,43 @@ class TestRedisTaskStore(SharedStoreConformance):
         return RedisTaskStore(self.url, namespace=store.ns, lease_s=0.3)
 
 
+class TestRedisTaskStoreThroughRedisPy(TestRedisTaskStore):
+    """The same suite where the store cannot use its own connection (no ``hiredis``, or a
+    client it cannot speak for): every pipeline goes through redis-py's."""
+
+    @pytest.fixture(autouse=True)
+    def _no_wire(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from mcp_tasks.runtime.redis import wire
+
+        monkeypatch.setattr(wire, "hiredis", None)
+
+    async def make_store(self, tmp_path: Path) -> SharedTaskStore:
+        store = await super().make_store(tmp_path)
+        assert isinstance(store, RedisTaskStore) and store._run._wire is None
+        return store
+
+
+async def test_a_pipeline_cancelled_in_flight_leaves_the_next_one_its_own_replies(
+    redis_url: str,
+) -> None:
+    """The store's own connection (``wire.py``): a caller gone while its replies are on
+    their way (here a blocking pop) takes the connection with it; the next pipeline gets
+    its own replies on a new one, never the late ones."""
+    from mcp_tasks.runtime.redis.wire import Wire, pack
+
+    store = RedisTaskStore(redis_url, namespace=unique_namespace())
+    wire = Wire.of(store.redis)
+    assert wire is not None
+    try:
+        with anyio.move_on_after(0.1):
+            await wire.execute([pack(["BLPOP", f"{store.ns}:nothing", "0.3"])])
+        await store.redis.rpush(f"{store.ns}:nothing", "late")
+        assert await wire.execute([pack(["PING"]), pack(["ECHO", "mine"])]) == ["PONG", "mine"]
+    finally:
+        wire.close()
+        await store.close()
+
+
 async def _keys(store: RedisTaskStore) -> list[str]:
     return sorted(str(k) for k in await store.redis.keys(f"{store.ns}:*"))
 

@@ -14,6 +14,7 @@ to its first caller. Waits are shielded: a cancelled caller's item, once queued,
 from __future__ import annotations
 
 import abc
+import asyncio
 from typing import Any, Generic, TypeVar
 
 import anyio
@@ -28,7 +29,9 @@ class Queued:
     __slots__ = ("done", "lead", "value", "exc")
 
     def __init__(self) -> None:
-        self.done = anyio.Event()
+        #: Set when its batch was sent; made only for a caller that waits (one that finds
+        #: nothing out sends at once, and waits on nothing).
+        self.done: anyio.Event | asyncio.Event | None = None
         #: Set instead of an outcome: this caller sends the next batch.
         self.lead = False
         self.value: Any = None
@@ -43,12 +46,25 @@ class Queued:
 Q = TypeVar("Q", bound=Queued)
 
 
+def _on_asyncio() -> bool:
+    """Whether the caller runs on asyncio (else another anyio backend)."""
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no asyncio loop runs here
+        return False
+
+
 class GroupSender(abc.ABC, Generic[Q]):
     """Sends queued items in batches, one batch out at a time (:meth:`_flush`)."""
 
     def __init__(self) -> None:
         self._queue: list[Q] = []
         self._sending = False
+        #: asyncio's own event and zero sleep when running on asyncio (found on the first
+        #: call): inside the shielded scope they do what anyio's do, without asking the
+        #: kernel for the pid each time (asyncio's running-loop check, which anyio's
+        #: backend lookup makes)
+        self._native: bool | None = None
 
     @abc.abstractmethod
     async def _flush(self, batch: list[Q]) -> None:
@@ -58,22 +74,30 @@ class GroupSender(abc.ABC, Generic[Q]):
     async def _enqueue(self, item: Q) -> Any:
         """Queue ``item``; return its outcome once the batch holding it was sent."""
         self._queue.append(item)
+        native = self._native
+        if native is None:
+            native = self._native = _on_asyncio()
         with anyio.CancelScope(shield=True):  # a queued item is sent: wait for its outcome
             if self._sending:
-                await item.done.wait()
+                done = item.done = asyncio.Event() if native else anyio.Event()
+                await done.wait()
                 if not item.lead:
                     return item.outcome()
             self._sending = True
-            await anyio.lowlevel.checkpoint()  # one tick: let concurrent calls queue
+            # one tick: let concurrent calls queue
+            await (asyncio.sleep(0) if native else anyio.lowlevel.checkpoint())
             batch, self._queue = self._queue, []
             try:
                 await self._flush(batch)
             finally:
                 if self._queue:  # the next batch's first caller sends it
-                    self._queue[0].lead = True
-                    self._queue[0].done.set()
+                    first = self._queue[0]
+                    first.lead = True
+                    if first.done is not None:  # queued while this batch was out: it waits
+                        first.done.set()
                 else:
                     self._sending = False
                 for b in batch:
-                    b.done.set()
+                    if b.done is not None:
+                        b.done.set()
         return item.outcome()

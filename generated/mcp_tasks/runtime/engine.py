@@ -25,32 +25,21 @@ answers exactly like an unknown one.
   ``working`` when none remain, before it returns (read-your-writes).
 - ``cancel(requestor, task_id, *, face)``: ``(record, moved)``; the face decides
   between an ack and ``TaskAlreadyTerminal`` when ``moved`` is False.
-- ``wait_terminal(requestor, task_id, deliver, *, face)`` and
-  ``list_page(requestor, cursor, *, face)``: the blocking wait and the paged list of the
-  core face.
+- ``wait_terminal(requestor, task_id, deliver, *, face)``, ``list_page(requestor, cursor,
+  *, face)``: the core face's blocking wait and paged list.
 
 Everything that happens to tasks goes through one sink, ``engine.events`` (``events.py``):
 status changes go to every listener of ``on_status`` (``engine.on_status.append(fn)``;
 ``fn(record)``), queued and sent after the change (a result never waits on one), which
-renders them for the record's face. Operators' views (metrics, the dashboard) observe
-``on_created``, ``on_changed`` and ``on_expired`` (plain functions, ``fn(record)``, called
-inline: keep them cheap), and cancel any requestor's task with ``cancel_task``.
-
-Usage::
-
-    async with TaskEngine(InMemoryTaskStore()) as engine:
-        rec = await engine.start("alice", "2025-11-25", "tools/call", work, tool_error=FAILED)
+renders them for the record's face. Operators' views observe ``on_created``, ``on_changed``
+and ``on_expired`` (``fn(record)``, inline: keep them cheap); ``cancel_task`` cancels any.
 
 The engine is a thin front: lookup and authorization, limits (rate limit, active tasks,
-retention, ttl policy, tombstones), listing and cancelling. The life of the work running
-here is the run supervisor's (``runs``, ``supervisor.py``), built from narrow parts: the
-store writer (``store_writer.py``: the coordination chosen once from the store's type, which
-owns the one ``StoreGuard`` every store call goes through, and the clock), the events sink
-and the config. Work that runs elsewhere is a ``HandedWork`` (``executor.py``).
-
-Limits and defaults (R-SEC-3, R-SEC-4): see the README's "Runtime limits" and
-``EngineConfig``. Audit events: ``audit.py`` (the ``<package>.audit`` logger, quiet
-unless set to INFO).
+retention, ttl policy, tombstones: R-SEC-3, R-SEC-4, ``EngineConfig``), listing and
+cancelling. The life of the work running here is the run supervisor's (``supervisor.py``),
+built from narrow parts: the store writer (``store_writer.py``: the coordination chosen from
+the store's type, its one ``StoreGuard``, the clock), the events sink and the config. Work
+that runs elsewhere is a ``HandedWork`` (``executor.py``). Audit events: ``audit.py``.
 """
 
 from __future__ import annotations
@@ -118,6 +107,7 @@ log = logging.getLogger(f"{_PKG}.runtime")
 #: the statusMessage of a task its requestor cancelled
 CANCELLED_MESSAGE = "The task was cancelled by the requestor"
 
+Dropped = list[tuple[str, str]]  #: (owner, task ID): what a creation drops (``Retention.admit``)
 #: How many reads of ``page_size + 1`` records one ``tasks/list`` page makes at most, when
 #: expired tasks no sweep removed yet take up the reads.
 LIST_READS = 8
@@ -272,15 +262,24 @@ class TaskEngine:
         for owner, task_id in self.retention.finished(rec.task_id, size):
             await self._drop(owner, task_id)
 
+    def _drop_beside(self, tg: anyio.abc.TaskGroup, dropped: Dropped) -> Dropped:
+        """The drops a creation's admission made (R-SEC-4) left to make after it: none on a
+        store that batches (spawned now, they queue in the creation's round trip)."""
+        if dropped and self._store.batches:
+            for owner, old in dropped:
+                tg.start_soon(self._drop, owner, old, name="mcp-tasks retention drop")
+            return []
+        return dropped
+
     async def _drop(self, requestor: str, task_id: str) -> None:
         """Delete a finished task of ``requestor`` to keep a budget (its own, or the total)
         under its caps: it answers as an expired one from now on (``Retention``)."""
         self.tombstones.add(requestor, task_id)
         self.runs.forget(task_id)
-        try:
+        try:  # queued in the store, the delete is sent whatever is cancelled meanwhile
             deleted = await self.guard.delete(task_id)
-        except StoreUnavailable:
-            log.warning("could not drop task %s (store unavailable)", task_id)
+        except TaskError as exc:
+            log.warning("could not drop task %s: %s", task_id, exc.message)
             return
         if deleted:
             audit("dropped", requestor, task_id, reason="retention_limit")
@@ -293,7 +292,8 @@ class TaskEngine:
             if not storable_id(task_id):  # no store could hold it: not one of ours
                 audit("lookup_rejected", requestor, None)
                 raise TaskNotFound()
-            rec = await self.guard.get(task_id)
+            rec = await self.guard.get_own(task_id, requestor)
+            self.runs.remember(rec)  # a terminal one, polled again and again: kept here
         if (
             rec is not None
             and rec.requestor == requestor
@@ -359,7 +359,7 @@ class TaskEngine:
         ttl = ttl_policy(self.config, ttl_ms)
         task_id = secrets.token_urlsafe(16)  # 128 bits from `secrets` (R-ID-1, R-ID-2)
         retention = self.retention
-        dropped = retention.admit(requestor, task_id, held_bytes, budget)  # R-SEC-4
+        dropped = self._drop_beside(tg, retention.admit(requestor, task_id, held_bytes, budget))
         limit = self.active_limit
         limit.acquire(requestor)
         try:

@@ -75,6 +75,13 @@ class StoreGuard:
         except Exception as exc:
             raise store_error(exc) from exc
 
+    async def get_own(self, task_id: str, requestor: str) -> TaskRecord | None:
+        """``TaskStore.get_own``: the lookups of a requestor's own task."""
+        try:
+            return await self.store.get_own(task_id, requestor)
+        except Exception as exc:
+            raise store_error(exc) from exc
+
     async def transition(
         self, task_id: str, status: TaskStatus, **change: Any
     ) -> TaskRecord | None:

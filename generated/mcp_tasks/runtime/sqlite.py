@@ -5,14 +5,26 @@
 """``SqliteTaskStore``: durable tasks in one SQLite file (stdlib ``sqlite3``, WAL mode).
 
 Writes use group commit: they queue, and the writes of concurrent tasks are committed
-together in one transaction per tick, in a worker thread (``anyio.to_thread``) on one
-writer connection, so the event loop never blocks on disk. Each caller returns only
+together in one transaction per tick on one writer connection. Each caller returns only
 after the transaction holding its write committed (``create`` returning means the task
 is durable), and a batch that fails to commit fails each of its callers with
 ``errors.StoreUnavailable``. One write's own error (a duplicate ID) undoes that write
-only: SQLite undoes a failed statement, and a write of several runs in a savepoint. Reads run inline on a reader connection.
-``synchronous=NORMAL`` in WAL mode survives a killed process (not a power cut) with
-every committed task and result. ``transition`` is one ``UPDATE ... WHERE status IN (...) RETURNING``: the
+only: SQLite undoes a failed statement, and a write of several runs in a savepoint.
+
+What a commit costs, and where it runs: in WAL mode with ``synchronous=NORMAL`` a commit
+appends the transaction to the write-ahead log without waiting for the disk (no
+``fsync``): tens of microseconds, so a batch commits on the event loop itself, which costs
+less than a hop to a worker thread. What could make it wait runs elsewhere: when another
+process holds the write lock (``mcptask admin cancel``) the batch goes to a worker thread
+that waits for it (``busy_timeout``); the log is copied back into the database file
+(a checkpoint, which does ``fsync``) by a background thread on a connection of its own
+once the store is started, never by a commit. Durability: every committed task and
+result survives a killed process; a power cut or an operating-system crash may lose the
+transactions committed since the last checkpoint (the database stays consistent), as
+SQLite documents for ``synchronous=NORMAL`` in WAL mode (docs/reliability.md).
+
+Reads run inline on a reader connection of their own: in WAL mode a reader never waits
+for the writer. ``transition`` is one ``UPDATE ... WHERE status IN (...) RETURNING``: the
 compare and the write are one statement (R-CANCEL-3). On start, ``recover`` marks
 tasks a dead process left ``working``/``input_required`` as ``failed``.
 
@@ -80,6 +92,10 @@ CREATE INDEX IF NOT EXISTS tasks_active ON tasks (requestor, status);
 CREATE INDEX IF NOT EXISTS tasks_by_created ON tasks (created_at, task_id);
 """
 _ACTIVE = tuple(s.value for s in sorted(NON_TERMINAL))
+#: How long a write waits for another process's write lock (in a worker thread), ms.
+_BUSY_MS = 5000
+#: The longest time between two checkpoints of a started store's log, seconds.
+_CHECKPOINT_S = 10.0
 _INSERT_COLUMNS = (
     "INSERT INTO tasks (task_id, requestor, method, status, created_at, last_updated_at, "
     "ttl_ms, expires_at, poll_interval_ms, status_message, result, error, version, face, tool) "
@@ -119,9 +135,16 @@ class _Write(Queued):
         self.steps = steps
 
 
-def _commit(c: sqlite3.Connection, batch: list[_Write]) -> None:
-    """Run ``batch`` in one transaction (worker thread; the caller holds the lock)."""
-    c.execute("BEGIN IMMEDIATE")
+#: Commits between two checkpoints of the write-ahead log (a started store's, off the
+#: request path): about SQLite's own default of 1,000 pages, at a page or two a commit.
+_CHECKPOINT_EVERY = 500
+
+
+def _commit(c: sqlite3.Connection, batch: list[_Write], begun: bool = False) -> None:
+    """Run ``batch`` in one transaction (the caller holds the lock; ``begun``: the
+    transaction is open already)."""
+    if not begun:
+        c.execute("BEGIN IMMEDIATE")
     try:
         for w in batch:
             if w.steps > 1:
@@ -167,6 +190,8 @@ class SqliteTaskStore(TaskStore, GroupSender[_Write]):
 
     #: ``mcptask admin cancel`` may write the file from another process.
     external_changes = True
+    #: concurrent writes share one commit (group commit)
+    batches = True
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
@@ -175,10 +200,16 @@ class SqliteTaskStore(TaskStore, GroupSender[_Write]):
         with self._lock:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA busy_timeout=5000")
+            self._conn.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
             self._conn.executescript(_SCHEMA)
             _migrate(self._conn)
+            # A commit on the event loop never waits for the lock: a busy file sends the
+            # batch to a worker thread, which waits (``_flush``).
+            self._conn.execute("PRAGMA busy_timeout=0")
         self._closed = False
+        #: commits since the last checkpoint, and the checkpointer's wake-up (``start``)
+        self._commits = 0
+        self._checkpoint_due: anyio.Event | None = None
         GroupSender.__init__(self)
         # Reads run inline with a connection of their own: in WAL mode a reader never waits
         # for the writer, and a hop to a worker thread costs several times a keyed SELECT.
@@ -197,21 +228,96 @@ class SqliteTaskStore(TaskStore, GroupSender[_Write]):
         return await self._enqueue(_Write(fn, steps))  # type: ignore[no-any-return]
 
     async def _flush(self, batch: list[_Write]) -> None:
-        await anyio.to_thread.run_sync(self._commit_batch, batch)
+        """Commit ``batch`` on the event loop when the writer is free and the file's write
+        lock can be had at once; else in a worker thread that waits for them."""
+        if self._lock.acquire(blocking=False):
+            try:
+                if self._begin():
+                    self._commit_batch(batch, begun=True)
+                    return
+            finally:
+                self._lock.release()
+        await anyio.to_thread.run_sync(self._commit_waiting, batch)
 
-    def _commit_batch(self, batch: list[_Write]) -> None:
+    def _begin(self) -> bool:
+        """Open the batch's transaction if nothing holds the file's write lock (the caller
+        holds ``_lock``): False when busy (or closed: the thread answers that)."""
+        if self._closed:
+            return False
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return False  # locked by another connection: the thread waits for it
+        return True
+
+    def _commit_waiting(self, batch: list[_Write]) -> None:
+        """``_commit_batch`` in a worker thread, waiting up to ``busy_timeout`` for the
+        file's write lock."""
         with self._lock:
             if self._closed:
-                failure: BaseException = RuntimeError("SqliteTaskStore is closed")
-            else:
-                try:
-                    _commit(self._conn, batch)
-                    return
-                except Exception as exc:
-                    log.warning("SQLite write of %d tasks failed: %r", len(batch), exc)
-                    failure = StoreUnavailable()
+                self._commit_batch(batch)
+                return
+            self._conn.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
+            try:
+                self._commit_batch(batch)
+            finally:
+                self._conn.execute("PRAGMA busy_timeout=0")
+
+    def _commit_batch(self, batch: list[_Write], begun: bool = False) -> None:
+        """Commit ``batch``, setting each write's outcome (the caller holds the lock)."""
+        if self._closed:
+            failure: BaseException = RuntimeError("SqliteTaskStore is closed")
+        else:
+            try:
+                _commit(self._conn, batch, begun)
+                self._committed()
+                return
+            except Exception as exc:
+                log.warning("SQLite write of %d tasks failed: %r", len(batch), exc)
+                failure = StoreUnavailable()
         for w in batch:
             w.value, w.exc = None, failure
+
+    def _committed(self) -> None:
+        self._commits += 1
+        due = self._checkpoint_due
+        if due is not None and self._commits >= _CHECKPOINT_EVERY:
+            self._commits = 0
+            due.set()
+
+    async def start(self, tg: Any) -> None:
+        """Checkpoint the write-ahead log in the background from now on (a commit then
+        never does: SQLite's automatic checkpoint runs in the committing call)."""
+        if self._checkpoint_due is not None or self._closed:
+            return
+        with self._lock:
+            self._conn.execute("PRAGMA wal_autocheckpoint=0")
+        self._checkpoint_due = anyio.Event()
+        tg.start_soon(self._checkpointer, name="mcp-tasks sqlite: checkpoints")
+
+    async def _checkpointer(self) -> None:
+        while not self._closed:
+            due = self._checkpoint_due
+            assert due is not None
+            with anyio.move_on_after(_CHECKPOINT_S):
+                await due.wait()
+            self._checkpoint_due = anyio.Event()
+            try:
+                await anyio.to_thread.run_sync(self._checkpoint)
+            except sqlite3.Error as exc:  # busy, full disk: the log waits for the next one
+                log.info("SQLite checkpoint skipped: %r", exc)
+
+    def _checkpoint(self) -> None:
+        """Copy the log back into the database file (a passive checkpoint: it waits for
+        no reader or writer), on a connection of its own (a worker thread's)."""
+        if self._closed:
+            return
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
 
     async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         reader = self._reader
@@ -298,9 +404,29 @@ class SqliteTaskStore(TaskStore, GroupSender[_Write]):
             *allowed,
         )
 
+        # A result or error written here is not read back (nor decoded): the record
+        # carries the caller's own value.
+        result, error = change.get("result"), change.get("error")
+        if result is not None or error is not None:
+            sql = sql.replace(
+                _COLUMNS,
+                _COLUMNS.replace(
+                    "result, error",
+                    f"{'NULL' if result is not None else 'result'}, "
+                    f"{'NULL' if error is not None else 'error'}",
+                ),
+            )
+
         def op(c: sqlite3.Connection) -> TaskRecord | None:
             row = c.execute(sql, args).fetchone()
-            return None if row is None else _row(row)
+            if row is None:
+                return None
+            rec = _row(row)
+            if result is not None:
+                rec.result = result
+            if error is not None:
+                rec.error = error
+            return rec
 
         return await self._call(op)
 

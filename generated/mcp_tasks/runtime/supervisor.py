@@ -133,8 +133,9 @@ class RunSupervisor:
 
     # ------------------------------------------------------------------ recent records
     def recent(self, task_id: str) -> TaskRecord | None:
-        """The record the work of ``task_id`` stored as it ended the task here, if that was
-        less than ``RECENT_S`` ago: a ``tasks/result`` or ``tasks/get`` right after the end
+        """The record the work of ``task_id`` stored as it ended the task here (or a
+        terminal record of it read from the store, ``remember``), if that was less than
+        ``RECENT_S`` ago: a ``tasks/result`` or ``tasks/get`` right after the end
         needs no read. Terminal records do not change (R-STATE-3); expiry is the caller's
         check, and an expired or deleted task is forgotten here (``forget``)."""
         got = self._recent.get(task_id)
@@ -153,6 +154,15 @@ class RunSupervisor:
 
     def forget(self, task_id: str) -> None:
         self._recent.pop(task_id, None)
+
+    def remember(self, rec: TaskRecord | None) -> None:
+        """A record just read from the store, kept as ``recent`` keeps those stored here
+        when it is terminal: a task polled after its end costs one read per ``RECENT_S``,
+        not one per poll. Terminal records do not change (R-STATE-3); a delete made by
+        another instance is seen here at most ``RECENT_S`` late, as for the records stored
+        here."""
+        if rec is not None and rec.status in TERMINAL:
+            self._remember(rec)
 
     def _remember(self, rec: TaskRecord) -> None:
         recent = self._recent
@@ -391,6 +401,19 @@ class RunSupervisor:
             return renewed
         expires = run.ttl.expires_at
         return rec if expires is not None and expires > now else None  # renewed since
+
+    async def outcome_soon(self, task_id: str, within: float) -> bool:
+        """Whether the work of ``task_id`` ended here, or returned and has its outcome's
+        write land within ``within`` seconds (a kept outcome, which the store did not take,
+        is not waited for): a ``tasks/result`` then needs nothing but the record. A cheap
+        wait for a write that takes one store round trip, where watching the client would
+        cost more than the write."""
+        run = self._active.get(task_id)
+        if run is not None and not run.busy and run.kept is None and run.final is None:
+            with anyio.move_on_after(within):
+                while run.final is None and run.kept is None and self._active.get(task_id) is run:
+                    await run.changed.wait()
+        return self.ended(task_id)
 
     async def stored_outcome(self, task_id: str, requestor: str) -> TaskRecord | None:
         """When the requestor's work of ``task_id`` returned here and its outcome is being

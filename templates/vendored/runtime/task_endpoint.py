@@ -87,6 +87,8 @@ _SESSION_HEADER = MCP_SESSION_ID_HEADER.lower()
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
 #: how often a waiting ``tasks/result`` looks whether its session ended
 WATCH_S: Final = 0.5
+#: how long a ``tasks/result`` waits unwatched for an outcome whose write is in flight
+OUTCOME_SOON_S: Final = 0.05
 #: set in the ASGI scope of a request the task endpoint has already left to the SDK
 _SEEN = "mcp_tasks.task_endpoint_seen"
 #: scope key: the request reached the router here (an error after that is answered here)
@@ -483,8 +485,8 @@ class TaskEndpoint:
         task's input requests, started after :data:`STREAM_AFTER_S` if nothing started it;
         :class:`ClientGone` when the client leaves, :class:`SessionEnded` when its session
         ends. No watch and no stream for a task that ended here a moment ago."""
-        if self.router.answers_at_once(req):  # its outcome is here: nothing to wait for
-            return await self.router.route(req)
+        if self.router.answers_at_once(req) or await self._outcome_soon(req):
+            return await self.router.route(req)  # its outcome is here: nothing to wait for
         stream = scope[_STREAM] = ResultStream(send, session_id, self.answers)
         req.send_request = stream.send_request
         ended: type[Exception] | None = None
@@ -525,6 +527,15 @@ class TaskEndpoint:
         if failure is not None:
             raise failure
         return routed
+
+    async def _outcome_soon(self, req: TaskRequest) -> bool:
+        """Whether the task's work returned here and its outcome's write lands within
+        :data:`OUTCOME_SOON_S`: then answered unwatched, as one that ended a moment ago."""
+        task_id = req.params.get("taskId")
+        engine = getattr(self.tasks, "engine", None)
+        if not isinstance(task_id, str) or engine is None:
+            return False
+        return bool(await engine.runs.outcome_soon(task_id, OUTCOME_SOON_S))
 
 
 class Outermost:

@@ -102,6 +102,18 @@ class StoreConformance(AdminConformance):
         assert (got.requestor, got.method, got.ttl_ms) == ("alice", TOOLS_CALL, 60_000)
         assert await store.get("nope") is None
 
+    async def test_get_own_finds_the_requestors_task_R_SEC_1(self, store: TaskStore) -> None:
+        """``get_own``: a requestor's own task as ``get``; another's None or the record."""
+        await store.create(rec := record("t1"))
+        assert await store.get_own("t1", "alice") == rec
+        assert await store.get_own("nope", "alice") is None
+        assert await store.get_own("t1", "bob") in (None, rec)
+        await store.transition("t1", COMPLETED, now=T0 + 1, result={"ok": True})
+        got = await store.get_own("t1", "alice")
+        assert got is not None and got.status == COMPLETED and got.result == {"ok": True}
+        await store.delete("t1")
+        assert await store.get_own("t1", "alice") is None
+
     async def test_face_is_kept(self, store: TaskStore) -> None:
         """A task remembers the face that created it (a face serves only its own tasks)."""
         await store.create(record("t1"))

@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 from ...store import TaskWatch
 from ..background import aclose_quietly
 from .codec import text
+from .wire import Wire
 
 log = logging.getLogger(__name__.rpartition(".")[0])
 
@@ -67,6 +68,8 @@ class Events:
         self.redis: Any = client
         self.channel = channel
         self.watchers: dict[str, set[TaskWatchHandle]] = {}
+        #: the listener's wait before it subscribes again (backoff while Redis is away)
+        self._delay = 0.05
         #: Called each time the listener (re)subscribes: Redis may have lost data meanwhile.
         self.on_subscribed: list[Callable[[], None]] = []
 
@@ -83,25 +86,40 @@ class Events:
             for w in list(ws):
                 w.fire()
 
+    def _subscribed(self) -> None:
+        self._delay = 0.05  # subscribed: a later loss reconnects at once
+        for hook in self.on_subscribed:
+            hook()
+        self.fire_all()  # anything may have changed while we were not listening
+
     async def listen(self) -> None:
-        """Subscribe to the change channel; reconnect with backoff (waiters re-read meanwhile)."""
-        delay = 0.05
+        """Subscribe to the change channel; reconnect with backoff (waiters re-read meanwhile).
+
+        On the store's own kind of connection (``wire.py``) when the client allows it: each
+        message is dispatched as it is parsed, with no task or parser call of its own (every
+        instance reads every instance's events); else through redis-py's ``PubSub``."""
+        wire = Wire.of(self.redis)
+        self._delay = 0.05
         while True:
-            pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(self.channel)
-                delay = 0.05
-                for hook in self.on_subscribed:
-                    hook()
-                self.fire_all()  # anything may have changed while we were not listening
-                while True:
-                    msg = await pubsub.get_message(timeout=5.0)
-                    if msg is not None and msg.get("type") == "message":
-                        self.dispatch(text(msg["data"]))
+                if wire is not None:
+                    await wire.subscribe(self.channel, self.dispatch, self._subscribed)
+                else:
+                    await self._listen_redis_py()
             except (RedisError, OSError) as exc:
                 log.debug("redis listener: %s: %s", type(exc).__name__, exc)
-            finally:
-                await aclose_quietly(pubsub)
             self.fire_all()
-            await anyio.sleep(delay)
-            delay = min(delay * 2, 2.0)
+            await anyio.sleep(self._delay)
+            self._delay = min(self._delay * 2, 2.0)
+
+    async def _listen_redis_py(self) -> None:
+        pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(self.channel)
+            self._subscribed()
+            while True:
+                msg = await pubsub.get_message(timeout=5.0)
+                if msg is not None and msg.get("type") == "message":
+                    self.dispatch(text(msg["data"]))
+        finally:
+            await aclose_quietly(pubsub)

@@ -93,6 +93,7 @@ class RedisTaskStore(SharedTaskStore):
 
     #: Other processes may change tasks: the engine waits on ``watch`` instead of polling.
     shared = True
+    batches = True  #: concurrent calls share one pipeline (``scripting.py``)
 
     def __init__(
         self,
@@ -133,6 +134,8 @@ class RedisTaskStore(SharedTaskStore):
         self._run.on_down.append(self._secret.forget)
         self.events.on_subscribed.append(self._secret.forget)
         self._tags: dict[str, str] = {}
+        #: task ID -> lexkey of the tasks created here: ``delete`` in one round trip
+        self._entries: dict[str, str] = {}
         self._started = False
         self._tg: anyio.abc.TaskGroup | None = None
 
@@ -241,6 +244,9 @@ class RedisTaskStore(SharedTaskStore):
                 await self._run.pipeline([(None, ["DEL", keys.ptr(tid)]), *undo])
             return False
         self._tags[tid] = tag
+        if len(self._entries) >= _TAG_CACHE:
+            self._entries.clear()
+        self._entries[tid] = lex
         return True
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -260,6 +266,16 @@ class RedisTaskStore(SharedTaskStore):
                 flat = await self._run.eval(GET, [self.keys.task(tag2, task_id)], [])
                 rec = decode(as_dict(flat), task_id)
         return rec
+
+    async def get_own(self, task_id: str, requestor: str) -> TaskRecord | None:
+        """``get`` looking in ``requestor``'s slot first, not the ID's pointer: one round
+        trip for a task of another instance (``get`` corrects a wrong guess as a stale tag)."""
+        tags = self._tags
+        if task_id not in tags and storable_id(task_id):
+            if len(tags) >= _TAG_CACHE:
+                tags.clear()
+            tags[task_id] = self.keys.tag(requestor)
+        return await self.get(task_id)
 
     async def transition(
         self, task_id: str, status: TaskStatus, *, now: float, **change: Unpack[Change]
@@ -293,7 +309,11 @@ class RedisTaskStore(SharedTaskStore):
         owner = h.get("o")
         if status in TERMINAL and owner is not None and owner != self.instance_id:
             await self._run.command("SREM", self.keys.owned(owner), member)
-        return decode(h, task_id)
+        rec = decode(h, task_id)
+        if rec is not None:  # what it wrote is not sent back: the caller's own values
+            rec.result = rec.result if result is None else result
+            rec.error = rec.error if error is None else error
+        return rec
 
     async def set_ttl(self, task_id: str, ttl_ms: int) -> TaskRecord | None:
         """Two round trips: the task's fields and key expiries (``set_ttl.lua``), then its
@@ -353,7 +373,8 @@ class RedisTaskStore(SharedTaskStore):
         """``remove.lua``'s keys and args: delete (``now`` None) or expire a task."""
         t, active, inp, cl, ans = self.keys.task_keys(tag, task_id)
         keys = [t, self.keys.idx(tag), active, inp, cl, ans]
-        return [keys, [task_id, lex, "" if now is None else repr(float(now)), channel]]
+        when = "" if now is None else repr(float(now))
+        return [keys, [task_id, lex, when, channel, TERMINAL_VALUES]]
 
     async def delete(self, task_id: str) -> bool:
         if not storable_id(task_id):
@@ -362,23 +383,23 @@ class RedisTaskStore(SharedTaskStore):
         if tag is None:
             return False
         keys, args = self._remove_args(tag, task_id, "", None, self.keys.channel)
-        h = as_dict(await self._run.eval(REMOVE, keys, args))
+        calls: list[Call] = [(REMOVE, [keys, args])]
+        lex = self._entries.pop(task_id, "")
+        if lex:  # created here: its index entries go in the same round trip
+            calls += [(None, c) for c in self.keys.unindex(tag, task_id, lex)]
+        h = as_dict((await self._run.pipeline(calls))[0])
         rec = decode(h, task_id)
+        self._tags.pop(task_id, None)
         if rec is None:
             return False
-        lex = lexkey(rec.created_at, task_id)
-        calls: list[Call] = [
-            (None, ["DEL", self.keys.ptr(task_id)]),
-            (None, ["ZREM", self.keys.all, all_member(lex, tag)]),
-        ]
-        if rec.expires_at is not None:
-            calls.append((None, ["ZREM", self.keys.expiry, f"{tag}:{lex}"]))
+        if not lex:
+            lex = lexkey(rec.created_at, task_id)
+            await self._run.pipeline([(None, c) for c in self.keys.unindex(tag, task_id, lex)])
         owner = h.get("o")
-        if owner is not None:
-            member = self.leases.member(tag, task_id)
-            calls.append((None, ["SREM", self.keys.owned(owner), member]))
-        await self._run.pipeline(calls)
-        self._tags.pop(task_id, None)
+        if owner is not None and rec.status not in TERMINAL:  # an ended one left it already
+            await self._run.command(
+                "SREM", self.keys.owned(owner), self.leases.member(tag, task_id)
+            )
         return True
 
     async def pop_expired(self, now: float, limit: int) -> list[TaskRecord]:
@@ -415,6 +436,7 @@ class RedisTaskStore(SharedTaskStore):
                 continue
             out.append(rec)
             self._tags.pop(tid, None)
+            self._entries.pop(tid, None)
             cleanup.append((None, ["DEL", self.keys.ptr(tid)]))
             owner = h.get("o")
             if owner is not None and owner != self.instance_id and rec.status not in TERMINAL:
@@ -576,6 +598,7 @@ class RedisTaskStore(SharedTaskStore):
                     await self.leases.forget()
                 except Exception:
                     pass
+        self._run.close()
         if self._owns_client:
             with anyio.CancelScope(shield=True):
                 await self.redis.aclose()

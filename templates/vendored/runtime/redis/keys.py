@@ -92,6 +92,15 @@ class Keys:
         """task, active, in, cl, ans: what a status change touches."""
         return [self.task(tag, task_id), self.active(tag), *self.inputs(tag, task_id)]
 
+    def unindex(self, tag: str, task_id: str, lex: str) -> list[list[str]]:
+        """The commands that drop a deleted task's ID pointer and its entries in the
+        namespace's indexes (``all``, ``expiry``: slots other than its own)."""
+        return [
+            ["DEL", self.ptr(task_id)],
+            ["ZREM", self.all, all_member(lex, tag)],
+            ["ZREM", self.expiry, f"{tag}:{lex}"],
+        ]
+
     def ptr(self, task_id: str) -> str:
         return f"{self.ns}:id:{task_id}"
 

@@ -2,7 +2,9 @@
 
 Auto-pipelining: the calls of concurrent tasks that wait while a pipeline is out are sent
 together in the next one (one round trip per tick, on one connection at a time), so the
-per-command cost of the client (packing, pool, syscalls, wake-ups) is shared.
+per-command cost of the client (packing, pool, syscalls, wake-ups) is shared. Pipelines go
+out on the store's own connection (``wire.py``: hiredis packs and parses), or through
+redis-py's pipeline for a client that connection cannot speak for.
 
 The scripts are ``scripts/NAME.lua`` (package data, read with ``importlib.resources``);
 ``scripts/_prelude.lua`` (shared helpers such as ``now_ms()``) is prepended to each one.
@@ -29,6 +31,7 @@ from redis.exceptions import DataError, NoScriptError, RedisError
 from ...errors import StoreUnavailable
 from ..batching import GroupSender, Queued
 from ..observe import store_retry
+from .wire import Wire, pack
 
 log = logging.getLogger(__name__.rpartition(".")[0])
 
@@ -74,6 +77,14 @@ RESUME = load("resume")
 Call = tuple[Script | None, list[Any]]
 
 
+def _packed(script: Script | None, a: list[Any]) -> bytes:
+    """One call of a pipeline in Redis' protocol: a command, or ``EVALSHA`` of a script."""
+    if script is None:
+        return pack(a)
+    keys, args = a
+    return pack(["EVALSHA", script.sha, len(keys), *keys, *args])
+
+
 class _Batch(Queued):
     """One caller's calls; its outcome is their replies (or the error) once their pipeline
     returned."""
@@ -101,6 +112,15 @@ class ScriptRunner(GroupSender[_Batch]):
         self._loaded: set[str] = set()
         #: Pipelines actually sent (several callers' round trips may share one).
         self.sent = 0
+        #: Commands in them (each script call is one).
+        self.commands = 0
+        #: The store's own connection, or None: redis-py's pipelines (``wire.py``).
+        self._wire = Wire.of(client)
+
+    def close(self) -> None:
+        """Close the store's own connection (the client's pool is its owner's)."""
+        if self._wire is not None:
+            self._wire.close()
 
     def unavailable(self, exc: BaseException) -> StoreUnavailable:
         """The error for clients; logs what failed, once per outage."""
@@ -191,6 +211,12 @@ class ScriptRunner(GroupSender[_Batch]):
         return out
 
     async def _send(self, calls: list[Call]) -> list[Any]:
+        """One round trip: ``calls`` out, their replies (an error reply in its place)."""
+        self.sent += 1
+        self.commands += len(calls)
+        wire = self._wire
+        if wire is not None:
+            return await wire.execute([_packed(script, a) for script, a in calls])
         pipe = self.redis.pipeline(transaction=False)
         for script, a in calls:
             if script is None:
@@ -198,5 +224,4 @@ class ScriptRunner(GroupSender[_Batch]):
             else:
                 keys, args = a
                 pipe.evalsha(script.sha, len(keys), *keys, *args)
-        self.sent += 1
         return list(await pipe.execute(raise_on_error=False))

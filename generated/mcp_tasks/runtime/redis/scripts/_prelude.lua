@@ -8,11 +8,14 @@ end
 
 
 -- A hash (HGETALL's flat reply) as one JSON object ('' when empty): the client parses one
--- bulk string instead of two per field (codec.as_dict takes either form).
-local function hash_json(h)
+-- bulk string instead of two per field (codec.as_dict takes either form). Fields named in
+-- skip (a set) are left out: the caller has them (a result it just wrote).
+local function hash_json(h, skip)
   if #h == 0 then return '' end
   local t = {}
-  for i = 1, #h, 2 do t[h[i]] = h[i + 1] end
+  for i = 1, #h, 2 do
+    if not (skip and skip[h[i]]) then t[h[i]] = h[i + 1] end
+  end
   return cjson.encode(t)
 end
 
@@ -42,16 +45,19 @@ local function store_clock(key, cap)
   return {up, o}
 end
 -- A task's status change, as every script that moves a status makes it. k: the task's keys
--- (task, active, in, cl, ans); cur: HMGET k[1] 's', 'u', 'v'. Sets the status, the last
--- update (never back in time: max(now, u)), the next version and the message (nil clears
--- it); a terminal status leaves the active set and drops the task's inputs, any other
--- joins it; publishes the change event on channel.
-local function set_status(k, cur, id, status, now, msg, channel, terminal)
+-- (task, active, in, cl, ans); cur: HMGET k[1] 's', 'u', 'v', 'msg'. Sets the status, the last
+-- update (never back in time: max(now, u)), the next version, the message (nil clears
+-- it) and the fields of extra (field, value, ...: a result, an error) in one HSET; a
+-- terminal status leaves the active set and drops the task's inputs, any other joins it;
+-- publishes the change event on channel.
+local function set_status(k, cur, id, status, now, msg, channel, terminal, extra)
   local u = cur[2]
   if tonumber(now) > tonumber(u) then u = now end
-  redis.call('HSET', k[1], 's', status, 'u', u, 'v', tonumber(cur[3]) + 1)
-  if msg then redis.call('HSET', k[1], 'msg', msg)
-  else redis.call('HDEL', k[1], 'msg') end
+  local set = {'s', status, 'u', u, 'v', tonumber(cur[3]) + 1}
+  if msg then set[#set + 1] = 'msg'; set[#set + 1] = msg end
+  if extra then for _, f in ipairs(extra) do set[#set + 1] = f end end
+  redis.call('HSET', k[1], unpack(set))
+  if cur[4] and not msg then redis.call('HDEL', k[1], 'msg') end
   if terminal then
     redis.call('SREM', k[2], id)
     redis.call('DEL', k[3], k[4], k[5])

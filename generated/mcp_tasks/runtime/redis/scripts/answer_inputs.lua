@@ -17,7 +17,7 @@ local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[5], ttl) end
 redis.call('PUBLISH', ARGV[2], 'a ' .. ARGV[1])
 if redis.call('HLEN', KEYS[3]) == 0 then
-  local cur = redis.call('HMGET', KEYS[1], 's', 'u', 'v')
+  local cur = redis.call('HMGET', KEYS[1], 's', 'u', 'v', 'msg')
   if cur[1] == ARGV[4] then
     set_status(KEYS, cur, ARGV[1], ARGV[5], ARGV[3], nil, ARGV[2], false)
     out[1] = hash_json(redis.call('HGETALL', KEYS[1]))

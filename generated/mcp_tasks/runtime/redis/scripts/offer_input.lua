@@ -4,7 +4,7 @@
 -- the message, in one step.
 -- -> the task hash after the move as a JSON object, '' when queued without a move (the task
 --    waits for input already), or false when the task is gone or ended (nothing queued)
-local cur = redis.call('HMGET', KEYS[1], 's', 'u', 'v')
+local cur = redis.call('HMGET', KEYS[1], 's', 'u', 'v', 'msg')
 if cur[1] ~= ARGV[7] and cur[1] ~= ARGV[8] then return false end
 local ttl = redis.call('PTTL', KEYS[1])
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
