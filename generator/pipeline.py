@@ -39,6 +39,7 @@ from mcptask_gen.choose import UserRules, choose_rules, read_rules
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.extselect import select_extension
 from mcptask_gen.fmt import format_sources
+from mcptask_gen.installed import runtime_problem
 from mcptask_gen.ir import IR, Package, build_ir, merge_faces
 from mcptask_gen.load import LoadedSchema, load
 from mcptask_gen.overlay import Overlay
@@ -317,8 +318,15 @@ def check_files(output: Path, files: dict[str, str]) -> tuple[bool, str, list[st
 
 
 def generate(options: Options) -> Written:
-    _, files = build(options)
-    return write_files(options.output, files)
+    """Stages 1-9; then, for bindings without the runtime vendored, whether the runtime
+    installed here serves them (a warning line when it cannot: ``installed``)."""
+    faces, files = build(options)
+    written = write_files(options.output, files)
+    if not options.with_runtime:
+        problem = runtime_problem(faces, faces[0].package, str(options.output))
+        if problem is not None:
+            (options.warn or _warn)(problem)
+    return written
 
 
 @dataclass(frozen=True)
