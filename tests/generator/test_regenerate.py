@@ -9,7 +9,6 @@ time), and no file changes in its header alone (the schema's identity is the des
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -17,44 +16,8 @@ from typing import Any
 import pytest
 
 from mcptask_gen.summary import Changes, read_methods, read_models, summarize
-from testkit.gen import SCHEMA, SCHEMA_EXT, run_cli, write_schema
-
-#: the field the user's revised schema adds to every completed task
-FIELD = "resultSummary"
-
-
-def with_result_summary(doc: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a schema whose completed task has an optional ``resultSummary``: every copy
-    of the extension's ``CompletedTask`` (its schema inlines them), or the 2025-11-25
-    ``Task`` (one shape for every status there)."""
-    doc = json.loads(json.dumps(doc))
-    summary = {"type": "string", "description": "What the result says, in short."}
-
-    def completed(node: Any) -> None:
-        if isinstance(node, dict):
-            props = node.get("properties")
-            status = props.get("status") if isinstance(props, dict) else None
-            if isinstance(status, dict) and status.get("const") == "completed":
-                props[FIELD] = summary
-            for value in node.values():
-                completed(value)
-        elif isinstance(node, list):
-            for value in node:
-                completed(value)
-
-    if "CompletedTask" in doc["$defs"]:
-        completed(doc["$defs"])
-    else:
-        doc["$defs"]["Task"]["properties"][FIELD] = summary
-    return doc
-
-
-def revised(tmp: Path, schema: Path) -> Path:
-    """``schema`` with ``resultSummary``, written under ``tmp`` with the same file name."""
-    return write_schema(
-        tmp / "revised" / schema.parent.name / schema.name,
-        with_result_summary(json.loads(schema.read_text())),
-    )
+from testkit.gen import SCHEMA, SCHEMA_EXT, run_cli
+from testkit.next_revision import FIELD, revised
 
 
 def _stats(root: Path) -> dict[str, tuple[int, int]]:

@@ -1,4 +1,6 @@
-"""The next revision, simulated: the schemas of a revision mcptask-gen does not know.
+"""The next revision, simulated: the schemas of a revision mcptask-gen does not know, and a
+user's revision of a schema (:func:`revised`: an optional ``resultSummary`` on a completed
+task).
 
 As the working group proposes to fold the tasks extension into the core protocol "in its
 current form": the published core 2026-07-28 schema with the extension's 2026-07-28
@@ -49,3 +51,41 @@ def write_core_next(tmp: Path) -> Path:
     schema.parent.mkdir(parents=True, exist_ok=True)
     schema.write_text(text)
     return schema
+
+
+#: the field a user's revised schema adds to every completed task
+FIELD = "resultSummary"
+
+
+def with_result_summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a schema whose completed task has an optional ``resultSummary``: every copy
+    of the extension's ``CompletedTask`` (its schema inlines them), or the 2025-11-25
+    ``Task`` (one shape for every status there)."""
+    doc = json.loads(json.dumps(doc))
+    summary = {"type": "string", "description": "What the result says, in short."}
+
+    def completed(node: Any) -> None:
+        if isinstance(node, dict):
+            props = node.get("properties")
+            status = props.get("status") if isinstance(props, dict) else None
+            if isinstance(status, dict) and status.get("const") == "completed":
+                props[FIELD] = summary
+            for value in node.values():
+                completed(value)
+        elif isinstance(node, list):
+            for value in node:
+                completed(value)
+
+    if "CompletedTask" in doc["$defs"]:
+        completed(doc["$defs"])
+    else:
+        doc["$defs"]["Task"]["properties"][FIELD] = summary
+    return doc
+
+
+def revised(tmp: Path, schema: Path) -> Path:
+    """``schema`` with ``resultSummary``, written under ``tmp`` with the same file name."""
+    return write_schema(
+        tmp / "revised" / schema.parent.name / schema.name,
+        with_result_summary(json.loads(schema.read_text())),
+    )
