@@ -268,3 +268,35 @@ def test_a_typed_client_of_the_other_face_is_refused_in_one_line(
     message = str(refused.value)
     assert "\n" not in message and f"revision {NEXT} (extension)" in message
     assert "connect with face='2026-07-28'" in message
+
+
+@pytest.mark.anyio
+async def test_the_stock_client_s_extension_is_a_transport_too(
+    served: tuple[str, str, Path],
+) -> None:
+    """The stock ``mcp.Client`` with our ``TasksClientExtension``: its requestor carries the
+    typed client of the user's package (X-CAP-1 declared on each request, X-GET-1)."""
+    import importlib
+
+    import anyio
+    from mcp import Client
+
+    from mcp_tasks.runtime.mcp_ext_client import TasksClientExtension
+    from testkit.importing import imported
+
+    name, url, log = served
+    extension = TasksClientExtension()
+    with imported(log.parent, name):
+        client_module = importlib.import_module(f"{name}.extension.client")
+        models = importlib.import_module(f"{name}.extension.models")
+        async with Client(url, extensions=[extension]) as client:
+            tasks = client_module.TasksClient(extension.requestor(client.session))
+            created = await tasks.tools_call_task({"name": "count_to", "arguments": {"n": 1}})
+            assert isinstance(created, models.CreateTaskResult)
+            asked = models.GetTaskRequestParams(taskId=created.taskId)
+            task = await tasks.tasks_get(asked)
+            with anyio.fail_after(60):
+                while not isinstance(task, models.GetTaskResultCompleted):
+                    await anyio.sleep((task.pollIntervalMs or 100) / 1000)  # X-POLL-2
+                    task = await tasks.tasks_get(asked)
+    assert task.resultSummary == EXT_SUMMARY
