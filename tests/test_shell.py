@@ -7,6 +7,7 @@ date, 1 with the summary of what changed when they are stale."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -26,7 +27,8 @@ CLI_DOC = (REPO / "docs" / "example-server.md").read_text()
 
 
 def _bash(script: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(cwd or REPO)}
+    """``script`` in bash, this environment's commands first on the ``PATH``."""
+    env = dict(os.environ, PATH=f"{BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}")
     return subprocess.run(
         ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
     )
