@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped, unused-ignore]
 
 from mcp_tasks.descriptor import GENERATOR_VERSION as RUNTIME_VERSION
 from mcptask_gen import __version__

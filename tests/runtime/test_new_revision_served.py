@@ -109,7 +109,9 @@ async def test_an_extension_shaped_new_revision_is_served_under_the_extension_s_
             acme_next.extension.models.GetTaskRequestParams(taskId=made["taskId"]), _ctx()
         )
         assert type(got).__module__ == "acme_next.extension.models"
-        declared = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT_ID: {}}}}
+        declared: dict[str, Any] = {
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT_ID: {}}}
+        }
         asking = RequestContext(requestor="alice", request_id=2, meta=declared)  # X-CAP-1
         wire = await ext.dispatch("tasks/get", {"taskId": made["taskId"]}, asking)
         assert wire["taskId"] == made["taskId"] and wire["resultType"] == "complete"

@@ -67,9 +67,10 @@ def with_result_summary(doc: dict[str, Any]) -> dict[str, Any]:
     def completed(node: Any) -> None:
         if isinstance(node, dict):
             props = node.get("properties")
-            status = props.get("status") if isinstance(props, dict) else None
-            if isinstance(status, dict) and status.get("const") == "completed":
-                props[FIELD] = summary
+            if isinstance(props, dict):
+                status = props.get("status")
+                if isinstance(status, dict) and status.get("const") == "completed":
+                    props[FIELD] = summary
             for value in node.values():
                 completed(value)
         elif isinstance(node, list):
