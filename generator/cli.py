@@ -159,7 +159,19 @@ def _options(
     ),
 )
 @click.option(
-    "--check", "check_only", is_flag=True, help="Write nothing; exit 1 if the output would change."
+    "--check",
+    "check_only",
+    is_flag=True,
+    help=(
+        "Write nothing; exit 1 if the output would change, saying what would change by model "
+        "and method, and why (--diff: the whole diff too)."
+    ),
+)
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="With --check: print the unified diff of every file that would change.",
 )
 @click.option(
     "--config",
@@ -192,6 +204,7 @@ def main(
     rules: Path | None,
     with_runtime: bool | None,
     check_only: bool,
+    show_diff: bool,
     config_path: Path | None,
     no_cache: bool,
 ) -> None:
@@ -214,18 +227,31 @@ def main(
             ),
         )
         if check_only:
-            ok, report, reasons = check_output(options)
-            if ok:
+            checked = check_output(options)
+            if checked.ok:
                 click.echo(f"{output}: up to date")
                 sys.exit(0)
-            click.echo(report, nl=False)
+            for line in checked.summary:  # what would change, by model and method
+                click.echo(line)
+            if show_diff:
+                click.echo(checked.diff, nl=False)
             click.echo(f"{output}: out of date:", err=True)
-            for reason in reasons:
+            for reason in checked.reasons:
                 click.echo(f"  {reason}", err=True)
-            click.echo("run mcptask-gen without --check to regenerate", err=True)
+            more = "" if show_diff else " (--diff shows the diff)"
+            click.echo(f"run mcptask-gen without --check to regenerate{more}", err=True)
             sys.exit(1)
         written = generate(options)
-        click.echo(f"wrote {len(written)} files to {output}")
+        for line in written.summary or ():  # what changed, by model and method
+            click.echo(line)
+        if written.summary is None:
+            click.echo(f"wrote {len(written.files)} files to {output}")
+        else:
+            kept = len(written.files) - len(written.changed)
+            click.echo(
+                f"wrote {len(written.changed)} of {len(written.files)} files to {output}"
+                f" ({kept} unchanged)"
+            )
     except GeneratorError as exc:
         click.echo(f"mcptask-gen: error: {exc}", err=True)
         sys.exit(2)

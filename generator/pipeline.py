@@ -15,8 +15,9 @@
 7. ``render``: the templates (jinja2, ``render``), then each face's models module as its
    code arrives (``render_models``);
 8. ``format_files``: black over what was rendered (``fmt``);
-9. ``write_files`` or ``check_files``: stage and publish only files we own, or compare
-   (``write``).
+9. ``write_files`` or ``check_files``: stage and publish only files we own whose bytes
+   change, or compare (``write``); either says what changed by model and method
+   (``summary``).
 
 ``analyse`` is stages 1-4 for one schema, ``build`` 1-8 for every schema; ``generate`` and
 ``check_output`` (the command) add stage 9.
@@ -38,6 +39,7 @@ from mcptask_gen.choose import UserRules, choose_rules, read_rules
 from mcptask_gen.errors import GeneratorError
 from mcptask_gen.extselect import select_extension
 from mcptask_gen.fmt import format_sources
+from mcptask_gen.installed import runtime_problem
 from mcptask_gen.ir import IR, Package, build_ir, merge_faces
 from mcptask_gen.load import LoadedSchema, load
 from mcptask_gen.overlay import Overlay
@@ -45,6 +47,7 @@ from mcptask_gen.render import Rendered, Renderer
 from mcptask_gen.reshape import reshape
 from mcptask_gen.select import Selection, select
 from mcptask_gen.stale import why_stale
+from mcptask_gen.summary import changes, summarize
 from mcptask_gen.write import MANIFEST_NAME, check, manifest_text, plan, publish
 
 #: Where a warning goes: one line, said once (the command prints it on stderr).
@@ -280,28 +283,64 @@ def build(options: Options) -> tuple[list[IR], dict[str, str]]:
     return list(package.faces), files
 
 
-def write_files(output: Path, files: dict[str, str]) -> list[str]:
-    """Stage 9: stage the files, then publish them (only files we own are replaced)."""
-    publish(plan(output, files))
-    return sorted(files)
+@dataclass(frozen=True)
+class Written:
+    """What stage 9 wrote: every file of the package, those whose bytes changed (only they
+    are written), and what changed by model and method (``summary``; None for a package
+    that did not exist)."""
+
+    files: list[str]
+    changed: list[str]
+    summary: list[str] | None
 
 
-def check_files(output: Path, files: dict[str, str]) -> tuple[bool, str]:
-    """Stage 9 under ``--check``: (up to date, the report of what would change)."""
+def write_files(output: Path, files: dict[str, str]) -> Written:
+    """Stage 9: stage the files that change, then publish them (only files we own are
+    replaced; a file whose bytes stay is not touched)."""
+    p = plan(output, files)
+    found = changes(output, files, p.to_remove) if output.is_dir() else None
+    publish(p)
+    if found is None:
+        return Written(sorted(files), sorted(files), None)
+    return Written(sorted(files), [*found.changed, *found.new], summarize(found, files))
+
+
+def check_files(output: Path, files: dict[str, str]) -> tuple[bool, str, list[str]]:
+    """Stage 9 under ``--check``: (up to date, the diff of what would change, the summary
+    by model and method)."""
     if not output.is_dir():
         if output.exists():
             raise GeneratorError(f"output path exists and is not a directory: {output}")
-        return False, "".join(f"missing: {rel}\n" for rel in sorted(files))
-    return check(plan(output, files))
+        return False, "", [f"files: {len(files)} new (the package is not there yet)"]
+    p = plan(output, files)
+    ok, report = check(p)
+    return ok, report, [] if ok else summarize(changes(output, files, p.to_remove), files)
 
 
-def generate(options: Options) -> list[str]:
-    _, files = build(options)
-    return write_files(options.output, files)
-
-
-def check_output(options: Options) -> tuple[bool, str, list[str]]:
-    """(up to date, the report of what would change, why: one line per reason, ``stale``)."""
+def generate(options: Options) -> Written:
+    """Stages 1-9; then, for bindings without the runtime vendored, whether the runtime
+    installed here serves them (a warning line when it cannot: ``installed``)."""
     faces, files = build(options)
-    ok, report = check_files(options.output, files)
-    return ok, report, [] if ok else why_stale(options.output, faces)
+    written = write_files(options.output, files)
+    if not options.with_runtime:
+        problem = runtime_problem(faces, faces[0].package, str(options.output))
+        if problem is not None:
+            (options.warn or _warn)(problem)
+    return written
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What ``--check`` found: up to date or not, the summary by model and method, the
+    unified diff, and why (one line per reason, ``stale``)."""
+
+    ok: bool
+    summary: list[str]
+    diff: str
+    reasons: list[str]
+
+
+def check_output(options: Options) -> Checked:
+    faces, files = build(options)
+    ok, diff, summary = check_files(options.output, files)
+    return Checked(ok, summary, diff, [] if ok else why_stale(options.output, faces))

@@ -110,18 +110,23 @@ def publish(p: Plan) -> None:
         raise GeneratorError(
             f"cannot create output directory next to {output}: {exc.strerror}"
         ) from None
+    fresh = not output.exists()
+    # Into an output that exists, only the files whose bytes change are written: a schema
+    # edit touches the files whose content changes and no other (their times and inodes
+    # stay, so a build or an editor sees nothing new where nothing is).
+    wanted = p.files if fresh else {r: t for r, t in p.files.items() if _differs(output / r, t)}
     try:
-        for rel, text in sorted(p.files.items()):
+        for rel, text in sorted(wanted.items()):
             dest = staging / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             with open(dest, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(text)
-        if not output.exists():
+        if fresh:
             os.replace(staging, output)  # one atomic rename publishes the whole package
             return
         # The output exists: replace our files one by one (each replace is atomic),
         # the manifest last so that an interrupted run is still recognised as ours.
-        ordered = sorted(p.files, key=lambda r: (r == MANIFEST_NAME, r))
+        ordered = sorted(wanted, key=lambda r: (r == MANIFEST_NAME, r))
         for rel in ordered:
             dest = output / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -138,6 +143,14 @@ def publish(p: Plan) -> None:
             shutil.rmtree(staging, ignore_errors=True)
 
 
+def _differs(path: Path, text: str) -> bool:
+    """Whether ``path`` does not hold exactly ``text`` (as ``publish`` would write it)."""
+    try:
+        return path.read_bytes() != text.encode("utf-8")
+    except OSError:
+        return True
+
+
 def _prune_empty_dirs(root: Path, start: Path) -> None:
     cur = start
     while cur != root and root in cur.parents:
@@ -149,7 +162,8 @@ def _prune_empty_dirs(root: Path, start: Path) -> None:
 
 
 def check(p: Plan) -> tuple[bool, str]:
-    """(up to date, report). The report holds unified diffs and missing/extra files."""
+    """(up to date, report). The report holds the unified diffs (the summary by model and
+    method, ``summary``, says which files are missing or extra)."""
     lines: list[str] = []
     missing: list[str] = []
     for rel, text in sorted(p.files.items()):
@@ -172,8 +186,4 @@ def check(p: Plan) -> tuple[bool, str]:
             )
     extra = [rel for rel in p.to_remove if (p.output / rel).exists()]
     report = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    for rel in missing:
-        report += f"missing: {rel}\n"
-    for rel in extra:
-        report += f"extra: {rel}\n"
-    return (not report), report
+    return not (report or missing or extra), report

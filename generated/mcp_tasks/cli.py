@@ -11,7 +11,8 @@ commands:
   mcptask tasks get    TARGET TASK_ID [--token TOKEN]
   mcptask tasks result TARGET TASK_ID [--token TOKEN]
   mcptask tasks cancel TARGET TASK_ID [--token TOKEN]
-  (every command above also takes --protocol auto|REVISION|MODERN, default auto)
+  (every command above also takes --protocol auto|REVISION|MODERN, default auto,
+   and --header 'NAME: VALUE', any number, sent with every HTTP request)
   mcptask admin list|show|cancel ...   every requestor's tasks, for operators
                                        (mcptask admin --help)
 
@@ -58,6 +59,7 @@ interrupted (the task was cancelled).
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import shlex
 import shutil
@@ -77,10 +79,12 @@ from .cli_common import (
     Usage,
     coerce_arguments,
     dump,
+    headers_of,
     interruptible,
     print_json,
     print_result,
     quiet_on_closed_stdout,
+    suggest,
 )
 from .cli_tools import check_call, list_tools
 from .descriptor import GENERATOR_VERSION
@@ -117,7 +121,7 @@ AUTO = "auto"
 @asynccontextmanager
 async def _connect(
     target: str,
-    token: str | None,
+    headers: dict[str, str] | None,
     http: _Http,
     progress: Progress,
     protocol: str = AUTO,
@@ -126,10 +130,10 @@ async def _connect(
     """A session on ``protocol``; ``auto``: the handshake's tasks when the server declares
     them, else the tasks extension's revision (a second connection), else the handshake."""
     if protocol != AUTO:
-        async with _open(target, token, http, progress, answers, protocol != REVISION) as session:
+        async with _open(target, headers, http, progress, answers, protocol != REVISION) as session:
             yield session
         return
-    async with _open(target, token, http, progress, answers, False) as session:
+    async with _open(target, headers, http, progress, answers, False) as session:
         caps = session.initialize_result.capabilities
         if caps.tasks is not None:
             yield session
@@ -138,7 +142,7 @@ async def _connect(
 
     entered = False
     try:
-        async with _open(target, token, http, progress, answers, True) as session:
+        async with _open(target, headers, http, progress, answers, True) as session:
             entered = True
             yield session
         return
@@ -146,7 +150,7 @@ async def _connect(
         if entered:
             raise
     async with _open(
-        target, token, http, progress, answers, False
+        target, headers, http, progress, answers, False
     ) as session:  # no server/discover
         yield session
 
@@ -154,7 +158,7 @@ async def _connect(
 @asynccontextmanager
 async def _open(
     target: str,
-    token: str | None,
+    headers: dict[str, str] | None,
     http: _Http,
     progress: Progress,
     answers: Answers | None,
@@ -172,7 +176,6 @@ async def _open(
 
         from .runtime.mcp_retry import http_client
 
-        headers = {"Authorization": f"Bearer {token}"} if token else None
         async with http_client(
             headers=headers, event_hooks={"response": [http.on_response]}
         ) as client:
@@ -249,11 +252,12 @@ async def _run_task(
 
 async def _run(args: argparse.Namespace, http: _Http, answers: Answers) -> int:
     progress = Progress()
-    async with _connect(args.target, args.token, http, progress, args.protocol, answers) as session:
+    headers = headers_of(args.token, args.header)
+    async with _connect(args.target, headers, http, progress, args.protocol, answers) as session:
         requestor = session.tasks
 
         def core() -> Any:  # the 2025-11-25 handshake on a second connection
-            return _open(args.target, args.token, _Http(), progress, None, False)
+            return _open(args.target, headers, _Http(), progress, None, False)
 
         if args.command == "tools":
             return await list_tools(session, core)
@@ -276,7 +280,7 @@ async def _run(args: argparse.Namespace, http: _Http, answers: Answers) -> int:
             progress.line = line
             try:
                 result = await session.call_tool(
-                    args.tool, arguments, progress_callback=_sync_progress(line)
+                    args.tool, arguments, progress_callback=line.report
                 )
             finally:
                 line.done()
@@ -295,11 +299,29 @@ async def _run(args: argparse.Namespace, http: _Http, answers: Answers) -> int:
     return 0
 
 
-def _sync_progress(line: StatusLine) -> Any:
-    async def callback(progress: float, total: float | None, message: str | None) -> None:
-        line.on_progress(progress, total, message)
+def _common_options() -> OneLineParser:
+    """The options every command but ``admin`` takes: how to reach the server and which
+    revision to speak."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    return callback
+    common = OneLineParser(add_help=False)
+    common.add_argument(
+        "--token", help="bearer token (Streamable HTTP); tasks are bound to its subject"
+    )
+    common.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an HTTP header for every request (repeat it), such as a gateway's API key",
+    )
+    common.add_argument(
+        "--protocol",
+        default=AUTO,
+        choices=[AUTO, REVISION, *MODERN_PROTOCOL_VERSIONS],
+        help="protocol revision (default auto: the handshake's tasks, else the extension's)",
+    )
+    return common
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -319,16 +341,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=VERSION_LINE)
     sub = parser.add_subparsers(dest="command", required=True)
-    common = OneLineParser(add_help=False)
-    common.add_argument(
-        "--token", help="bearer token (Streamable HTTP); tasks are bound to its subject"
-    )
-    common.add_argument(
-        "--protocol",
-        default=AUTO,
-        choices=[AUTO, REVISION, *MODERN_PROTOCOL_VERSIONS],
-        help="protocol revision (default auto: the handshake's tasks, else the extension's)",
-    )
+    common = _common_options()
 
     tools = sub.add_parser(
         "tools",
@@ -401,7 +414,7 @@ class _ClosedStreamNoise(logging.Filter):
         )
 
 
-_VALUE_OPTIONS = frozenset({"--token", "--ttl", "--protocol", "--answer"})
+_VALUE_OPTIONS = frozenset({"--token", "--header", "--ttl", "--protocol", "--answer"})
 _FLAGS = frozenset({"--task", "--detach", "-h", "--help"})
 
 
@@ -476,7 +489,7 @@ def _one_line(args: argparse.Namespace, http: _Http, exc: BaseException) -> tupl
             return str(leaf), 2
     for leaf in found:
         if isinstance(leaf, ConnectionLost):
-            again = f"mcptask tasks get {args.target} {leaf.task_id}" if leaf.task_id else ""
+            again = suggest(args, "tasks", "get", args.target, leaf.task_id) if leaf.task_id else ""
             return f"{leaf}" + (f": {again}" if again else ""), 1
         if isinstance(leaf, httpx2.ConnectError) or is_connection_failure(leaf):
             return f"cannot connect to {args.target} ({leaf}): is the server running there?", 2
@@ -487,6 +500,17 @@ def _one_line(args: argparse.Namespace, http: _Http, exc: BaseException) -> tupl
             hint = f"\n{_NO_TOKEN_HINT}" if args.command == "tasks" and not args.token else ""
             return f"error {leaf.code}: {leaf.message}{hint}", 1
     raise exc
+
+
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Shell completion, when argcomplete is installed (``pip install argcomplete``, then
+    ``eval "$(register-python-argcomplete mcptask)"``): a completion request is answered
+    and the run exits; any other run goes on."""
+    try:
+        argcomplete = importlib.import_module("argcomplete")
+    except ImportError:
+        return
+    argcomplete.autocomplete(parser)
 
 
 @quiet_on_closed_stdout  # mcptask ... | head: exit 141, no traceback
@@ -504,11 +528,18 @@ def main(argv: list[str] | None = None) -> None:
     except ModuleNotFoundError as exc:
         print(f"mcptask: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    args = _parser().parse_args(_dash_safe(argv))
+    parser = _parser()
+    _complete(parser)
+    args = parser.parse_args(_dash_safe(argv))
     try:
         answers = Answers(list(getattr(args, "answer", [])))
     except Usage as exc:
         print(f"mcptask: --answer: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    try:
+        headers_of(args.token, args.header)
+    except Usage as exc:
+        print(f"mcptask: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     if (
         args.command == "call"

@@ -15,6 +15,7 @@ import os
 import re
 import secrets
 import select
+import shlex
 import signal
 import sys
 import threading
@@ -32,10 +33,12 @@ __all__ = [
     "coerce_arguments",
     "Answers",
     "dump",
+    "headers_of",
     "interruptible",
     "print_json",
     "print_result",
     "quiet_on_closed_stdout",
+    "suggest",
     "tidy_tool_error",
 ]
 
@@ -50,6 +53,34 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def headers_of(token: str | None, given: list[str] | None) -> dict[str, str] | None:
+    """The HTTP headers of a run: ``--header 'Name: value'`` (each), then the bearer
+    ``--token``; None when there are none. ``Usage`` for a header without a name."""
+    headers: dict[str, str] = {}
+    for header in given or ():
+        name, sep, value = header.partition(":")
+        if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
+            raise Usage(f"--header {header!r}: expected 'Name: value'")
+        headers[name.strip()] = value.strip()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers or None
+
+
+def suggest(args: argparse.Namespace, *words: str) -> str:
+    """The command ``mcptask WORDS...`` to run next, with the options of this run that reach
+    the same server and tasks (``--token``, each ``--header``, a pinned ``--protocol``),
+    quoted for a shell: a suggestion that drops them would fail where this run did not."""
+    argv = ["mcptask", *words]
+    if getattr(args, "token", None):
+        argv += ["--token", args.token]
+    for header in getattr(args, "header", None) or ():
+        argv += ["--header", header]
+    if getattr(args, "protocol", "auto") != "auto":
+        argv += ["--protocol", args.protocol]
+    return shlex.join(argv)
 
 
 def _parse_json_or_text(raw: str) -> Any:
@@ -118,6 +149,10 @@ class StatusLine:
         text = message or (f"{progress:g}/{total:g}" if total else f"{progress:g}")
         self.progress = f"progress: {text}{share}"
         self._write()
+
+    async def report(self, progress: float, total: float | None, message: str | None) -> None:
+        """:meth:`on_progress` as a requestor's ``on_progress`` callback (async)."""
+        self.on_progress(progress, total, message)
 
     def _write(self) -> None:
         line = " | ".join(part for part in (self.head, self.progress) if part)

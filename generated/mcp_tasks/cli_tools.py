@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .cli_common import Usage
+from .cli_common import Usage, headers_of
 from .protocol import TASK_SUPPORT_FORBIDDEN
 
 __all__ = ["check_call", "list_tools"]
@@ -38,13 +38,14 @@ _DETACH_UNCHECKED = (
 )
 
 
-async def _checks_tokens(target: str) -> bool:
+async def _checks_tokens(target: str, given: list[str]) -> bool:
     """Whether the server refuses a request without a bearer token (401): only then does
-    it bind tasks to the token's subject rather than to the session."""
+    it bind tasks to the token's subject rather than to the session. The run's other
+    headers (``--header``) go with it."""
     from .runtime.mcp_retry import http_client
 
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    headers = {"Accept": "application/json, text/event-stream"}
+    headers = {**(headers_of(None, given) or {}), "Accept": "application/json, text/event-stream"}
     async with http_client() as client:
         response = await client.post(target, json=ping, headers=headers)
     return int(response.status_code) == 401
@@ -97,7 +98,7 @@ async def check_call(
     if args.detach and session_bound:  # a subject's task outlives the session
         if not args.token:
             raise Usage(_DETACH_SESSION)
-        if not await _checks_tokens(args.target):
+        if not await _checks_tokens(args.target, getattr(args, "header", [])):
             raise Usage(_DETACH_UNCHECKED)
 
 

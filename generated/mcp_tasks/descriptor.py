@@ -102,6 +102,7 @@ PARTS: Final[Mapping[str, Part]] = MappingProxyType(
         "runtime": Part(
             paths=(
                 "runtime/",
+                "serves.py",
                 "cli.py",
                 "cli_admin.py",
                 "cli_common.py",

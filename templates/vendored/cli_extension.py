@@ -23,6 +23,7 @@ from .cli_common import (
     print_result,
 )
 from .protocol import REVISION
+from .runtime.client_status import progress_of_status
 from .runtime.mcp_client import TaskNotSupported
 
 __all__ = ["run_ext"]
@@ -54,7 +55,10 @@ async def _run_task(
             if args.detach:
                 print(task_id)
                 return
-            answer = await ext.tool_result(task_id, first=answer, on_status=line.show)
+            # the task's progress is its statusMessage on this face (X-NOTIF-7): shown as
+            # the progress part of the line, as the 2025-11-25 face shows its notifications
+            follow = progress_of_status(line.show, line.report)
+            answer = await ext.tool_result(task_id, first=answer, on_status=follow)
 
     if await interruptible(progress, body):
         if task_id is not None:

@@ -1,10 +1,9 @@
 """The next revision, the day it ships: a revision mcptask-gen does not know is generated when
 its task definitions have a known shape, found by structure whatever the revision is called.
 
-Simulated as the working group proposes to fold the tasks extension into the core protocol
-"in its current form": the published core 2026-07-28 schema with the extension's 2026-07-28
-definitions merged into its ``$defs``, named (or not) as revision 2027-03-31. Built at test
-time from the official schemas in ``schema/``.
+The schemas are simulated (``testkit.next_revision``): the core 2026-07-28 schema with the
+extension's definitions folded in, named (or not) as revision 2027-03-31. That the installed
+runtime serves such a package: ``tests/runtime/test_new_revision_served.py``.
 """
 
 from __future__ import annotations
@@ -30,37 +29,14 @@ from testkit.gen import (
     write_schema,
 )
 from testkit.importing import import_package, unload
+from testkit.next_revision import NEXT, folded, write_core_next, write_folded
 from testkit.typecheck import TYPECHECK
 
-NEXT = "2027-03-31"
-SCHEMA_ID = f"https://modelcontextprotocol.io/schema/{NEXT}/schema.json"
-LINK = f"https://modelcontextprotocol.io/specification/{NEXT}/basic/utilities/tasks"
 EXT_FIXTURES = REPO / "tests" / "fixtures" / "spec_examples_ext"
 EXT_INDEX = json.loads((EXT_FIXTURES / "index.json").read_text())
 #: how the simulated schema names itself -> how its revision is found
 EXT_MODULES = ("models", "methods", "handlers", "protocol")
 NAMINGS = {"id-and-link": BY_ID, "id": BY_ID, "link": BY_LINKS, "bare": BY_MARKERS}
-
-
-def folded(naming: str = "id-and-link") -> dict[str, Any]:
-    """The core 2026-07-28 schema with the extension's definitions merged into its ``$defs``,
-    named ``NEXT`` by a dated ``$id`` and/or a documentation link, or not at all (``bare``)."""
-    doc: dict[str, Any] = json.loads(SCHEMA_0728.read_text())
-    ext = json.loads(SCHEMA_EXT.read_text())
-    shared = set(doc["$defs"]) & set(ext["$defs"])
-    assert all(doc["$defs"][n] == ext["$defs"][n] for n in shared), "copies of core types"
-    doc["$defs"].update(ext["$defs"])
-    if naming in ("id-and-link", "id"):
-        doc = {"$schema": doc["$schema"], "$id": SCHEMA_ID} | doc
-    if naming in ("id-and-link", "link"):
-        task = dict(doc["$defs"]["Task"])
-        task["description"] = f"{task.get('description', '')}\n\nSee [Tasks]({LINK}).".strip()
-        doc["$defs"]["Task"] = task
-    return doc
-
-
-def write_folded(tmp: Path, naming: str = "id-and-link") -> Path:
-    return write_schema(tmp / naming / "schema.json", folded(naming))
 
 
 def _analyse(schema: Path, revision: str | None = None, **kw: Any) -> tuple[Any, list[str]]:
@@ -149,11 +125,7 @@ def test_a_core_shaped_schema_of_an_unknown_revision_takes_the_2025_11_25_rules(
     tmp_path: Path,
 ) -> None:
     """The 2025-11-25 shape under a new name: the newest core overlay, R-STATE-2 and all."""
-    text = SCHEMA.read_text().replace("/specification/2025-11-25/", f"/specification/{NEXT}/")
-    schema = tmp_path / "core-next" / "schema.json"
-    schema.parent.mkdir()
-    schema.write_text(text)
-    ir, said = _analyse(schema)
+    ir, said = _analyse(write_core_next(tmp_path))
     assert (ir.revision, ir.face, ir.kind) == (NEXT, "core", "core")
     assert set(ir.terminal) == {"completed", "failed", "cancelled"}  # R-STATE-3
     assert len(said) == 1 and "the 2025-11-25 core protocol's tasks" in said[0]

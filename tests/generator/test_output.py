@@ -123,10 +123,13 @@ def test_check_exit_codes(generated_pkg: Path, tmp_path: Path) -> None:
 
     result = run_cli(*PINNED, "-o", out, "--with-runtime", "--check")
     assert result.exit_code == 1
-    assert "--- a/lifecycle.py" in result.output and "+++ b/lifecycle.py" in result.output
-    assert "-is_terminal_renamed = " in result.output and "+is_terminal = " in result.output
-    assert "missing: errors.py" in result.output
-    assert "extra: old_module.py" in result.output
+    files = "files: 1 changed (lifecycle.py), 1 new (errors.py), 1 gone (old_module.py)"
+    assert result.stdout.splitlines() == [files]  # the summary; the diff behind --diff
+    assert "(--diff shows the diff)" in result.stderr
+    result = run_cli(*PINNED, "-o", out, "--with-runtime", "--check", "--diff")
+    assert result.exit_code == 1 and result.stdout.startswith(files + "\n--- a/")
+    assert "--- a/lifecycle.py" in result.stdout and "+++ b/lifecycle.py" in result.stdout
+    assert "-is_terminal_renamed = " in result.stdout and "+is_terminal = " in result.stdout
     assert tree(out) == snapshot, "--check writes nothing"
 
     assert run_cli(*PINNED, "-o", tmp_path / "absent", "--check").exit_code == 1

@@ -21,7 +21,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_tasks.runtime.mcp_client import ConnectionLost, TasksClientSession, http_client
 from testkit.mcp_e2e import HttpServer, text_of
 
-pytestmark = [pytest.mark.anyio, pytest.mark.door_agnostic]  # restarts: the door is not what is tested (testkit.doors)
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.door_agnostic,
+]  # restarts: the door is not what is tested (testkit.doors)
 
 TOKEN = "tok-alice"  # a subject of testkit.mcp_e2e.TOKENS
 
@@ -168,8 +171,11 @@ def test_mcptask_across_a_restart_prints_the_task_id_in_one_line(
     sqlite_server: Callable[..., HttpServer], tmp_path: Path
 ) -> None:
     """``mcptask call --task`` whose server restarts (and forgets the session) ends with one
-    line naming the task and the command that asks for it again: no traceback, no SDK log
-    of the session's end the restarted server does not know."""
+    line naming the task and the command that asks for it again, with the options this run
+    was given (``--token``, ``--header``), which then works as written: no traceback, no SDK
+    log of the session's end the restarted server does not know."""
+    import json
+    import shlex
     import subprocess
     import sys
 
@@ -178,7 +184,7 @@ def test_mcptask_across_a_restart_prints_the_task_id_in_one_line(
     server = sqlite_server()
     err_path = tmp_path / "mcptask.err"
     argv = [sys.executable, "-m", "mcp_tasks.cli", "call", server.url, "slow_compute"]
-    argv += ["seconds=20", "--task", "--token", TOKEN]
+    argv += ["seconds=20", "--task", "--token", TOKEN, "--header", "X-Trace: restart"]
     with open(err_path, "w") as err:
         cli = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True)
     try:
@@ -193,5 +199,10 @@ def test_mcptask_across_a_restart_prints_the_task_id_in_one_line(
     last = errors.strip().splitlines()[-1]
     assert cli.returncode == 1 and out == "", errors
     assert last.startswith(f"mcptask: lost the connection while following task {task_id}")
-    assert f"mcptask tasks get {server.url} {task_id}" in last
+    again = f"mcptask tasks get {server.url} {task_id} --token {TOKEN} --header 'X-Trace: restart'"
+    assert last.endswith(f": {again}"), last
     assert "Traceback" not in errors and "Session termination failed" not in errors, errors
+    run = [sys.executable, "-m", "mcp_tasks.cli", *shlex.split(again)[1:]]
+    asked = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert asked.returncode == 0, asked.stderr
+    assert json.loads(asked.stdout)["taskId"] == task_id

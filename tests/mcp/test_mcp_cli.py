@@ -133,7 +133,9 @@ def test_tasks_subcommands_need_a_lasting_identity(http_server: Any) -> None:
 
 def test_detach_prints_the_task_id_and_the_token_reaches_it(token_server: Any) -> None:
     url = token_server.url
-    out = mcptask("call", url, "slow_compute", "seconds=0.5", "label=bg", "--detach", "--token", TOKEN)
+    out = mcptask(
+        "call", url, "slow_compute", "seconds=0.5", "label=bg", "--detach", "--token", TOKEN
+    )
     assert out.returncode == 0, out.stderr
     task_id = out.stdout.strip()
     assert task_id and "\n" not in task_id
@@ -213,7 +215,9 @@ def test_detach_without_a_token_is_refused_where_the_task_would_die(
     (line,) = out.stderr.strip().splitlines()
     assert "--detach without --token" in line and "cancel" in line and "--token TOKEN" in line
     # a subject-bound task outlives the run: detached as before
-    ok = mcptask("call", token_server.url, "slow_compute", "seconds=0", "--detach", "--token", TOKEN)
+    ok = mcptask(
+        "call", token_server.url, "slow_compute", "seconds=0", "--detach", "--token", TOKEN
+    )
     assert ok.returncode == 0 and ok.stdout.strip(), ok.stderr
 
 
@@ -379,3 +383,32 @@ def test_a_forbidden_tool_as_a_task_says_call_it_without_task(
     assert one_line(out) == (
         "mcptask: tool 'greet' does not run as a task on this server; call it without --task"
     )
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_call_as_task_shows_progress_on_both_faces(http_server: Any, protocol: str) -> None:
+    """R-PROGRESS-1 on 2025-11-25 (the tool's notifications/progress); on the extension's
+    face a task sends none (X-NOTIF-7) and its progress is each new statusMessage."""
+    out = mcptask(
+        "call", http_server.url, "slow_compute", "seconds=1.5", "label=p", "--task",
+        "--protocol", protocol,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "done after 1.5s (p)"
+    assert "progress: step " in out.stderr, out.stderr
+
+
+def test_header_goes_with_every_request(token_server: Any) -> None:
+    """``--header`` reaches the server: a bearer token given as a header binds the task to
+    its subject (R-SEC-1) as ``--token`` does; a header without a name is one line, exit 2."""
+    header = f"Authorization: Bearer {TOKEN}"
+    made = mcptask(
+        "call", token_server.url, "slow_compute", "seconds=0", "--detach", "--token", TOKEN
+    )
+    assert made.returncode == 0, made.stderr
+    got = mcptask("tasks", "get", token_server.url, made.stdout.strip(), "--header", header)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["taskId"] == made.stdout.strip()
+    bad = mcptask("tools", token_server.url, "--header", "no colon")
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "mcptask: --header 'no colon': expected 'Name: value'"

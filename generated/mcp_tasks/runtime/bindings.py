@@ -11,9 +11,12 @@ built on its own package's bindings, serves it. The handler's own tables parse i
 this module is the one place that meets the two packages:
 
 - :func:`bindings_of` finds the package a handler's class was generated in and reads its
-  ``descriptor``; :func:`adopt` refuses, in one line naming both, a package that does not
-  accept this runtime's version (its ``RUNTIME_REQUIRES``), whose revision this runtime does
-  not serve or whose bindings API differs from this runtime's;
+  ``descriptor``; :func:`adopt` asks ``serves`` (the one home of that rule, which
+  ``mcptask-gen`` asks too when it writes a package) and refuses, in one line naming both, a
+  package that does not accept this runtime's version (its ``RUNTIME_REQUIRES``), whose
+  bindings API differs from this runtime's or whose face this runtime cannot serve; a face of
+  a revision it does not know in a shape it knows is served under that shape's rules, with
+  one warning line;
 - :class:`Adopted` presents such a handler to the router as one of this package's: the
   request context it is given is its package's class, and the errors and ``NeedsStream`` its
   machinery raises become this package's (same codes, messages and data).
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import re
+import logging
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -33,42 +36,11 @@ from typing import Any
 from .. import descriptor as own
 from .._handlers import HandlerBase, NeedsStream, RequestContext, Work
 from ..errors import TaskError, error_from_payload
-from .parts import DISTRIBUTION
+from ..serves import accepts, runtime, verdict_of
 
 __all__ = ["Adopted", "Bindings", "accepts", "adopt", "bindings_of"]
 
-_CLAUSE = re.compile(r"\s*(>=|<=|==|!=|<|>)\s*(\d+(?:\.\d+)*)[^,]*")
-
-
-def _release(version: str) -> tuple[int, ...]:
-    """The release numbers of ``version`` (``0.1.0`` -> (0, 1, 0)), zero-padded to three."""
-    found = re.match(r"\d+(?:\.\d+)*", version.strip())
-    numbers = tuple(int(n) for n in found[0].split(".")) if found else ()
-    return (numbers + (0, 0, 0))[: max(3, len(numbers))]
-
-
-def accepts(requirement: str, version: str) -> bool:
-    """Whether ``version`` meets the bounds of ``requirement`` (a requirement line such as
-    ``mcptask-runtime>=0.1.0,<0.2``; only release numbers compare)."""
-    spec = re.split(r"[<>=!]", requirement, maxsplit=1)
-    clauses = requirement[len(spec[0]) :].split(",") if len(spec) == 2 else []
-    have = _release(version)
-    for clause in clauses:
-        found = _CLAUSE.fullmatch(clause)
-        if found is None:
-            return False
-        op, bound = found[1], _release(found[2])
-        ok = {
-            ">=": have >= bound,
-            "<=": have <= bound,
-            "==": have == bound,
-            "!=": have != bound,
-            "<": have < bound,
-            ">": have > bound,
-        }[op]
-        if not ok:
-            return False
-    return True
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,14 +60,6 @@ class Bindings:
             f" {getattr(d, 'GENERATOR_VERSION', '?')}, bindings API"
             f" {getattr(d, 'BINDINGS_API', '?')})"
         )
-
-
-def _runtime() -> str:
-    revisions = ", ".join(sorted(own.FACES))
-    return (
-        f"this runtime ({own.GENERATOR} {own.GENERATOR_VERSION}, bindings API"
-        f" {own.BINDINGS_API}) serves revisions {revisions}"
-    )
 
 
 def bindings_of(cls: type) -> Bindings | None:
@@ -123,33 +87,31 @@ def _refuse(handler: object, why: str) -> TypeError:
 
 def adopt(handler: object) -> HandlerBase:
     """``handler`` as this runtime serves it: as is when written on this package's bindings,
-    else :class:`Adopted` when its package is compatible; ``TypeError`` (one line naming the
-    handler's package and this runtime) otherwise."""
+    else :class:`Adopted` when this runtime serves its package's face (``serves``: a
+    revision it does not know in a shape it does is served under that shape's rules, said in
+    one warning line); ``TypeError`` (one line naming the handler's package and this runtime)
+    otherwise."""
     if isinstance(handler, HandlerBase):
         return handler
     found = bindings_of(type(handler))
     if found is None:
         return _unknown(handler)
     face = str(getattr(handler, "face", ""))
-    wanted = getattr(found.descriptor, "RUNTIME_REQUIRES", None)
-    if isinstance(wanted, str) and not accepts(wanted, own.GENERATOR_VERSION):
+    decided = verdict_of(found.descriptor, found.name)
+    if decided.refused is not None:
+        raise _refuse(handler, f"is written on {found.name}: {decided.refused}")
+    mine = next((f for f in decided.faces if f.revision == face), None)
+    if mine is None:
         raise _refuse(
             handler,
-            f"is written on {found.name}, which needs {wanted}; this runtime is {DISTRIBUTION}"
-            f" {own.GENERATOR_VERSION}: install one {found.name} accepts, or regenerate"
-            f" {found.name} with {own.GENERATOR} {own.GENERATOR_VERSION}",
+            f"speaks revision {face or '(none)'} of {found.describe()}, which names no face"
+            f" of it; {runtime()}",
         )
-    if getattr(found.descriptor, "BINDINGS_API", None) != own.BINDINGS_API:
-        raise _refuse(
-            handler,
-            f"is written on {found.describe()}; {_runtime()}: regenerate {found.name}"
-            f" with {own.GENERATOR} {own.GENERATOR_VERSION}",
-        )
-    if face not in own.FACES:
-        raise _refuse(
-            handler, f"speaks revision {face or '(none)'} of {found.describe()}; {_runtime()}"
-        )
-    return Adopted(handler, found)
+    if mine.rules is None:
+        raise _refuse(handler, f"speaks revision {face} of {found.describe()}: {mine.line}")
+    if not mine.as_is:
+        log.warning("handlers: %s (%s): %s", type(handler).__name__, found.name, mine.line)
+    return Adopted(handler, found, face=mine.rules)
 
 
 def _unknown(handler: object) -> HandlerBase:
@@ -172,10 +134,12 @@ class Adopted(HandlerBase):
     raises (its ``TaskError`` subclasses and ``NeedsStream``, to this package's). Any other
     attribute (``status_notification``, ``carrying``, ``engine``) is the handler's own."""
 
-    def __init__(self, handler: Any, bindings: Bindings) -> None:
+    def __init__(self, handler: Any, bindings: Bindings, face: str | None = None) -> None:
         self.handler = handler
         self.bindings = bindings
-        self.face = handler.face  # type: ignore[misc]
+        #: the face of this runtime that serves it: its own revision's, or (a revision this
+        #: runtime does not know) that of its shape (``serves``)
+        self.face = face or handler.face  # type: ignore[misc]
         self.requests = handler.requests  # type: ignore[misc]
         self.hooks = handler.hooks  # type: ignore[misc]
         self.notifications = handler.notifications  # type: ignore[misc]

@@ -5,7 +5,8 @@
 """What a requestor tells its caller about a task it follows, on either face: the task
 when its status changed (a poll that saw nothing new calls nothing),
 and, on the tasks extension, its progress (a task there sends no ``notifications/progress``,
-X-NOTIF-7: its progress is its ``statusMessage``)."""
+X-NOTIF-7: its progress is its ``statusMessage``); and what it refuses to send
+(:class:`TaskNotSupported`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ from typing import Any
 
 from ..protocol import WORKING
 
-__all__ = ["call_back", "changes_only", "progress_of_status"]
+__all__ = ["TaskNotSupported", "call_back", "changes_only", "progress_of_status"]
+
+
+class TaskNotSupported(Exception):
+    """The server did not declare what a task-augmented call needs (R-CAP-3, R-TOOL-1/2),
+    the negotiated revision has no such request (``tasks/list`` on the tasks extension,
+    X-COMPAT-4), or a typed client of another face was given (``typed_client``)."""
+
 
 #: ``fn(task)``, plain or async
 TaskCallback = Callable[[Any], Awaitable[None] | None]

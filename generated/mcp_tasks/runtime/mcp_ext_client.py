@@ -39,6 +39,7 @@ from ..extension import protocol as ext
 from ._sdk import answer_input_request, send_raw_request, to_sdk_error
 from .client_status import call_back, changes_only
 from .mcp_retry import poll_delay, retrying
+from .typed_client import check_face
 
 __all__ = [
     "ClaimedTask",
@@ -155,13 +156,33 @@ class ExtTaskRequestor:
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
+        raw = await self._create(ext.TOOLS_CALL, params)
+        if raw.get("resultType", ext.RESULT_TYPE_COMPLETE) == ext.RESULT_TYPE_TASK:
+            return ext_methods.parse_create_task_result(raw)
+        return types.CallToolResult.model_validate(raw)
+
+    async def send_task_request(
+        self, wire: Any, method: str, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The bindings' ``Transport`` (``_client``) on the extension's face, for a generated
+        face's typed ``TasksClient`` (``typed_client``): a request that may become a task is
+        sent once, its input rounds answered first; any other with its ``Mcp-Name`` and
+        retried across a dropped connection (X-HTTP-1)."""
+        check_face(wire, ext.REVISION)
+        if method in wire.creates:
+            return await self._create(method, dict(params))
+        task_id = params.get("taskId")
+        return await self._send(method, params, task_id=None if task_id is None else str(task_id))
+
+    async def _create(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A request the server may answer with a task, sent once per input round: its answer
+        (the created task's or the complete result), once the MRTR rounds before the task
+        are answered with the session's callbacks (X-MRTR-1, X-MRTR-2)."""
         for _ in range(self.max_rounds):
-            raw = await self._send(ext.TOOLS_CALL, params)
+            raw = await self._send(method, params)
             kind = raw.get("resultType", ext.RESULT_TYPE_COMPLETE)
-            if kind == ext.RESULT_TYPE_TASK:
-                return ext_methods.parse_create_task_result(raw)
-            if kind == ext.RESULT_TYPE_COMPLETE:
-                return types.CallToolResult.model_validate(raw)
+            if kind in (ext.RESULT_TYPE_TASK, ext.RESULT_TYPE_COMPLETE):
+                return raw
             asked = types.InputRequiredResult.model_validate(raw)
             params["inputResponses"] = await self._answer(
                 {
@@ -172,6 +193,7 @@ class ExtTaskRequestor:
             params.pop("requestState", None)
             if asked.request_state is not None:
                 params["requestState"] = asked.request_state
+        name = params.get("name", method)
         raise to_sdk_error(TaskError(f"{name}: more than {self.max_rounds} input rounds"))
 
     async def get(self, task_id: str) -> ext.GetTaskResult:

@@ -72,7 +72,7 @@ from ..protocol import (
 )
 from ..store import TaskStore
 from ._sdk import ClientSessionHooks, run_input_callback, send_raw_request
-from .client_status import call_back, changes_only, progress_of_status
+from .client_status import TaskNotSupported, call_back, changes_only, progress_of_status
 from .core import CoreTasks
 from .engine import EngineConfig, TaskContext, TaskEngine
 from .mcp_retry import (
@@ -84,6 +84,7 @@ from .mcp_retry import (
     poll_delay,
     retrying,
 )
+from .typed_client import RequestorTransport, SessionTransport
 
 if TYPE_CHECKING:  # absent from a package generated without the extension's schema
     from .mcp_ext_client import (  # type: ignore[import-not-found, unused-ignore]
@@ -113,12 +114,6 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 #: how long a requestor retries a request about a task across a dropped connection
 RETRY_S = 30.0
 CLIENT_TASK_METHODS = tuple(sorted(AUGMENTABLE["client"]))
-
-
-class TaskNotSupported(Exception):
-    """The server did not declare what a task-augmented call needs (R-CAP-3, R-TOOL-1/2),
-    or the negotiated revision has no such request (``tasks/list`` on the tasks extension,
-    X-COMPAT-4)."""
 
 
 def _ext_requestor(
@@ -173,14 +168,15 @@ def _wakeups() -> TaskWakeups | None:
     return TaskWakeups()
 
 
-class TaskRequestor:
+class TaskRequestor(RequestorTransport):
     """Requestor helpers over a ``ClientSession`` that has been initialized.
 
     ``retry_s``: requests about an existing task (``tasks/get``, ``tasks/result``,
     ``tasks/cancel``, ``tasks/list``; on the extension ``tasks/update`` too) are sent again
     across a dropped connection for that long (the session's HTTP client made by
     :func:`http_client`, so that a failed connection ends one request, not the session);
-    then, or when the session itself ended, :class:`ConnectionLost` carries the task id."""
+    then, or when the session itself ended, :class:`ConnectionLost` carries the task id.
+    ``typed(TasksClient)``: a generated face's typed client over it (``typed_client``)."""
 
     def __init__(
         self,
@@ -449,7 +445,7 @@ class TaskRequestor:
         return await self.session.call_tool(name, dict(arguments or {}))
 
 
-class TasksClientSession(ClientSessionHooks):
+class TasksClientSession(ClientSessionHooks, SessionTransport):
     """A ``ClientSession`` that is also a task receiver for server-sent
     ``elicitation/create`` and ``sampling/createMessage``, and that
     collects ``notifications/tasks/status``.

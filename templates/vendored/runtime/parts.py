@@ -9,11 +9,10 @@ deep inside an import; a command that needs one exits 2 with the same line
 
 from __future__ import annotations
 
-import re
 from importlib.util import find_spec
 from typing import Final
 
-from .. import descriptor
+from .. import descriptor, serves
 
 __all__ = ["EXTRA", "MODULES", "install", "missing", "require"]
 
@@ -28,8 +27,9 @@ MODULES: Final[dict[str, tuple[str, ...]]] = {
 EXTRA: Final[dict[str, str]] = {
     name: part.extra for name, part in descriptor.PARTS.items() if part.extra is not None
 }
-#: the runtime's distribution, and where it is built in a clone of the mcptask-gen repository
-DISTRIBUTION: Final = re.split(r"[<>=!~ \[;]", descriptor.RUNTIME_REQUIRES, maxsplit=1)[0]
+#: the runtime's distribution (``serves``), and where it is built in a clone of the
+#: mcptask-gen repository
+DISTRIBUTION: Final = serves.DISTRIBUTION
 CHECKOUT: Final = "./generated"
 
 
