@@ -119,9 +119,13 @@ class Session:
         return result
 
     async def create(self, tool: str, args: dict[str, Any]) -> str:
+        # the task's age is counted from before its creation was sent: the server created it
+        # at some moment until the answer came, so a slow answer makes it look younger than
+        # it is, and its expiry at the full ttl would be taken for an early one
+        sent = time.monotonic()
         res = await self.ok("tools/call", {"name": tool, "arguments": args, "task": {}})
         tid = str(res["task"]["taskId"])
-        self.mine[tid] = time.monotonic()
+        self.mine[tid] = sent
         self.stats.created += 1
         return tid
 
