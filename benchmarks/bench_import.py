@@ -27,8 +27,8 @@ IMPORTS = [
     ("the SDK: mcp server + client", "import mcp.server.mcpserver, mcp.client.session"),
     ("mcp_tasks.protocol (the facts)", "import mcp_tasks.protocol"),
     ("mcp_tasks.runtime (engine, stores)", "import mcp_tasks.runtime"),
-    ("mcp_tasks.runtime.mcp_server", "import mcp_tasks.runtime.mcp_server"),
-    ("mcp_tasks.runtime.mcp_client", "import mcp_tasks.runtime.mcp_client"),
+    ("mcp_tasks.runtime.serve.server", "import mcp_tasks.runtime.serve.server"),
+    ("mcp_tasks.runtime.client.requestor", "import mcp_tasks.runtime.client.requestor"),
     ("mcp_tasks.cli (mcptask)", "import mcp_tasks.cli"),
 ]
 _LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)")
@@ -66,7 +66,7 @@ def main() -> None:
         runs.sort(key=lambda r: r[0])
         seconds, rows = runs[len(runs) // 2]
         medians[label] = statistics.median(r[0] for r in runs)
-        if statement == "import mcp_tasks.runtime.mcp_server":
+        if statement == "import mcp_tasks.runtime.serve.server":
             rows_of_median = rows
     sdk = medians["the SDK: mcp server + client"]
     print(f"\n{'import':40} {'seconds':>8} {'/ SDK':>7}")

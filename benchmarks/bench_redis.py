@@ -51,7 +51,7 @@ from bench_runtime import lifecycle_rows, print_lifecycle
 from mcp_tasks.core.handlers import RequestContext
 from mcp_tasks.lifecycle import COMPLETED, WORKING
 from mcp_tasks.runtime import CoreTasks, EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
-from mcp_tasks.runtime.redis import RedisTaskStore
+from mcp_tasks.runtime.stores.redis import RedisTaskStore
 from mcp_tasks.store import TaskRecord
 
 RESULT = {"content": [{"type": "text", "text": "ok"}], "isError": False}

@@ -14,9 +14,9 @@ import time
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from mcp_tasks.runtime.engine import EngineConfig
-from mcp_tasks.runtime.mcp_identity import bearer_tokens
-from mcp_tasks.runtime.mcp_server import McpTasks, tidy_http_errors
+from mcp_tasks.runtime.engine.task_engine import EngineConfig
+from mcp_tasks.runtime.serve.identity import bearer_tokens
+from mcp_tasks.runtime.serve.server import McpTasks, tidy_http_errors
 from mcp_tasks.store import TaskStore
 
 BURN_S = 0.050
@@ -47,7 +47,7 @@ def build(
 async def main(port: int, store_url: str, tokens_path: str, on_workers: bool) -> None:
     import uvicorn
 
-    from mcp_tasks.runtime.redis import RedisTaskStore
+    from mcp_tasks.runtime.stores.redis import RedisTaskStore
 
     with open(tokens_path, encoding="utf-8") as fh:
         tokens = json.load(fh)

@@ -22,4 +22,3 @@ def anyio_backend() -> str:
 @pytest.hookimpl(tryfirst=True)  # before pytest parametrizes front_door with its own params
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     one_door_for_agnostic(metafunc)
-

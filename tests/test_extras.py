@@ -227,7 +227,7 @@ IMPORT_WITHOUT = WITHOUT.replace(
 @pytest.mark.parametrize(
     ("module", "refused", "extra"),
     [
-        ("mcp_tasks.runtime.redis", "redis", "redis"),
+        ("mcp_tasks.runtime.stores.redis", "redis", "redis"),
         ("mcp_tasks.runtime.ops.metrics", "prometheus_client", "ops"),
     ],
 )

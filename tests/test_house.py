@@ -138,20 +138,25 @@ def test_runtime_spells_no_protocol_fact() -> None:
     assert not found, "protocol facts spelled in the copied runtime:\n" + "\n".join(found)
 
 
-def _imports(path: Path, module: str, modules: set[str]) -> set[str]:
-    """The package modules ``module`` imports (at any depth of the file; imports under
-    ``if TYPE_CHECKING:`` only name types, and do not count)."""
+def _import_nodes(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement of ``tree``, each with whether it is deferred: inside a
+    function or class, or under ``if TYPE_CHECKING:`` (an arrow the module's top hides)."""
+    top = {id(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, id(node) not in top
+
+
+def _imports(
+    path: Path, module: str, modules: set[str], *, deferred: bool | None = None
+) -> set[str]:
+    """The package modules ``module`` imports, at any depth of the file, ``TYPE_CHECKING``
+    included (``deferred``: only those that are, or only those that are not)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for inner in ast.walk(node)
-    }
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
+    for node, late in _import_nodes(tree):
+        if deferred is not None and late != deferred:
             continue
         if isinstance(node, ast.ImportFrom):
             parts = package.split(".")
@@ -164,14 +169,21 @@ def _imports(path: Path, module: str, modules: set[str]) -> set[str]:
     return out
 
 
-def test_no_import_cycle_in_the_generated_package() -> None:
-    """No module of the generated package imports, directly or not, one that imports it
-    (the runtime's rooms, the front doors, the clients and the CLI included)."""
+def _generated_modules() -> dict[str, Path]:
+    """The generated package's modules by dotted name."""
     root = REPO / "generated" / "mcp_tasks"
     paths = {}
     for path in root.rglob("*.py"):
         parts = path.relative_to(root.parent).with_suffix("").parts
         paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return paths
+
+
+def test_no_import_cycle_in_the_generated_package() -> None:
+    """No module of the generated package imports, directly or not, one that imports it
+    (the runtime's rooms, the front doors, the clients and the CLI included), counting the
+    imports under ``TYPE_CHECKING`` and inside functions."""
+    paths = _generated_modules()
     graph = {m: _imports(p, m, set(paths)) for m, p in paths.items()}
     cycles = []
     for start in sorted(graph):
@@ -211,3 +223,120 @@ def test_no_tracked_file_reads_or_links_outside_the_repository() -> None:
             f"{rel}:{n}" for n, line in enumerate(text.splitlines(), 1) if _OUTSIDE.search(line)
         ]
     assert not found, "tracked lines reading or linking outside the repository: " + ", ".join(found)
+
+
+#: the rooms of the runtime that know no transport: the task engine, the two wire faces, the
+#: stores (what they import is the generated bindings, the store contract, each other)
+_PURE_ROOMS = ("runtime/engine/", "runtime/faces/", "runtime/stores/")
+#: the rooms that speak MCP over the SDK: its one door (``sdk/``) and the clients
+_SDK_ROOMS = ("runtime/sdk/", "runtime/client/")
+
+
+def _runtime_files() -> Iterator[tuple[str, ast.Module]]:
+    root = REPO / "generated" / "mcp_tasks"
+    for path in sorted((root / "runtime").rglob("*.py")):
+        yield path.relative_to(root).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
+
+
+def test_engine_faces_and_stores_know_no_transport() -> None:
+    """``engine/``, ``faces/`` and ``stores/`` import neither the SDK (``mcp``, ``mcp_types``)
+    nor starlette, nor the rooms that serve, call or adapt the SDK."""
+    wrong = []
+    for relative, tree in _runtime_files():
+        if not relative.startswith(_PURE_ROOMS):
+            continue
+        foreign = _imported_roots(tree) & {"mcp", "mcp_types", "starlette"}
+        wrong += [f"{relative} imports {name}" for name in sorted(foreign)]
+        for node, _ in _import_nodes(tree):
+            if isinstance(node, ast.ImportFrom) and node.level >= 2 and node.module:
+                room = node.module.split(".")[0]
+                if node.level == 2 and room in ("serve", "client", "sdk"):
+                    wrong.append(f"{relative} imports runtime.{node.module}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_only_sdk_and_client_import_the_sdk() -> None:
+    """The ``mcp`` SDK (``mcp``, ``mcp_types``) is imported by ``sdk/`` and the clients
+    only: every other room takes what it uses of it from ``sdk/``."""
+    wrong = []
+    for relative, tree in _runtime_files():
+        if relative.startswith(_SDK_ROOMS):
+            continue
+        foreign = _imported_roots(tree) & {"mcp", "mcp_types"}
+        wrong += [f"{relative} imports {name}" for name in sorted(foreign)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_only_sdk_names_a_private_sdk_attribute() -> None:
+    """Every private name of the SDK the runtime relies on is one of ``sdk/``'s ASSUMPTIONS
+    (each with its canary); no module outside ``sdk/`` names one, as an attribute, a string
+    (``getattr``) or an import."""
+    from mcp_tasks.runtime.sdk.assumptions import ASSUMPTIONS
+
+    private = {name for what, *_ in ASSUMPTIONS for name in re.findall(r"\b(_[A-Za-z]\w*)", what)}
+    private.discard("_meta")  # the protocol's own field, not an attribute of the SDK
+    assert private, "ASSUMPTIONS names no private attribute: the pattern is stale"
+    wrong = []
+    for relative, tree in _runtime_files():
+        if relative.startswith("runtime/sdk/"):
+            continue
+        for node in ast.walk(tree):
+            named = (
+                (isinstance(node, ast.Attribute) and node.attr in private)
+                or (isinstance(node, ast.Constant) and node.value in private)
+                or (isinstance(node, ast.alias) and node.name.split(".")[-1] in private)
+                or (
+                    isinstance(node, ast.ImportFrom)
+                    and bool(set((node.module or "").split(".")) & private)
+                )
+            )
+            if named:
+                wrong.append(f"{relative}:{getattr(node, 'lineno', '?')}: {ast.unparse(node)}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _face_bound() -> list[str]:
+    """The output paths written only with the extension's face (templates/needs.toml)."""
+    import tomllib
+
+    needs = tomllib.loads((REPO / "templates" / "needs.toml").read_text())["needs"]
+    return [prefix for prefix, kinds in needs.items() if "extension" in kinds]
+
+
+def test_a_deferred_import_crosses_to_an_optional_module() -> None:
+    """An import between runtime modules is at the importer's top, where the cycle test and a
+    reader see it. Deferred (in a function, under ``TYPE_CHECKING``) only into a module a
+    package may lack at run time: one of another part (redis, ops, workers: its requirements
+    may not be installed) or one written only with the extension's face. No runtime module
+    imports another by name (``importlib``)."""
+    from mcp_tasks import descriptor
+
+    paths = _generated_modules()
+    root = REPO / "generated" / "mcp_tasks"
+    face_bound = _face_bound()
+
+    def where(module: str) -> str:
+        return paths[module].relative_to(root).as_posix()
+
+    wrong = []
+    for module, path in sorted(paths.items()):
+        source = where(module)
+        if not source.startswith("runtime/"):
+            continue
+        for target in sorted(_imports(path, module, set(paths), deferred=True)):
+            into = where(target)
+            optional = descriptor.part_of(into) != descriptor.part_of(source) or any(
+                into.startswith(prefix) for prefix in face_bound
+            )
+            if not optional:
+                wrong.append(f"{source} defers importing {into}")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "import_module"
+                and "__package__"
+                in ast.unparse(node) + ast.unparse(node.args[0] if node.args else node)
+            ):
+                wrong.append(f"{source}:{node.lineno}: {ast.unparse(node)}")
+    assert not wrong, "\n".join(wrong)

@@ -12,7 +12,7 @@ from testkit.typecheck import TYPECHECK, assert_mypy_strict, mypy_strict
 USER_CODE = """\
 from mcptask_gen.pipeline import build
 from mcp_tasks.protocol import REVISION
-from mcp_tasks.runtime.mcp_server import McpTasks
+from mcp_tasks.runtime.serve.server import McpTasks
 
 reveal_type(build)
 reveal_type(McpTasks)
@@ -24,7 +24,10 @@ revision: str = REVISION
 def test_mypy_resolves_both_packages_outside_the_repo(tmp_path: Path) -> None:
     (tmp_path / "user.py").write_text(USER_CODE)
     out = assert_mypy_strict("user.py", cwd=tmp_path)
-    assert "mcptask_gen.ir.IR" in out.stdout and "mcp_tasks.runtime.mcp_server.McpTasks" in out.stdout
+    assert (
+        "mcptask_gen.ir.IR" in out.stdout
+        and "mcp_tasks.runtime.serve.server.McpTasks" in out.stdout
+    )
 
 
 #: what a user's environment lacks when they did not install pytest

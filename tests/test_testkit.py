@@ -40,9 +40,7 @@ SYS_PATH_EDIT = re.compile(r"sys\.path\s*(\.\s*(insert|append|extend|remove|pop|
 
 def suite_files() -> list[Path]:
     skip = ("fixtures", "node_modules", ".venv-fastmcp", "__pycache__")
-    return sorted(
-        p for p in TESTS.rglob("*.py") if not any(part in skip for part in p.parts)
-    )
+    return sorted(p for p in TESTS.rglob("*.py") if not any(part in skip for part in p.parts))
 
 
 def test_helpers_live_in_testkit() -> None:
@@ -127,7 +125,6 @@ async def test_until_async_awaits_async_probes_and_bounds_blocking_ones() -> Non
 
     with pytest.raises(WaitTimeout, match="never answers"):
         await until_async(blocks, 0.05, what="never answers")
-
 
 
 @contextmanager

@@ -46,7 +46,7 @@ def _counting_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
 
 def _count_redis() -> None:
     try:
-        from mcp_tasks.runtime.redis import scripting
+        from mcp_tasks.runtime.stores.redis import scripting
     except ImportError:  # no Redis store in this runtime
         return
     send = scripting.ScriptRunner._send

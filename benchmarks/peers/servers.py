@@ -90,7 +90,7 @@ def redis_store_spec() -> tuple[str | None, str | None]:
     except ImportError as exc:
         return None, str(exc)
     if not (Path(rt.__file__).parent / "redis").is_dir():
-        return None, "no templates/runtime/redis/ yet (no Redis store in this runtime)"
+        return None, "no templates/runtime/stores/redis/ yet (no Redis store in this runtime)"
     if shutil.which("redis-server") is None:
         return None, "redis-server not installed"
     return "redis://", None

@@ -350,7 +350,7 @@ async def _insert(store_spec: str, requestor: str, n: int) -> None:
     sharing that store would. Filling 100,000 tasks over the wire would take minutes."""
     from mcp_tasks.lifecycle import COMPLETED
     from mcp_tasks.runtime import store_from_url
-    from mcp_tasks.runtime.engine import EngineConfig
+    from mcp_tasks.runtime.engine.task_engine import EngineConfig
     from mcp_tasks.store import TaskRecord
 
     store = store_from_url(store_spec)

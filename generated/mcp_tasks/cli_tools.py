@@ -42,7 +42,7 @@ async def _checks_tokens(target: str, given: list[str]) -> bool:
     """Whether the server refuses a request without a bearer token (401): only then does
     it bind tasks to the token's subject rather than to the session. The run's other
     headers (``--header``) go with it."""
-    from .runtime.mcp_retry import http_client
+    from .runtime.client.retry import http_client
 
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     headers = {**(headers_of(None, given) or {}), "Accept": "application/json, text/event-stream"}

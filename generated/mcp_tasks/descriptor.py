@@ -120,7 +120,7 @@ PARTS: Final[Mapping[str, Part]] = MappingProxyType(
             extra="mcp",
         ),
         "redis": Part(
-            paths=("runtime/redis/",),
+            paths=("runtime/stores/redis/",),
             requires=("hiredis>=3.0,<4", "redis>=6.0.0,<9"),
             extra="redis",
         ),
@@ -130,7 +130,12 @@ PARTS: Final[Mapping[str, Part]] = MappingProxyType(
             extra="ops",
         ),
         "workers": Part(
-            paths=("runtime/offload.py", "runtime/worker.py", "worker.py", "examples/workers.py"),
+            paths=(
+                "runtime/serve/offload.py",
+                "runtime/worker/",
+                "worker.py",
+                "examples/workers.py",
+            ),
             requires=("hiredis>=3.0,<4", "pydocket>=0.27,<0.28", "redis>=6.0.0,<9"),
             extra="workers",
         ),

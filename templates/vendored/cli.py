@@ -1,4 +1,4 @@
-"""mcptask: try an MCP server's tools and tasks by hand (built on runtime.mcp_client).
+"""mcptask: try an MCP server's tools and tasks by hand (built on runtime.client).
 
 commands:
   mcptask tools TARGET [--token TOKEN]   the server's tools: name, task support, summary
@@ -160,7 +160,7 @@ async def _open(
     answers: Answers | None,
     modern: bool,
 ) -> AsyncIterator[Any]:
-    from .runtime.mcp_client import TasksClientSession
+    from .runtime.client.requestor import TasksClientSession
 
     options: dict[str, Any] = {
         "elicitation_callback": (answers or Answers()).elicit,
@@ -170,7 +170,7 @@ async def _open(
     if target.startswith(("http://", "https://")):
         from mcp.client.streamable_http import streamable_http_client
 
-        from .runtime.mcp_retry import http_client
+        from .runtime.client.retry import http_client
 
         async with http_client(
             headers=headers, event_hooks={"response": [http.on_response]}
@@ -399,7 +399,7 @@ class _ClosedStreamNoise(logging.Filter):
     line this run prints says what happened)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from .runtime.mcp_retry import leaves
+        from .runtime.client.retry import leaves
 
         if record.getMessage() == "Session termination failed: 404":
             return False
@@ -468,8 +468,8 @@ def _one_line(args: argparse.Namespace, http: _Http, exc: BaseException) -> tupl
     import httpx2
     from mcp.shared.exceptions import MCPError
 
-    from .runtime.mcp_client import TaskNotSupported
-    from .runtime.mcp_retry import ConnectionLost, is_connection_failure, leaves
+    from .runtime.client.requestor import TaskNotSupported
+    from .runtime.client.retry import ConnectionLost, is_connection_failure, leaves
 
     found = leaves(exc)
     if http.status == 404:
@@ -520,7 +520,7 @@ def main(argv: list[str] | None = None) -> None:
 
         raise SystemExit(admin_main(_dash_safe_admin(argv[1:])))
     try:
-        from .runtime import sdk_check  # noqa: F401  (one line naming the extra to install)
+        from .runtime.sdk import check  # noqa: F401  (one line naming the extra to install)
     except ModuleNotFoundError as exc:
         print(f"mcptask: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -43,8 +43,8 @@ from typing import Any
 import anyio
 
 from .protocol import CANCELLED, INPUT_REQUIRED
-from .runtime.coordination import stored_inputs
-from .runtime.engine import cancel_change
+from .runtime.engine.coordination import stored_inputs
+from .runtime.engine.task_engine import cancel_change
 from .runtime.ops.service import OPERATOR_CANCELLED_MESSAGE
 from .runtime.ops.views import (
     QueryError,
@@ -76,11 +76,11 @@ def open_store(spec: str) -> TaskStore:
         path = Path(spec[len("sqlite:") :])
         if not path.is_file():
             raise Failure(f"--store: no SQLite file at {path}", 2)
-        from .runtime.sqlite import SqliteTaskStore
+        from .runtime.stores.sqlite import SqliteTaskStore
 
         return SqliteTaskStore(path)
     if spec.startswith(("redis://", "rediss://", "unix://")):
-        from .runtime.redis import RedisTaskStore
+        from .runtime.stores.redis import RedisTaskStore
 
         return RedisTaskStore.from_url(spec)
     if spec == "memory":

@@ -23,8 +23,8 @@ from .cli_common import (
     print_result,
 )
 from .protocol import REVISION
-from .runtime.client_status import progress_of_status
-from .runtime.mcp_client import TaskNotSupported
+from .runtime.client.requestor import TaskNotSupported
+from .runtime.client.status import progress_of_status
 
 __all__ = ["run_ext"]
 

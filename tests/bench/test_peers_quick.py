@@ -51,7 +51,9 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
     assert ceiling["lifecycle.tasks_per_s"] > 0 and ceiling["poll.gets_per_s"] > 0
     assert ceiling["lifecycle.x_ceiling"] == 1.0 and ceiling["wakeup.p99_ms"] is not None
     assert f"list.{report['plan']['list_sizes'][0]}.first_page_ms" not in ceiling
-    assert agg["ours-memory"]["lifecycle.x_ceiling"] > 0 and agg["ours-memory"]["poll.x_ceiling"] > 0
+    assert (
+        agg["ours-memory"]["lifecycle.x_ceiling"] > 0 and agg["ours-memory"]["poll.x_ceiling"] > 0
+    )
     # our server on both HTTP stacks in the same run: httptools + uvloop (the shipped
     # default) and h11 + asyncio (--http-stack h11)
     h11 = agg["ours-h11"]
@@ -78,7 +80,9 @@ def test_peers_bench_quick(tmp_path: Path) -> None:
     # the extension face: our row is measured once served, else shown as not served
     assert "**Extension face**" in md
     ours_ext = agg["ours-ext"]
-    assert ours_ext.get("ext_lifecycle.tasks_per_s", 0) > 0 or "ext_lifecycle.not_served" in ours_ext
+    assert (
+        ours_ext.get("ext_lifecycle.tasks_per_s", 0) > 0 or "ext_lifecycle.not_served" in ours_ext
+    )
     # the extension face is held to the TypeScript server's 2025-11-25 figures
     ext_targets = [t for t in report["targets"] if t["server"] == "ours-ext"]
     assert ext_targets and all("TS" in t["target"] for t in ext_targets)

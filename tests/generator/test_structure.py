@@ -20,7 +20,10 @@ def test_pinned_schema_structure(generated_pkg: Path, import_package: Any) -> No
         "notifications/tasks/status",
     }
     get = methods.METHODS["tasks/get"]
-    assert get.params is pkg.core.models.GetTaskRequestParams and get.result is pkg.core.models.GetTaskResult
+    assert (
+        get.params is pkg.core.models.GetTaskRequestParams
+        and get.result is pkg.core.models.GetTaskResult
+    )
     assert get.sent_by == {"client", "server"}
     assert set(methods.AUGMENTABLE) == {
         "tools/call",

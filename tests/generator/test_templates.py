@@ -84,12 +84,12 @@ def _one_error_line(output: str) -> str:
 
 
 def test_replacing_a_hand_written_module_is_refused(tmp_path: Path) -> None:
-    templates = _templates(tmp_path, "runtime/engine.py")
+    templates = _templates(tmp_path, "runtime/engine/task_engine.py")
     out = tmp_path / "pkg"
     result = run_cli(SCHEMA, "-o", out, "--templates", templates)
     assert result.exit_code == 2
     assert _one_error_line(result.output) == (
-        f"mcptask-gen: error: --templates {templates} replaces runtime/engine.py, {SUBCLASS}"
+        f"mcptask-gen: error: --templates {templates} replaces runtime/engine/task_engine.py, {SUBCLASS}"
     )
     assert not out.exists()
 
@@ -100,10 +100,13 @@ def test_replacing_a_hand_written_module_is_refused(tmp_path: Path) -> None:
         (("_handlers.py",), ("replaces _handlers.py, a hand-written module",)),
         (("store.py",), ("replaces store.py, a hand-written module",)),
         # a template that would render over it replaces it just the same
-        (("runtime/engine.py.jinja",), ("replaces runtime/engine.py (with runtime/engine.py.jinja)",)),
         (
-            ("runtime/redis/scripts/get.lua",),
-            ("replaces runtime/redis/scripts/get.lua, a hand-written file copied verbatim",),
+            ("runtime/engine/task_engine.py.jinja",),
+            ("replaces runtime/engine/task_engine.py (with runtime/engine/task_engine.py.jinja)",),
+        ),
+        (
+            ("runtime/stores/redis/scripts/get.lua",),
+            ("replaces runtime/stores/redis/scripts/get.lua, a hand-written file copied verbatim",),
         ),
         (("store.py", "_errors.py"), ("replaces _errors.py (and 1 more)",)),
     ],

@@ -1,4 +1,4 @@
-"""Our client side of the 2026-07-28 tasks extension (``mcp_tasks.runtime.mcp_ext_client``)
+"""Our client side of the 2026-07-28 tasks extension (``mcp_tasks.runtime.client.extension``)
 against two servers of that revision: our example server and FastMCP 4 (``fastmcp-tasks``
 4.1.4, a peer we did not write, in its own virtualenv: skipped without a package registry,
 a failure under ``CI``).
@@ -34,8 +34,8 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_tasks.errors import MissingRequiredClientCapability, RequestCancelled
 from mcp_tasks.extension import protocol as ext
-from mcp_tasks.runtime.mcp_client import TaskNotSupported, TaskRequestor
-from mcp_tasks.runtime.mcp_ext_client import ExtTaskRequestor, TasksClientExtension
+from mcp_tasks.runtime.client.extension import ExtTaskRequestor, TasksClientExtension
+from mcp_tasks.runtime.client.requestor import TaskNotSupported, TaskRequestor
 from testkit.doors import door_of, http_targets
 from testkit.fastmcp_peer import SERVER_SCRIPT, peer_env, peer_python
 from testkit.interop import SERVER_MODULE, HttpServer, PeerServer, interrupt_cli_task, node_env
@@ -246,4 +246,3 @@ def test_mcptask_auto_takes_the_extension_when_the_handshake_has_no_tasks(
     """FastMCP 4 serves tasks only on 2026-07-28: ``auto`` goes there by itself."""
     done = mcptask("call", fastmcp_url, "slow_compute", "seconds=0.2", "--task")
     assert done.returncode == 0 and done.stdout.strip() == "done after 0.2s (no label)", done
-

@@ -16,7 +16,7 @@ task-augmented sampling and elicitation) runs against our server-side requestor 
 
 On v1 this client never calls ``tasks/result`` before a task ends (R-INPUT-3 is a SHOULD):
 it polls ``tasks/get`` and waits for the question to come to it. Our server pushes the
-question on the client's ``GET`` stream on such a poll (``runtime/mcp_input_push.py``), so
+question on the client's ``GET`` stream on such a poll (``runtime/serve/input_push.py``), so
 the input tasks below finish on v1 too.
 """
 

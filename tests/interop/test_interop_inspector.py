@@ -17,7 +17,9 @@ from testkit.interop import INTEROP_DIR, HttpServer, node_env, node_path
 
 pytestmark = pytest.mark.usefixtures("node_modules")
 
-LAUNCHER = INTEROP_DIR / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher"
+LAUNCHER = (
+    INTEROP_DIR / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher"
+)
 
 
 def inspector(url: str, home: Path, *args: str) -> tuple[int, Any]:

@@ -21,7 +21,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from mcp_tasks.runtime.mcp_client import raw_request
+from mcp_tasks.runtime.client.requestor import raw_request
 from testkit.doors import door_of, http_targets
 from testkit.interop import EXAMPLE_TASK_SUPPORT, SERVER_MODULE, HttpServer, node_env
 

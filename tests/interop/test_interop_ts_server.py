@@ -21,7 +21,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp_tasks.core import models
-from mcp_tasks.runtime.mcp_client import TaskNotSupported, TasksClientSession, raw_request
+from mcp_tasks.runtime.client.requestor import TaskNotSupported, TasksClientSession, raw_request
 from testkit.interop import (
     CONFIRM_OUTCOMES,
     INTEROP_DIR,

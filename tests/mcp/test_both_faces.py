@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from mcp_tasks.runtime.core import FACE as CORE_FACE
-from mcp_tasks.runtime.extension import FACE as EXT_FACE
-from mcp_tasks.runtime.sqlite import SqliteTaskStore
+from mcp_tasks.runtime.faces.core import FACE as CORE_FACE
+from mcp_tasks.runtime.faces.extension import FACE as EXT_FACE
+from mcp_tasks.runtime.stores.sqlite import SqliteTaskStore
 from testkit.ext_wire import ExtClient
 from testkit.mcp_e2e import HttpServer, http_session
 
@@ -148,7 +148,7 @@ async def test_an_unknown_tool_called_as_a_task_is_unknown_on_both_faces(
     """R-TOOL-2 refuses task augmentation of a tool that exists and forbids it; a tool that
     does not exist answers as the server answers any call of an unknown tool, on each face
     (X-CAP-5: on the extension's a call the server cannot make a task is a plain call)."""
-    from mcp_tasks.runtime.mcp_client import raw_request
+    from mcp_tasks.runtime.client.requestor import raw_request
 
     unknown = {"content": [{"type": "text", "text": "Unknown tool: nosuch"}], "isError": True}
     async with http_session(http_server.url) as s:

@@ -18,7 +18,7 @@ import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from mcp_tasks.runtime.mcp_client import ConnectionLost, TasksClientSession, http_client
+from mcp_tasks.runtime.client.requestor import ConnectionLost, TasksClientSession, http_client
 from testkit.mcp_e2e import HttpServer, text_of
 
 pytestmark = [

@@ -21,7 +21,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mcp_tasks.examples import server as example
-from mcp_tasks.runtime.coalesced_writes import HeldWrites, coalesced_writes
+from mcp_tasks.runtime.http.coalesced_writes import HeldWrites, coalesced_writes
 
 pytestmark = pytest.mark.anyio
 

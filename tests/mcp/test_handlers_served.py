@@ -34,8 +34,8 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_tasks.core.meta import RELATED_TASK_KEY
 from mcp_tasks.extension import protocol as ext
-from mcp_tasks.runtime.mcp_client import TaskRequestor, raw_request
-from mcp_tasks.runtime.mcp_ext_client import TasksClientExtension
+from mcp_tasks.runtime.client.extension import TasksClientExtension
+from mcp_tasks.runtime.client.requestor import TaskRequestor, raw_request
 from testkit.gen import SCHEMA, SCHEMA_EXT
 from testkit.interop import npm_ci, run_node
 from testkit.procs import free_port, python_env, stop_process, wait_listening
@@ -55,7 +55,7 @@ RUNNER = (
 #: queue of (b) beside it); written beside the example and ``userpkg``, which it imports from
 #: its own directory
 STDIO_RUNNER = """import runpy, sys, anyio
-from mcp_tasks.runtime.mcp_server import run_stdio
+from mcp_tasks.runtime.serve.server import run_stdio
 ns = runpy.run_path(sys.argv[1], run_name="readme_example")
 async def serve():
     async with ns["tasks"], anyio.create_task_group() as tg:
@@ -88,8 +88,8 @@ def on_user_bindings(source: str) -> str:
     source = source.replace(
         "from mcp_tasks.runtime import CoreTasks, ExtensionTasks, TaskEngine",
         "from mcp_tasks.runtime import TaskEngine\n"
-        "from mcp_tasks.runtime.core import CoreTasksMixin\n"
-        "from mcp_tasks.runtime.extension import ExtensionTasksMixin\n"
+        "from mcp_tasks.runtime.faces.core import CoreTasksMixin\n"
+        "from mcp_tasks.runtime.faces.extension import ExtensionTasksMixin\n"
         "from userpkg.core.handlers import TasksHandlerBase as CoreBase\n"
         "from userpkg.extension.handlers import TasksHandlerBase as ExtensionBase",
     )
@@ -135,8 +135,11 @@ def served(
     if door == "stdio":
         runner = tmp / "stdio_runner.py"
         runner.write_text(STDIO_RUNNER)
-        yield example, StdioServerParameters(
-            command=sys.executable, args=[str(runner), str(source)], env=python_env(), cwd=tmp
+        yield (
+            example,
+            StdioServerParameters(
+                command=sys.executable, args=[str(runner), str(source)], env=python_env(), cwd=tmp
+            ),
         )
         return
     port = free_port()

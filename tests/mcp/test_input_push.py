@@ -6,7 +6,7 @@ R-INPUT-3 (``docs/spec/tasks-2025-11-25.md``) says a requestor SHOULD call
 requests on any stream the client keeps open, and tells the client to expect them there.
 So a ``tasks/get`` that answers ``input_required`` makes the server send the task's
 outstanding questions on the connection that asked, when no ``tasks/result`` of the task
-waits to carry them (``runtime/mcp_input_push.py``). Each question is asked once whatever
+waits to carry them (``runtime/serve/input_push.py``). Each question is asked once whatever
 path carries it (R-INPUT-2: with the related-task ``_meta``), and a later ``tasks/result``
 never asks it again; one left unanswered when the ``GET`` stream closes is asked again on
 the ``tasks/result`` stream. Without a stream to carry them nothing is pushed:
@@ -27,7 +27,7 @@ import mcp_types as types
 import pytest
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_tasks.runtime.mcp_client import TasksClientSession
+from mcp_tasks.runtime.client.requestor import TasksClientSession
 from testkit.example_server import HttpServer
 from testkit.mcp_e2e import text_of
 from testkit.sec_harness import RawHttp

@@ -22,9 +22,9 @@ from mcp.shared.memory import create_client_server_memory_streams
 
 from mcp_tasks import protocol
 from mcp_tasks.errors import ConcurrencyLimitExceeded
-from mcp_tasks.runtime._sdk import lowlevel_server
-from mcp_tasks.runtime.mcp_client import TasksClientSession
-from mcp_tasks.runtime.mcp_server import McpTasks
+from mcp_tasks.runtime.client.requestor import TasksClientSession
+from mcp_tasks.runtime.sdk import lowlevel_server
+from mcp_tasks.runtime.serve.server import McpTasks
 
 pytestmark = pytest.mark.anyio
 
@@ -94,7 +94,7 @@ async def test_tools_declared_before_the_store_is_chosen(tmp_path: Any) -> None:
     """``TaskTools`` takes the declarations at import time, with no ``McpTasks`` (nor a
     store) yet; the store comes from a URL later (``store_from_url``), as from a flag."""
     from mcp_tasks.runtime import store_from_url
-    from mcp_tasks.runtime.mcp_server import TaskTools
+    from mcp_tasks.runtime.serve.server import TaskTools
 
     mcp = MCPServer("declared-early")
     tools = TaskTools()

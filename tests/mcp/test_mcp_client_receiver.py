@@ -12,7 +12,7 @@ import mcp_types as types
 import pytest
 from mcp import StdioServerParameters, stdio_client
 
-from mcp_tasks.runtime.mcp_client import TasksClientSession
+from mcp_tasks.runtime.client.requestor import TasksClientSession
 from testkit.procs import python_env
 
 pytestmark = pytest.mark.anyio

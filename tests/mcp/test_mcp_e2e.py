@@ -15,7 +15,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp_tasks.core import models
-from mcp_tasks.runtime.mcp_client import TaskNotSupported, raw_request
+from mcp_tasks.runtime.client.requestor import TaskNotSupported, raw_request
 from testkit.mcp_e2e import CONFIRM_OUTCOMES, assert_tasks_contract, run_confirm_delete, text_of
 from testkit.wait import until_async
 

@@ -12,8 +12,8 @@ import pytest
 
 from mcp_tasks.extension import methods as ext_methods
 from mcp_tasks.extension import protocol as ext
-from mcp_tasks.runtime.mcp_ext_client import ExtTaskRequestor, TasksClientExtension
-from mcp_tasks.runtime.mcp_retry import poll_delay
+from mcp_tasks.runtime.client.extension import ExtTaskRequestor, TasksClientExtension
+from mcp_tasks.runtime.client.retry import poll_delay
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from mcp_tasks import protocol
-from mcp_tasks.runtime.sqlite import SqliteTaskStore
+from mcp_tasks.runtime.stores.sqlite import SqliteTaskStore
 from testkit.mcp_e2e import http_session, stdio_session
 from testkit.wait import until_async
 

@@ -15,7 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
 from mcp_tasks.protocol import TASK_SUPPORT_OPTIONAL
-from mcp_tasks.runtime.mcp_server import McpTasks
+from mcp_tasks.runtime.serve.server import McpTasks
 from mcp_tasks.testing.memory import memory_client
 from testkit.mcp_e2e import text_of
 

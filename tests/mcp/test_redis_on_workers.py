@@ -24,8 +24,8 @@ import mcp_types as types
 import pytest
 import redis
 
-from mcp_tasks.runtime.offload import attempts_key
-from mcp_tasks.runtime.worker import NOT_RETRIED_MESSAGE
+from mcp_tasks.runtime.serve.offload import attempts_key
+from mcp_tasks.runtime.worker.run import NOT_RETRIED_MESSAGE
 from testkit.example_server import ServerPool
 from testkit.ext_wire import ExtClient
 from testkit.mcp_e2e import TOKENS, HttpServer, http_session, text_of, write_tokens
@@ -33,7 +33,11 @@ from testkit.redis_fixtures import RedisServer, redis_server, unique_namespace  
 from testkit.task_workers import WorkerProc
 from testkit.wait import until, until_async
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.door_agnostic]  # workers: the door is not what is tested (testkit.doors)
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.slow,
+    pytest.mark.door_agnostic,
+]  # workers: the door is not what is tested (testkit.doors)
 
 ALICE = {"Authorization": "Bearer tok-alice"}
 #: how many more times the front end lets slow_compute run when its worker dies
@@ -381,7 +385,7 @@ def _core_result(url: str, task_id: str) -> str:
 def test_retries_are_checked_where_the_tool_is_declared() -> None:
     from mcp.server.mcpserver import MCPServer
 
-    from mcp_tasks.runtime.mcp_server import McpTasks
+    from mcp_tasks.runtime.serve.server import McpTasks
 
     tasks = McpTasks(MCPServer("t"))
     with pytest.raises(ValueError, match=r"tool 'a': retries = -1: expected an integer >= 0"):
@@ -395,7 +399,7 @@ def test_retries_are_checked_where_the_tool_is_declared() -> None:
 async def test_tools_on_workers_need_the_redis_store() -> None:
     from mcp.server.mcpserver import MCPServer
 
-    from mcp_tasks.runtime.mcp_server import McpTasks
+    from mcp_tasks.runtime.serve.server import McpTasks
 
     mcp = MCPServer("t")
 
@@ -437,7 +441,7 @@ def test_the_example_server_refuses_on_workers_without_redis(
 def test_the_worker_command_names_what_is_wrong(
     argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mcp_tasks.runtime.worker import main
+    from mcp_tasks.runtime.worker.run import main
 
     with pytest.raises(SystemExit) as exited:
         main(argv)

@@ -30,7 +30,11 @@ from testkit.redis_fixtures import (  # noqa: F401
 )
 from testkit.wait import until, until_async
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.door_agnostic]  # instances sharing a store: the door is not what is tested (testkit.doors)
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.slow,
+    pytest.mark.door_agnostic,
+]  # instances sharing a store: the door is not what is tested (testkit.doors)
 
 
 def _text(result: dict[str, Any]) -> str:
@@ -176,7 +180,9 @@ async def test_sigkill_mid_task_fails_after_lease_others_unaffected(
 
 
 async def test_redis_restart_clear_errors_then_normal(
-    http_server_factory: Any, tokens_file: Path, fresh_redis_server: RedisServer  # noqa: F811
+    http_server_factory: Any,
+    tokens_file: Path,
+    fresh_redis_server: RedisServer,  # noqa: F811
 ) -> None:
     store = redis_store(fresh_redis_server.url, unique_namespace())
     server = http_server_factory("--stateless", "--tokens", str(tokens_file), "--store", store)

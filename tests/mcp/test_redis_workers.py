@@ -40,7 +40,11 @@ from testkit.procs import free_port, python_env, refusing_port
 from testkit.redis_fixtures import RedisServer, redis_server, unique_namespace  # noqa: F401
 from testkit.wait import until
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.door_agnostic]  # server worker processes: the door is not what is tested (testkit.doors)
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.slow,
+    pytest.mark.door_agnostic,
+]  # server worker processes: the door is not what is tested (testkit.doors)
 
 WORKERS = 2
 #: the extension's ``greet``: answered by whichever worker takes the connection

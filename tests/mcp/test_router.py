@@ -1,4 +1,4 @@
-"""Rules that live in the router alone (``runtime/router.py``), checked through both front
+"""Rules that live in the router alone (``runtime/serve/router.py``), checked through both front
 doors: what both doors must do alike because one module decides it."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from mcp_tasks.core import handlers as core_handlers
 from mcp_tasks.core import models as core_models
 from mcp_tasks.extension import handlers as ext_handlers
 from mcp_tasks.runtime import CoreTasks, ExtensionTasks, TaskEngine
-from mcp_tasks.runtime.mcp_server import McpTasks
-from mcp_tasks.runtime.memory import InMemoryTaskStore
+from mcp_tasks.runtime.serve.server import McpTasks
+from mcp_tasks.runtime.stores.memory import InMemoryTaskStore
 from testkit.doors import ENDPOINT
 from testkit.ext_wire import ExtClient
 from testkit.inproc import serving
@@ -127,9 +127,11 @@ def test_a_result_is_answered_at_once_only_for_a_task_that_just_ended_here(
     which ones cannot block (their task ended in this process a moment ago), so that door
     need not watch for a client that leaves meanwhile; a running task, an unknown one and
     any other method still may."""
-    from mcp_tasks.runtime.router import TaskRequest
+    from mcp_tasks.runtime.serve.router import TaskRequest
 
-    monkeypatch.setattr("mcp_tasks.runtime.supervisor.RECENT_S", 600.0)  # "a moment", on any machine
+    monkeypatch.setattr(
+        "mcp_tasks.runtime.engine.supervisor.RECENT_S", 600.0
+    )  # "a moment", on any machine
     built: list[McpTasks] = []
 
     def build() -> tuple[MCPServer, McpTasks]:

@@ -1,8 +1,8 @@
-"""Canary for every assumption ``mcp_tasks.runtime._sdk`` makes about the ``mcp`` SDK.
+"""Canary for every assumption ``mcp_tasks.runtime.sdk`` makes about the ``mcp`` SDK.
 
 Each test names one entry of ``_sdk.ASSUMPTIONS`` (private attributes, overridden
 private hooks, structural details) and fails with "mcp X.Y changed: ...; update
-mcp_tasks.runtime._sdk" when a new ``mcp`` release breaks it, instead of a task
+mcp_tasks.runtime.sdk" when a new ``mcp`` release breaks it, instead of a task
 hanging somewhere in an end-to-end test. ``.ci/run`` runs it on the oldest ``mcp`` the
 requirement admits as well as on the newest (``.ci/constraints.txt``).
 """
@@ -29,14 +29,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_tasks.errors import InvalidParams, TaskError, TaskNotFound
 from mcp_tasks.extension import protocol as ext
 from mcp_tasks.runtime import _sdk
-from mcp_tasks.runtime.mcp_outbound import PollOutbound, TaskOutbound
+from mcp_tasks.runtime.serve.outbound import PollOutbound, TaskOutbound
 
 VERSION = _sdk.mcp_version()
 
 
 def changed(what: str) -> str:
     return (
-        f"mcp {VERSION} changed: {what}; update mcp_tasks.runtime._sdk "
+        f"mcp {VERSION} changed: {what}; update mcp_tasks.runtime.sdk "
         f"(checked against mcp{_sdk.MCP_SUPPORTED})"
     )
 
@@ -69,9 +69,9 @@ def test_every_assumption_says_why_and_what_would_end_it() -> None:
         assert why.strip() and hook.strip(), name
     doc = (Path(__file__).resolve().parents[2] / "docs" / "serving.md").read_text("utf-8")
     rows = re.findall(r"(?m)^\| `(.+?)` \| (.+?) \| (.+?) \|$", doc)
-    assert rows == [
-        (name, why, hook) for name, why, hook in _sdk.ASSUMPTIONS
-    ], "docs/serving.md's table of SDK internals is not _sdk_assumptions.ASSUMPTIONS"
+    assert rows == [(name, why, hook) for name, why, hook in _sdk.ASSUMPTIONS], (
+        "docs/serving.md's table of SDK internals is not _sdk_assumptions.ASSUMPTIONS"
+    )
 
 
 def test_the_supported_range_is_the_mcp_extras() -> None:
@@ -173,7 +173,7 @@ def test_modern_stamp_envelope() -> None:
 def test_claim_model_is_accepted() -> None:
     """The SDK's ResultClaim checks accept our claim of the extension's task answer (X-RT-1)."""
     from mcp_tasks.extension import protocol as ext
-    from mcp_tasks.runtime.mcp_ext_client import TasksClientExtension
+    from mcp_tasks.runtime.client.extension import TasksClientExtension
 
     try:
         (claim,) = TasksClientExtension().claims()
@@ -319,9 +319,9 @@ def test_serverrunner_compose_server_middleware() -> None:
     assert "_compose_server_middleware(" in inspect.getsource(ServerRunner._on_request), changed(
         "ServerRunner.on_request no longer composes the middleware there"
     )
-    assert any(
-        isinstance(m, OpenTelemetryMiddleware) for m in Server("canary").middleware
-    ), changed("Server.middleware no longer starts with the OpenTelemetry span middleware")
+    assert any(isinstance(m, OpenTelemetryMiddleware) for m in Server("canary").middleware), (
+        changed("Server.middleware no longer starts with the OpenTelemetry span middleware")
+    )
 
 
 def test_mcp_param_rejection() -> None:
@@ -412,7 +412,7 @@ async def test_header_checks_read_request_headers_get() -> None:
     )
     from starlette.requests import Request
 
-    from mcp_tasks.runtime.task_endpoint import _headers
+    from mcp_tasks.runtime.serve.endpoint import _headers
 
     strict = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,

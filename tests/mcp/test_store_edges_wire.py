@@ -87,7 +87,9 @@ def wait_ext(url: str, task_id: str) -> dict[str, Any]:
     return got
 
 
-def test_task_id_with_a_lone_surrogate_is_invalid_params_R_ERR_1_X_GET_8(server: HttpServer) -> None:
+def test_task_id_with_a_lone_surrogate_is_invalid_params_R_ERR_1_X_GET_8(
+    server: HttpServer,
+) -> None:
     for method in ("tasks/get", "tasks/cancel"):
         err = ext(server.url, method, {"taskId": f"ab{LONE}"})["error"]
         # unknown (the id cannot be stored), or refused before: the Mcp-Name header that

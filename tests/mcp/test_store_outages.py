@@ -16,7 +16,10 @@ from testkit.doors import DEFAULT_DOOR
 from testkit.outage_runs import RUNS, one_run
 from testkit.redis_fixtures import redis_server_binary
 
-pytestmark = [pytest.mark.slow, pytest.mark.door_agnostic]  # store outages: the door is not what is tested (testkit.doors)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.door_agnostic,
+]  # store outages: the door is not what is tested (testkit.doors)
 
 
 #: each Redis run's two instances take one front door each; the SQLite run, the shipped one

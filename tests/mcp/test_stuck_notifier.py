@@ -13,9 +13,9 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from mcp_tasks.protocol import COMPLETED, TASK_SUPPORT_REQUIRED
-from mcp_tasks.runtime.mcp_server import McpTasks
 from mcp_tasks.runtime.ops.feed import TaskFeed
 from mcp_tasks.runtime.ops.metrics import TaskMetrics
+from mcp_tasks.runtime.serve.server import McpTasks
 from mcp_tasks.store import TaskRecord
 from mcp_tasks.testing.memory import memory_client
 from testkit.mcp_e2e import text_of

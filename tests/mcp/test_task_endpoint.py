@@ -21,8 +21,8 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from mcp_tasks.runtime._sdk import http_session, session_manager
-from mcp_tasks.runtime.mcp_server import McpTasks
+from mcp_tasks.runtime.sdk import http_session, session_manager
+from mcp_tasks.runtime.serve.server import McpTasks
 from mcp_tasks.testing.store_conformance import record
 from testkit.doors import ENDPOINT, SDK
 from testkit.ext_wire import ExtClient
@@ -238,7 +238,7 @@ def test_status_notifications_never_hold_ending_tasks_in_line() -> None:
     """R-NOTIFY-1 is a MAY and requestors never rely on it (R-NOTIFY-2): when a connection
     takes notifications slower than tasks end, at most NOTIFY_BACKLOG wait on it and the
     rest are dropped, instead of every ended task's run (and its memory) waiting in line."""
-    from mcp_tasks.runtime.mcp_sessions import NOTIFY_BACKLOG
+    from mcp_tasks.runtime.serve.sessions import NOTIFY_BACKLOG
 
     class SlowConnection:
         session_id = "s-1"
@@ -394,8 +394,8 @@ def test_a_tasks_tool_runs_once_through_the_whole_pipeline_on_both_doors_R_CREAT
     use: through the server's whole request pipeline (a middleware of the server's own sees
     the run, once, marked as a task's run), on both faces; the task middleware lets that run
     by instead of making a second task of it."""
-    from mcp_tasks.runtime._sdk import lowlevel_server
-    from mcp_tasks.runtime.tool_runner import IN_TASK
+    from mcp_tasks.runtime.sdk import lowlevel_server
+    from mcp_tasks.runtime.serve.tool_runner import IN_TASK
 
     runs: list[str] = []
     seen: list[tuple[str, bool]] = []  # (label, a task's run) per tools/call seen

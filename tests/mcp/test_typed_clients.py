@@ -38,9 +38,9 @@ from mcp.server.mcpserver import MCPServer
 
 from mcp_tasks.protocol import TASK_SUPPORT_OPTIONAL
 from mcp_tasks.runtime import TaskEngine
-from mcp_tasks.runtime.core import CoreTasksMixin
-from mcp_tasks.runtime.extension import ExtensionTasksMixin
-from mcp_tasks.runtime.mcp_server import McpTasks, TaskTools
+from mcp_tasks.runtime.faces.core import CoreTasksMixin
+from mcp_tasks.runtime.faces.extension import ExtensionTasksMixin
+from mcp_tasks.runtime.serve.server import McpTasks, TaskTools
 from PKG import protocol
 from PKG.core import models as core_models
 from PKG.core.handlers import RequestContext
@@ -99,7 +99,7 @@ import sys
 
 import anyio
 
-from mcp_tasks.runtime.mcp_client import connect
+from mcp_tasks.runtime.client.requestor import connect
 from PKG.core import models as core_models
 from PKG.core.client import TasksClient as CoreClient
 from PKG.extension import models as ext_models
@@ -145,7 +145,7 @@ if __name__ == "__main__":
 
 #: the same read through the runtime's own requestor, whose models are the runtime's
 RUNTIME_ONLY = """from mcp_tasks.extension import models
-from mcp_tasks.runtime.mcp_client import connect
+from mcp_tasks.runtime.client.requestor import connect
 
 
 async def summary(url: str, task_id: str) -> str | None:
@@ -256,8 +256,8 @@ def test_a_typed_client_of_the_other_face_is_refused_in_one_line(
     before anything is sent, naming the face to connect with."""
     import importlib
 
-    from mcp_tasks.runtime.mcp_client import TaskNotSupported
-    from mcp_tasks.runtime.typed_client import check_face
+    from mcp_tasks.runtime.client.requestor import TaskNotSupported
+    from mcp_tasks.runtime.client.typed import check_face
     from testkit.importing import imported
 
     with imported(packages["acme_next"], "acme_next"):
@@ -281,7 +281,7 @@ async def test_the_stock_client_s_extension_is_a_transport_too(
     import anyio
     from mcp import Client
 
-    from mcp_tasks.runtime.mcp_ext_client import TasksClientExtension
+    from mcp_tasks.runtime.client.extension import TasksClientExtension
     from testkit.importing import imported
 
     name, url, log = served

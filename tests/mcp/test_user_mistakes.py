@@ -122,7 +122,7 @@ def test_a_missing_sdk_names_the_extra() -> None:
         ]
     )
     assert_one_line(serve, SERVER_MODULE, "mcp SDK", "pip install")
-    imported = run([sys.executable, "-c", WITHOUT_SDK + "import mcp_tasks.runtime.mcp_server"])
+    imported = run([sys.executable, "-c", WITHOUT_SDK + "import mcp_tasks.runtime.serve.server"])
     assert imported.returncode == 1
     assert (
         imported.stderr.strip()

@@ -25,7 +25,9 @@ from mcp_tasks.protocol import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WOR
 from testkit import wait
 from testkit.ops import ALICE, BOB, OpsServer, mcp_session, start_task
 
-pytestmark = pytest.mark.door_agnostic  # the dashboard: the door is not what is tested (testkit.doors)
+pytestmark = (
+    pytest.mark.door_agnostic
+)  # the dashboard: the door is not what is tested (testkit.doors)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

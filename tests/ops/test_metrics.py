@@ -14,10 +14,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from mcp_tasks.errors import RateLimitExceeded, TaskError
 from mcp_tasks.protocol import FAILED, TOOLS_CALL
 from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
-from mcp_tasks.runtime.core import FACE
+from mcp_tasks.runtime.faces.core import FACE
 from mcp_tasks.runtime.ops.app import OpsApp
 from mcp_tasks.runtime.ops.metrics import OTHER, TaskMetrics
-from mcp_tasks.runtime.redis import RedisTaskStore
+from mcp_tasks.runtime.stores.redis import RedisTaskStore
 from mcp_tasks.store import TaskRecord, TaskStore
 from mcp_tasks.testing.admin_conformance import tool_record
 from testkit.redis_fixtures import unique_namespace
@@ -68,16 +68,18 @@ async def test_counts_tasks_by_face_tool_and_status() -> None:
             view = await engine.view("bob", rec.task_id, face=FACE)
             await engine.answer("bob", rec.task_id, {}, face=FACE)  # nothing: a no-op
             key = view.inputs[0].key
-            with pytest.raises(RateLimitExceeded):  # the fifth task call of bob in the window, creations included (R-SEC-3)
+            with pytest.raises(
+                RateLimitExceeded
+            ):  # the fifth task call of bob in the window, creations included (R-SEC-3)
                 await engine.answer("bob", rec.task_id, {key: {}}, face=FACE)
             engine.rate = type(engine.rate)(100, 10)
             await engine.answer("bob", rec.task_id, {key: {}}, face=FACE)
             answer.set()
             await until_async(
-                lambda: value(
-                    metrics, "mcp_tasks_ended_total", face=FACE, tool="asks", status="failed"
-                )
-                >= 1,
+                lambda: (
+                    value(metrics, "mcp_tasks_ended_total", face=FACE, tool="asks", status="failed")
+                    >= 1
+                ),
                 what="the asking task counted as failed",
             )
         got = samples(metrics)
@@ -146,8 +148,8 @@ def test_counts_dropped_notifications_of_a_server() -> None:
     than its tasks end keeps NOTIFY_BACKLOG waiting and drops the rest (R-NOTIFY-2)."""
     from mcp.server.mcpserver import MCPServer
 
-    from mcp_tasks.runtime.mcp_server import McpTasks
-    from mcp_tasks.runtime.mcp_sessions import NOTIFY_BACKLOG
+    from mcp_tasks.runtime.serve.server import McpTasks
+    from mcp_tasks.runtime.serve.sessions import NOTIFY_BACKLOG
 
     class SlowConnection:
         session_id = "s-1"

@@ -18,10 +18,10 @@ import pytest
 from mcp_tasks import errors as our_errors
 from mcp_tasks._handlers import RequestContext
 from mcp_tasks.runtime import TaskEngine
-from mcp_tasks.runtime.bindings import Adopted, adopt
-from mcp_tasks.runtime.core import CoreTasksMixin
-from mcp_tasks.runtime.extension import ExtensionTasksMixin
-from mcp_tasks.runtime.mcp_server import face_handlers
+from mcp_tasks.runtime.faces.adopt import Adopted, adopt
+from mcp_tasks.runtime.faces.core import CoreTasksMixin
+from mcp_tasks.runtime.faces.extension import ExtensionTasksMixin
+from mcp_tasks.runtime.serve.server import face_handlers
 from testkit.gen import PINNED, run_cli
 from testkit.importing import import_package, unload
 
@@ -176,7 +176,7 @@ def test_a_package_that_does_not_accept_this_runtime_s_version_is_refused_in_one
 def test_which_runtime_versions_a_requirement_accepts(
     requirement: str, version: str, accepted: bool
 ) -> None:
-    from mcp_tasks.runtime.bindings import accepts
+    from mcp_tasks.runtime.faces.adopt import accepts
 
     assert accepts(requirement, version) is accepted
 

@@ -26,7 +26,7 @@ from mcp_tasks.protocol import (
     TaskStatus,
 )
 from mcp_tasks.runtime import EngineConfig, TaskContext, TaskEngine, TaskView
-from mcp_tasks.runtime.redis import RedisTaskStore
+from mcp_tasks.runtime.stores.redis import RedisTaskStore
 from mcp_tasks.store import TaskRecord, TaskStore
 from testkit.core_calls import handle
 from testkit.engine_kit import STORES, store_maker
@@ -250,7 +250,10 @@ async def test_a_result_never_waits_on_a_stuck_status_listener_R_RESULT_2(
     try:
         with anyio.fail_after(10):
             done = await engine.wait_terminal("alice", rec.task_id, face=OTHER)
-        assert done.status == COMPLETED and done.result == {"content": [], "structuredContent": {"n": 1}}
+        assert done.status == COMPLETED and done.result == {
+            "content": [],
+            "structuredContent": {"n": 1},
+        }
         with anyio.fail_after(10):
             await entered.wait()  # the listener was told too, and is still stuck
     finally:

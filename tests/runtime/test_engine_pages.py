@@ -121,5 +121,3 @@ async def test_a_store_without_the_face_filter_still_lists_full_pages_R_LIST_1(
         pages = await list_pages(eng)
         assert full_until_last(pages, 2), pages
         assert [tid for page in pages for tid in page] == core
-
-

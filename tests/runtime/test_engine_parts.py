@@ -17,13 +17,13 @@ import pytest
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.protocol import COMPLETED, FAILED, TOOLS_CALL, WORKING, TaskStatus
 from mcp_tasks.runtime import events as events_module
-from mcp_tasks.runtime.config import EngineConfig
-from mcp_tasks.runtime.events import EngineEvents
-from mcp_tasks.runtime.outcomes import Settler
-from mcp_tasks.runtime.progress import ProgressNotes
-from mcp_tasks.runtime.renewals import Renewals
-from mcp_tasks.runtime.runs import Outcome, Run, RunTtl, TaskContext
-from mcp_tasks.runtime.supervisor import RunSupervisor
+from mcp_tasks.runtime.engine.config import EngineConfig
+from mcp_tasks.runtime.engine.events import EngineEvents
+from mcp_tasks.runtime.engine.outcomes import Settler
+from mcp_tasks.runtime.engine.progress import ProgressNotes
+from mcp_tasks.runtime.engine.renewals import Renewals
+from mcp_tasks.runtime.engine.runs import Outcome, Run, RunTtl, TaskContext
+from mcp_tasks.runtime.engine.supervisor import RunSupervisor
 from mcp_tasks.store import TaskRecord
 
 pytestmark = pytest.mark.anyio

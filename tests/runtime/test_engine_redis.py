@@ -13,7 +13,7 @@ import pytest
 from mcp_tasks.core.handlers import RequestContext
 from mcp_tasks.errors import JsonRpcError, RequestCancelled, TaskError
 from mcp_tasks.runtime import EngineConfig, TaskContext, TaskEngine
-from mcp_tasks.runtime.redis import RedisTaskStore
+from mcp_tasks.runtime.stores.redis import RedisTaskStore
 from testkit.core_calls import Asked, create_task, handle
 from testkit.redis_fixtures import RedisServer, unique_namespace
 from testkit.wait import until_async

@@ -32,7 +32,7 @@ from mcp_tasks.runtime import (
     TaskEngine,
     TaskView,
 )
-from mcp_tasks.runtime.redis import RedisTaskStore
+from mcp_tasks.runtime.stores.redis import RedisTaskStore
 from mcp_tasks.store import Change, TaskRecord, TaskStore
 from testkit.redis_fixtures import RedisServer, unique_namespace
 from testkit.wait import until_async

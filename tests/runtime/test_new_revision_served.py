@@ -25,10 +25,10 @@ import pytest
 from mcp_tasks import descriptor as own
 from mcp_tasks._handlers import RequestContext
 from mcp_tasks.runtime import TaskEngine
-from mcp_tasks.runtime.bindings import Adopted
-from mcp_tasks.runtime.core import CoreTasksMixin
-from mcp_tasks.runtime.extension import ExtensionTasksMixin
-from mcp_tasks.runtime.mcp_server import face_handlers
+from mcp_tasks.runtime.faces.adopt import Adopted
+from mcp_tasks.runtime.faces.core import CoreTasksMixin
+from mcp_tasks.runtime.faces.extension import ExtensionTasksMixin
+from mcp_tasks.runtime.serve.server import face_handlers
 from mcp_tasks.serves import verdict
 from testkit.gen import PINNED, SCHEMA, SCHEMA_EXT, run_cli
 from testkit.importing import import_package, unload

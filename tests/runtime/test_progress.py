@@ -13,7 +13,7 @@ import pytest
 from mcp_tasks.errors import TaskError
 from mcp_tasks.protocol import FAILED, TOOLS_CALL, TaskStatus
 from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
-from mcp_tasks.runtime.progress import progress_text
+from mcp_tasks.runtime.engine.progress import progress_text
 from mcp_tasks.store import TaskRecord
 
 pytestmark = pytest.mark.anyio

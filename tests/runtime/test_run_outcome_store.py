@@ -22,7 +22,7 @@ import pytest
 
 from mcp_tasks.protocol import CANCELLED, COMPLETED, FAILED, TOOLS_CALL, WORKING, TaskStatus
 from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
-from mcp_tasks.runtime.runs import INTERRUPTED_MESSAGE, Run
+from mcp_tasks.runtime.engine.runs import INTERRUPTED_MESSAGE, Run
 from mcp_tasks.store import Change, TaskRecord
 from testkit.core_calls import create_task
 from testkit.engine_kit import ALICE, call, wound_down

@@ -15,7 +15,7 @@ import pytest
 from mcp_tasks.errors import RequestCancelled
 from mcp_tasks.protocol import CANCELLED, COMPLETED, FAILED, NON_TERMINAL, TOOLS_CALL
 from mcp_tasks.runtime import EngineConfig, SqliteTaskStore, TaskContext, TaskEngine
-from mcp_tasks.runtime.redis import RedisTaskStore
+from mcp_tasks.runtime.stores.redis import RedisTaskStore
 from mcp_tasks.store import TaskQuery, TaskRecord, TaskStore
 from mcp_tasks.testing.admin_conformance import tool_record, walk
 from testkit.redis_fixtures import unique_namespace
@@ -108,7 +108,7 @@ async def _start_long_task(engine: TaskEngine, stopped: anyio.Event) -> TaskReco
 
 
 def engine_face() -> str:
-    from mcp_tasks.runtime.core import FACE
+    from mcp_tasks.runtime.faces.core import FACE
 
     return FACE
 

@@ -22,9 +22,9 @@ import pytest
 from mcp_tasks.errors import TaskError
 from mcp_tasks.protocol import WORKING
 from mcp_tasks.runtime import EngineConfig, SqliteTaskStore, TaskEngine
-from mcp_tasks.runtime.coordination import LEASE_EXPIRED_MESSAGE
-from mcp_tasks.runtime.outcomes import NOT_STARTED_MESSAGE
-from mcp_tasks.runtime.redis import RedisTaskStore
+from mcp_tasks.runtime.engine.coordination import LEASE_EXPIRED_MESSAGE
+from mcp_tasks.runtime.engine.outcomes import NOT_STARTED_MESSAGE
+from mcp_tasks.runtime.stores.redis import RedisTaskStore
 from mcp_tasks.store import TaskRecord, TaskStore
 from testkit.blinks import (
     CORE,
@@ -135,8 +135,9 @@ async def test_outcome_of_work_ending_in_redis_outage_is_stored_once_back(
 
                 tasks, held = await work_ends_in_outage(server, engine, logs, 3, completed)
                 assert held.error is None, held.error
-                assert held.answer is not None and held.answer["content"] == (
-                    result_of(held.task_id)["content"]
+                assert (
+                    held.answer is not None
+                    and held.answer["content"] == (result_of(held.task_id)["content"])
                 )
                 assert await store.count_active("alice") == 0  # no slot held (R-SEC-4)
                 await until_async(lambda: engine.running == 0)

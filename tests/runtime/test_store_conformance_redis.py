@@ -15,8 +15,8 @@ import pytest
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED
 from mcp_tasks.protocol import REVISION
-from mcp_tasks.runtime.cursor import CursorCodec
-from mcp_tasks.runtime.redis import RedisTaskStore
+from mcp_tasks.runtime.engine.cursor import CursorCodec
+from mcp_tasks.runtime.stores.redis import RedisTaskStore
 from mcp_tasks.store import SharedTaskStore
 from mcp_tasks.testing.store_conformance import T0, SharedStoreConformance, record
 from testkit.redis_fixtures import RedisServer, unique_namespace
@@ -44,7 +44,7 @@ class TestRedisTaskStoreThroughRedisPy(TestRedisTaskStore):
 
     @pytest.fixture(autouse=True)
     def _no_wire(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from mcp_tasks.runtime.redis import wire
+        from mcp_tasks.runtime.stores.redis import wire
 
         monkeypatch.setattr(wire, "hiredis", None)
 
@@ -60,7 +60,7 @@ async def test_a_pipeline_cancelled_in_flight_leaves_the_next_one_its_own_replie
     """The store's own connection (``wire.py``): a caller gone while its replies are on
     their way (here a blocking pop) takes the connection with it; the next pipeline gets
     its own replies on a new one, never the late ones."""
-    from mcp_tasks.runtime.redis.wire import Wire, pack
+    from mcp_tasks.runtime.stores.redis.wire import Wire, pack
 
     store = RedisTaskStore(redis_url, namespace=unique_namespace())
     wire = Wire.of(store.redis)
@@ -173,7 +173,7 @@ async def test_unreachable_redis_is_store_unavailable_and_recovers(
         await store.create(record("t1"))
         fresh_redis_server.stop()
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="mcp_tasks.runtime.redis"):
+        with caplog.at_level(logging.WARNING, logger="mcp_tasks.runtime.stores.redis"):
             for call in (
                 store.get("t1"),
                 store.create(record("t2")),
@@ -189,11 +189,13 @@ async def test_unreachable_redis_is_store_unavailable_and_recovers(
                 assert "data" not in err
         down = [r for r in caplog.records if "unavailable" in r.getMessage()]
         assert len(down) == 1  # once per outage, not per call
-        assert down[0].name == "mcp_tasks.runtime.redis" and down[0].levelno == logging.WARNING
+        assert (
+            down[0].name == "mcp_tasks.runtime.stores.redis" and down[0].levelno == logging.WARNING
+        )
         assert address in down[0].getMessage() and "ConnectionError" in down[0].getMessage()
         fresh_redis_server.start()
         # no persistence: the data is gone, but the store works again by itself
-        with caplog.at_level(logging.WARNING, logger="mcp_tasks.runtime.redis"):
+        with caplog.at_level(logging.WARNING, logger="mcp_tasks.runtime.stores.redis"):
             assert await store.get("t1") is None
         assert any("available again" in r.getMessage() for r in caplog.records)
         await store.create(record("t3"))
@@ -270,7 +272,7 @@ async def test_cursor_secret_followed_without_a_noticed_outage(
 async def test_scripts_load_from_package_files_with_matching_sha(
     redis_url: str,
 ) -> None:
-    from mcp_tasks.runtime.redis import scripting
+    from mcp_tasks.runtime.stores.redis import scripting
 
     store = RedisTaskStore(redis_url, namespace=unique_namespace())
     try:
@@ -283,6 +285,7 @@ async def test_scripts_load_from_package_files_with_matching_sha(
 
 def test_redis_fixture_fails_under_ci_when_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     from testkit import redis_fixtures
+
     monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.setenv("CI", "1")
     with pytest.raises(pytest.fail.Exception, match="redis-server is not installed"):
@@ -296,7 +299,7 @@ def test_redis_fixture_fails_under_ci_when_missing(monkeypatch: pytest.MonkeyPat
 async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
     redis_url: str,
 ) -> None:
-    from mcp_tasks.runtime.redis import scripting
+    from mcp_tasks.runtime.stores.redis import scripting
 
     ns = unique_namespace()
     dead = RedisTaskStore(redis_url, namespace=ns, lease_s=0.2)
@@ -309,7 +312,8 @@ async def test_reaper_interrupted_midway_leaves_the_instance_for_the_next(
 
         async def dead_listed() -> list[str]:  # by Redis's clock, as the reaper sees it
             ids = await live._run.eval(
-                scripting.LIST_DEAD, [live.keys.instances, live.keys.clock],
+                scripting.LIST_DEAD,
+                [live.keys.instances, live.keys.clock],
                 [200, live.instance_id, live.leases._gap_ms],
             )
             return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]

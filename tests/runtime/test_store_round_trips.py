@@ -16,7 +16,7 @@ import pytest
 
 from mcp_tasks.core.handlers import RequestContext
 from mcp_tasks.runtime import EngineConfig, SqliteTaskStore, TaskEngine
-from mcp_tasks.runtime.redis import RedisTaskStore
+from mcp_tasks.runtime.stores.redis import RedisTaskStore
 from mcp_tasks.store import TaskStore
 from testkit.core_calls import create_task, handle
 from testkit.redis_fixtures import unique_namespace

@@ -150,7 +150,7 @@ async def test_short_ttl_on_a_shared_store_outlives_another_instances_sweep_R_TT
     every 50 ms. A task with a 1 s ttl whose work runs longer is not expired by the other
     instance's sweep (it is renewed as its work starts), while a task of the same ttl whose
     work ended is (R-TTL-3); the long one then completes with its own result."""
-    from mcp_tasks.runtime.redis import RedisTaskStore
+    from mcp_tasks.runtime.stores.redis import RedisTaskStore
 
     ns = unique_namespace()
     sa, sb = (RedisTaskStore(redis_server.url, namespace=ns) for _ in "ab")

@@ -19,9 +19,10 @@ from mcp_tasks.core import handlers as core_handlers
 from mcp_tasks.core import models as core_models
 from mcp_tasks.extension import handlers as ext_handlers
 from mcp_tasks.runtime import TaskEngine
-from mcp_tasks.runtime.core import CoreTasks, result_builders, result_payload, task_json
-from mcp_tasks.runtime.extension import ExtensionTasks, detailed, extension_task_json
-from mcp_tasks.runtime.runs import TaskView
+from mcp_tasks.runtime.engine.runs import TaskView
+from mcp_tasks.runtime.faces.common import result_builders, task_json
+from mcp_tasks.runtime.faces.core import CoreTasks, result_payload
+from mcp_tasks.runtime.faces.extension import ExtensionTasks, detailed, extension_task_json
 from mcp_tasks.store import TaskRecord
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from mcp_tasks.runtime.extension import MAX_INPUT_RESPONSES
+from mcp_tasks.runtime.faces.extension import MAX_INPUT_RESPONSES
 from testkit.ext_wire import ExtClient
 from testkit.sec_harness import HttpServer, RawHttp
 from testkit.wait import until

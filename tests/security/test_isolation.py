@@ -201,9 +201,7 @@ def test_extension_isolation_between_token_subjects(
     bob = ExtClient(server.url, headers={"Authorization": "Bearer tok-bob"})
     with alice, bob:
         done = alice.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})
-        working = alice.result(
-            "tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}}
-        )
+        working = alice.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}})
         asking = alice.result(
             "tools/call", {"name": "confirm_delete", "arguments": {"filename": "secret"}}
         )

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mcp_tasks.runtime.result_stream import STREAM_AFTER_S
+from mcp_tasks.runtime.serve.result_stream import STREAM_AFTER_S
 from testkit.sec_harness import HttpServer, RawHttp
 from testkit.wait import until
 

@@ -31,7 +31,7 @@ import pytest
 
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.protocol import FAILED
-from mcp_tasks.runtime.router import LISTEN_MAX_IDS, LISTEN_MAX_TASKS
+from mcp_tasks.runtime.serve.router import LISTEN_MAX_IDS, LISTEN_MAX_TASKS
 from testkit.ext_wire import META, REVISION, TASKS_EXTENSION, ExtClient
 from testkit.sec_harness import HttpServer
 from testkit.wait import until
@@ -199,8 +199,8 @@ async def test_a_follow_up_read_that_fails_is_made_again() -> None:
     from mcp.server.mcpserver import MCPServer
 
     from mcp_tasks.runtime import mcp_listen
-    from mcp_tasks.runtime.mcp_server import McpTasks
-    from mcp_tasks.runtime.router import TaskRequest
+    from mcp_tasks.runtime.serve.router import TaskRequest
+    from mcp_tasks.runtime.serve.server import McpTasks
 
     mcp = MCPServer("listen-retry")
     tasks = McpTasks(mcp)

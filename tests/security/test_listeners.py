@@ -36,7 +36,7 @@ import httpx
 import pytest
 
 from mcp_tasks.examples import server as example
-from mcp_tasks.runtime.slow_clients import (
+from mcp_tasks.runtime.http.slow_clients import (
     ConnectionCaps,
     ThrottledFilter,
     default_max_connections,

@@ -34,7 +34,7 @@ import pytest
 from mcp_tasks.errors import RetentionLimitExceeded, TaskExpired
 from mcp_tasks.protocol import FAILED, REVISION, TOOLS_CALL
 from mcp_tasks.runtime import EngineConfig, TaskContext, TaskEngine
-from mcp_tasks.runtime.limits import Retention, outcome_size
+from mcp_tasks.runtime.engine.limits import Retention, outcome_size
 from testkit.ext_wire import ExtClient
 from testkit.sec_harness import HttpServer, RawHttp, rss_kb
 

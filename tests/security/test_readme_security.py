@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mcp_tasks.examples import server as example
 from mcp_tasks.runtime import EngineConfig
-from mcp_tasks.runtime.slow_clients import DEFAULT_PER_ADDRESS, default_max_connections
+from mcp_tasks.runtime.http.slow_clients import DEFAULT_PER_ADDRESS, default_max_connections
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 #: the security page the README links, whose limits table names every flag

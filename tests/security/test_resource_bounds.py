@@ -16,7 +16,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from mcp_tasks.runtime import EngineConfig, TaskEngine
-from mcp_tasks.runtime.mcp_server import McpTasks
+from mcp_tasks.runtime.serve.server import McpTasks
 
 
 def test_tombstones_are_bounded_in_all_F6() -> None:

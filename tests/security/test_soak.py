@@ -23,7 +23,9 @@ MEMORY_SLACK_KB = 24 * 1024
 
 def test_soak(tmp_path: Path, front_door: str) -> None:
     seconds = float(os.environ.get(ENV_SECONDS, CI_SECONDS))
-    report = run_soak(seconds, sessions=50, ttl_ms=CI_TTL_MS, log_dir=tmp_path, front_door=front_door)
+    report = run_soak(
+        seconds, sessions=50, ttl_ms=CI_TTL_MS, log_dir=tmp_path, front_door=front_door
+    )
     line = format_report(report)
     SOAK_REPORT.append(line)
     print(line)

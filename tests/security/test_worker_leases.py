@@ -29,9 +29,9 @@ import anyio
 import pytest
 import redis as redis_py
 
-from mcp_tasks.runtime.offload import attempts_key
-from mcp_tasks.runtime.redis import RedisTaskStore
-from mcp_tasks.runtime.router import TaskRequest
+from mcp_tasks.runtime.serve.offload import attempts_key
+from mcp_tasks.runtime.serve.router import TaskRequest
+from mcp_tasks.runtime.stores.redis import RedisTaskStore
 from testkit.ext_wire import META, REVISION, TASKS_EXTENSION
 from testkit.redis_fixtures import RedisServer, redis_server, unique_namespace  # noqa: F401
 from testkit.stalling_tools import WORKER_APP, build

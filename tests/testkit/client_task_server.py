@@ -14,8 +14,8 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
 from mcp_tasks.core.capabilities import peer_supports
-from mcp_tasks.runtime._sdk import connection_of
-from mcp_tasks.runtime.mcp_server import McpTasks, request_client_task
+from mcp_tasks.runtime.sdk import connection_of
+from mcp_tasks.runtime.serve.server import McpTasks, request_client_task
 
 mcp = MCPServer("client-task-test")
 tasks = McpTasks(mcp)

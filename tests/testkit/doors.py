@@ -2,9 +2,9 @@
 
 A task request reaches the one router through either door:
 
-- ``endpoint``: the task endpoint (``runtime/task_endpoint.py``), on by default, answering the
+- ``endpoint``: the task endpoint (``runtime/serve/endpoint.py``), on by default, answering the
   task methods in front of the SDK's Streamable HTTP endpoint;
-- ``sdk``: the SDK's own request pipeline (``runtime/sdk_hooks.py``): the example server's
+- ``sdk``: the SDK's own request pipeline (``runtime/serve/sdk_door.py``): the example server's
   ``--no-task-endpoint``, ``McpTasks.streamable_http_app(task_endpoint=False)`` in process.
 
 Every fixture that starts our server over HTTP takes :func:`front_door`, so every test that

@@ -54,7 +54,7 @@ def store_maker(
         return lambda: SqliteTaskStore(folder / "tasks.db")
     if kind != "redis" or request is None:
         raise ValueError(f"no store {kind!r} (one of {', '.join(STORES)}; redis needs request)")
-    from mcp_tasks.runtime.redis import RedisTaskStore
+    from mcp_tasks.runtime.stores.redis import RedisTaskStore
     from testkit.redis_fixtures import unique_namespace
 
     url, ns = request.getfixturevalue("redis_server").url, unique_namespace()

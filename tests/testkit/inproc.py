@@ -15,9 +15,9 @@ import anyio
 import uvicorn
 
 from mcp_tasks.examples.server import build_server
-from mcp_tasks.runtime.engine import EngineConfig
-from mcp_tasks.runtime.mcp_server import McpTasks, tidy_http_errors
-from mcp_tasks.runtime.memory import InMemoryTaskStore
+from mcp_tasks.runtime.engine.task_engine import EngineConfig
+from mcp_tasks.runtime.serve.server import McpTasks, tidy_http_errors
+from mcp_tasks.runtime.stores.memory import InMemoryTaskStore
 from testkit.doors import task_endpoint
 from testkit.wait import until
 

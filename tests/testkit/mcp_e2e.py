@@ -30,7 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from mcp_tasks.core import models
-from mcp_tasks.runtime.mcp_client import TasksClientSession
+from mcp_tasks.runtime.client.requestor import TasksClientSession
 from testkit.doors import door_of, http_targets
 from testkit.example_server import SERVER_MODULE, HttpServer, ServerPool
 from testkit.procs import python_env, started_servers

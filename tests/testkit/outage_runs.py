@@ -348,9 +348,7 @@ def doors_of(run: str, front_door: str | None = None) -> tuple[str, ...]:
     return (front_door or FRONT_DOORS[0],)
 
 
-def one_run(
-    run: str, workdir: Path, seconds: float = 8.0, front_door: str | None = None
-) -> Counts:
+def one_run(run: str, workdir: Path, seconds: float = 8.0, front_door: str | None = None) -> Counts:
     """One run (see the module): the counts. ``front_door``: the SQLite run's door."""
     workdir.mkdir(parents=True, exist_ok=True)
     tokens = workdir / "tokens.json"

@@ -80,17 +80,23 @@ class RedisServer:
             self.proc = subprocess.Popen(
                 [
                     self.binary,
-                    "--port", str(self.port),
-                    "--bind", "127.0.0.1",
-                    "--save", "",
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
                     *(
                         ("--appendonly", "yes", "--appendfsync", "always")
                         if self.persist
                         else ("--appendonly", "no")
                     ),
-                    "--dir", str(self.workdir),
-                    "--daemonize", "no",
-                    "--loglevel", "warning",
+                    "--dir",
+                    str(self.workdir),
+                    "--daemonize",
+                    "no",
+                    "--loglevel",
+                    "warning",
                 ],  # fmt: skip
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -19,7 +19,7 @@ import time
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from mcp_tasks.runtime.mcp_server import McpTasks
+from mcp_tasks.runtime.serve.server import McpTasks
 from mcp_tasks.store import TaskStore
 
 #: the worker's app, as ``python -m mcp_tasks.worker`` takes it

@@ -69,4 +69,3 @@ class WorkerProc(ChildProcess):
     def runs_of(self, task_id: str) -> int:
         """How many times this worker started the tool of ``task_id`` (its log)."""
         return sum(1 for line in self.log().splitlines() if f"task {task_id}: running" in line)
-

@@ -14,8 +14,7 @@ import math
 from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
 
 from ..protocol import TASKS_LIST
-from ..runtime.mcp_server import DEFAULT_SESSIONS_PER_REQUESTOR
-from ..runtime.slow_clients import (
+from ..runtime.http.slow_clients import (
     DEFAULT_MAX_HEAD_BYTES,
     DEFAULT_MAX_HEADERS,
     DEFAULT_MIN_BODY_RATE,
@@ -25,6 +24,7 @@ from ..runtime.slow_clients import (
     descriptor_limit,
     trusted_addresses,
 )
+from ..runtime.serve.server import DEFAULT_SESSIONS_PER_REQUESTOR
 
 __all__ = [
     "SLOW_CLIENT_FLAGS",

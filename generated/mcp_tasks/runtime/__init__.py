@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from ..descriptor import GENERATOR_VERSION as __version__
 from . import faces
-from .cursor import CursorCodec, CursorError
-from .engine import (
+from .engine.cursor import CursorCodec, CursorError
+from .engine.task_engine import (
     DEFAULT,
     EngineConfig,
     InputRequest,
@@ -27,9 +27,9 @@ from .engine import (
     TaskView,
 )
 from .faces import *  # noqa: F403 (each face's default handler: CoreTasks, ExtensionTasks)
-from .memory import InMemoryTaskStore
-from .sqlite import SqliteTaskStore
-from .store_url import check_store, store_from_url
+from .stores.memory import InMemoryTaskStore
+from .stores.sqlite import SqliteTaskStore
+from .stores.url import check_store, store_from_url
 
 __all__ = [
     "DEFAULT",

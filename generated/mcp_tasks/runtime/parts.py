@@ -9,7 +9,7 @@ extra (the package's ``descriptor.PARTS``, with the version ranges mcptask-gen w
 with). A part imported without its extra raises ``ModuleNotFoundError`` in one line naming
 the extra and what to install (:func:`require`), rather than ``No module named 'redis'`` from
 deep inside an import; a command that needs one exits 2 with the same line
-(``sdk_check.require_extra``)."""
+(``sdk.check.require_extra``)."""
 
 from __future__ import annotations
 

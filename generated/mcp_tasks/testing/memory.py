@@ -25,9 +25,9 @@ import anyio
 from mcp.shared.memory import create_client_server_memory_streams
 
 from ..protocol import REVISION
-from ..runtime.mcp_client import TasksClientSession
-from ..runtime.mcp_retry import one_error
-from ..runtime.mcp_server import McpTasks
+from ..runtime.client.requestor import TasksClientSession
+from ..runtime.client.retry import one_error
+from ..runtime.serve.server import McpTasks
 
 __all__ = ["memory_client"]
 

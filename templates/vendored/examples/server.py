@@ -88,7 +88,7 @@ when it ends (stdio EOF, HTTP session DELETE): nobody could reach them afterward
 from __future__ import annotations
 
 # isort: off
-from ..runtime import sdk_check  # first: a missing mcp SDK is one line
+from ..runtime.sdk import check as sdk_check  # first: a missing mcp SDK is one line
 
 # isort: on
 
@@ -114,12 +114,12 @@ from pydantic import BaseModel, Field
 from ..cli_common import OneLineParser
 from ..errors import StoreUnavailable
 from ..protocol import TASK_SUPPORT_OPTIONAL, TASK_SUPPORT_REQUIRED
-from ..runtime.coalesced_writes import coalesced_writes
-from ..runtime.engine import EngineConfig
-from ..runtime.mcp_identity import bearer_tokens
-from ..runtime.mcp_server import McpTasks, run_stdio, tidy_http_errors
-from ..runtime.slow_clients import guarded_protocol
-from ..runtime.store_url import check_store, shared_store_url, store_from_url
+from ..runtime.engine.task_engine import EngineConfig
+from ..runtime.http.coalesced_writes import coalesced_writes
+from ..runtime.http.slow_clients import guarded_protocol
+from ..runtime.serve.identity import bearer_tokens
+from ..runtime.serve.server import McpTasks, run_stdio, tidy_http_errors
+from ..runtime.stores.url import check_store, shared_store_url, store_from_url
 from ..store import TaskStore
 from .flags import connection_caps, http_flags, http_flags_problem, limit_flags
 from .ops import add_ops_flags, check_ops_flags, ops_served

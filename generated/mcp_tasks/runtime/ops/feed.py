@@ -16,15 +16,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from ...store import TaskRecord
+from ..engine.task_engine import TaskEngine
 from .views import task_view
-
-if TYPE_CHECKING:
-    from ..engine import TaskEngine
 
 __all__ = ["BACKLOG", "Subscription", "TaskFeed"]
 

@@ -16,16 +16,14 @@ requestors raises ``NotImplementedError``.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...protocol import INPUT_REQUIRED, STATUSES, TERMINAL
 from ...store import TaskPage, TaskQuery, TaskStore
-from ..audit import audit
-from ..guard import guarded
+from ..engine.audit import audit
+from ..engine.guard import guarded
+from ..engine.task_engine import TaskEngine
 from .views import decode_cursor, encode_cursor, inputs_json, query_json, task_view
-
-if TYPE_CHECKING:
-    from ..engine import TaskEngine
 
 __all__ = ["OPERATOR_CANCELLED_MESSAGE", "AdminService"]
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import logging
 import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
 from importlib import resources
@@ -33,7 +32,8 @@ from typing import Any
 import anyio
 
 from ...errors import TaskError
-from ..engine import TaskEngine
+from ..engine.task_engine import TaskEngine
+from ..logs import logger
 from .feed import TaskFeed
 from .metrics import CONTENT_TYPE, TaskMetrics
 from .service import AdminService
@@ -41,7 +41,7 @@ from .views import QueryError, first, query_of
 
 __all__ = ["MIN_TOKEN_LENGTH", "OpsApp"]
 
-log = logging.getLogger(__name__.rsplit(".", 3)[0] + ".runtime")
+log = logger("runtime")
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

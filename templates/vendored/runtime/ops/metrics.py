@@ -58,11 +58,11 @@ from prometheus_client.metrics_core import (  # noqa: E402
 
 from ...protocol import FACES, INPUT_REQUIRED, TERMINAL, WORKING  # noqa: E402
 from ...store import TaskRecord  # noqa: E402
-from ..audit import sinks as audit_sinks  # noqa: E402
+from ..engine.audit import sinks as audit_sinks  # noqa: E402
 from ..observe import store_failed, store_retried  # noqa: E402
 
 if TYPE_CHECKING:
-    from ..engine import TaskEngine
+    from ..engine.task_engine import TaskEngine
 
 __all__ = ["CONTENT_TYPE", "NONE", "OTHER", "TaskMetrics"]
 

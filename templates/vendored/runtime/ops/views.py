@@ -22,7 +22,7 @@ from typing import Any
 
 from ...protocol import STATUSES, TERMINAL, TaskStatus
 from ...store import TaskQuery, TaskRecord, rfc3339
-from ..runs import InputRequest
+from ..engine.runs import InputRequest
 
 __all__ = [
     "QueryError",

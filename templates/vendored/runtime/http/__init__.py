@@ -1,0 +1,1 @@
+"""uvicorn tuning: deadlines and caps for slow clients, request heads, coalesced writes."""

@@ -1,0 +1,1 @@
+"""Task work on worker processes (Docket): the worker's side."""
