@@ -130,7 +130,13 @@ PARTS: Final[Mapping[str, Part]] = MappingProxyType(
             extra="ops",
         ),
         "workers": Part(
-            paths=("runtime/offload.py", "runtime/worker.py", "worker.py", "examples/workers.py"),
+            paths=(
+                "runtime/offload.py",
+                "runtime/worker.py",
+                "runtime/job_leases.py",
+                "worker.py",
+                "examples/workers.py",
+            ),
             requires=("hiredis>=3.0,<4", "pydocket>=0.27,<0.28", "redis>=6.0.0,<9"),
             extra="workers",
         ),
