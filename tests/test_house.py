@@ -339,4 +339,74 @@ def test_a_deferred_import_crosses_to_an_optional_module() -> None:
                 in ast.unparse(node) + ast.unparse(node.args[0] if node.args else node)
             ):
                 wrong.append(f"{source}:{node.lineno}: {ast.unparse(node)}")
+
+
+def _imported_roots(tree: ast.Module) -> set[str]:
+    """The top-level names of every absolute import in ``tree``, at any depth (an import
+    inside a function is still a requirement of its module), but for those guarded by
+    ``except ImportError``."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+            isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+            for h in node.handlers
+        ):
+            guarded |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    roots = set()
+    for node in ast.walk(tree):
+        if id(node) in guarded:
+            continue
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def _installed_by(requirements: list[str]) -> set[str]:
+    """The import names the distributions of ``requirements`` install, with everything they
+    require in turn (their own extras left out)."""
+    import importlib.metadata as md
+
+    from packaging.requirements import Requirement
+
+    by_dist: dict[str, set[str]] = {}
+    for name, dists in md.packages_distributions().items():
+        for dist in dists:
+            by_dist.setdefault(dist.lower().replace("_", "-"), set()).add(name)
+    seen: set[str] = set()
+    todo = [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        dist = req.name.lower().replace("_", "-")
+        if dist in seen:
+            continue
+        seen.add(dist)
+        try:
+            todo += [Requirement(r) for r in md.requires(dist) or ()]
+        except md.PackageNotFoundError:
+            continue
+    return {name for dist in seen for name in by_dist.get(dist, ())}
+
+
+def test_every_module_imports_only_what_its_part_installs() -> None:
+    """A vendored runtime installed with only its bindings' and runtime's requirements (the
+    mcp extra) imports every module of those parts: a module that needs redis, pydocket or
+    prometheus_client belongs to the part that installs it (the descriptor's PARTS)."""
+    import sys
+
+    from mcp_tasks import descriptor
+
+    root = REPO / "generated" / "mcp_tasks"
+    base = [*descriptor.PARTS["bindings"].requires, *descriptor.PARTS["runtime"].requires]
+    allowed = {part: _installed_by([*base, *p.requires]) for part, p in descriptor.PARTS.items()}
+    wrong = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        part = descriptor.part_of(relative)
+        roots = _imported_roots(ast.parse(path.read_text(), str(path)))
+        foreign = roots - allowed[part] - set(sys.stdlib_module_names) - {"mcp_tasks", "__future__"}
+        wrong += [f"{relative} ({part}) imports {name}" for name in sorted(foreign)]
     assert not wrong, "\n".join(wrong)

@@ -42,7 +42,6 @@ from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
-from mcp.server.lowlevel.server import Server
 from mcp.server.runner import ServerRunner
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
@@ -72,6 +71,7 @@ from ...errors import describe_validation_error as _describe
 from .assumptions import ASSUMPTIONS, MCP_SUPPORTED
 from .http_checks import HeaderView, modern_route, post_checks_pass, transport_security
 from .idle import InFlight
+from .servers import lowlevel_server, server_of, tidy_argument_errors
 from .surrogates import loads_json, take_lone_surrogates
 
 __all__ = [
@@ -244,53 +244,6 @@ def input_round_result_type() -> str:
     """The ``resultType`` of an MRTR input round (the SDK's ``InputRequiredResult``)."""
     value: str = types.InputRequiredResult.model_fields["result_type"].default
     return value
-
-
-def server_of(obj: Any) -> Server[Any] | None:
-    """The low-level ``Server`` of ``obj`` when it is a ``Server`` or an ``MCPServer``
-    (private attribute), else None."""
-    if isinstance(obj, Server):
-        return obj
-    inner = getattr(obj, "_lowlevel_server", None)
-    return inner if isinstance(inner, Server) else None
-
-
-def lowlevel_server(server: Any) -> Server[Any]:
-    """The low-level ``Server`` of a ``Server`` or an ``MCPServer``."""
-    found = server_of(server)
-    if found is None:
-        raise TypeError(f"expected mcp Server or MCPServer, got {type(server).__name__}")
-    return found
-
-
-def tidy_argument_errors(server: Any) -> None:
-    """An ``MCPServer``'s tool called with arguments that do not validate answers with their
-    names and reasons (``Error executing tool t: arguments.seconds: Input should be a valid
-    number``), not pydantic's report of them (the values sent, error types, a documentation
-    URL), which the SDK puts in the tool's ``isError`` result: the server's ``call_tool``,
-    which its ``tools/call`` handler calls, is wrapped on the instance. Idempotent; anything
-    but an ``MCPServer`` (a low-level ``Server``: its handler is its own) is left as it is."""
-    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-
-    call_tool = getattr(server, "call_tool", None)
-    if isinstance(server, Server) or call_tool is None or getattr(call_tool, _TIDY, False):
-        return
-
-    async def tidy_call_tool(name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        try:
-            return await call_tool(name, arguments, context)
-        except ToolError as exc:
-            cause = exc.__cause__
-            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
-                raise
-            detail = _describe(cause, "arguments")
-            raise ToolError(f"Error executing tool {name}: {detail}") from cause
-
-    setattr(tidy_call_tool, _TIDY, True)
-    server.call_tool = tidy_call_tool
-
-
-_TIDY = "__mcp_tasks_tidy_arguments__"
 
 
 def connection_of(session: ServerSession) -> Connection:
