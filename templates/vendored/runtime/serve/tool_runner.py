@@ -33,10 +33,11 @@ IN_TASK: contextvars.ContextVar[bool] = contextvars.ContextVar("mcp_tasks_in_tas
 def tool_runner(server: Any, conn: Connection, lifespan: Any) -> RunTool:
     """``run(task-scoped outbound, tools/call params)``: the tool of a task on ``conn``
     through the SDK's pipeline of ``server`` (``lifespan``: what the server's lifespan
-    yielded), its result as the wire dict."""
-    on_request = sdk_request_runner(server, conn, lifespan)
+    yielded), its result as the wire dict. Nothing of the SDK is built until the call runs
+    as a task: a request that does not become one never builds the SDK's runner."""
 
     async def run(dctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+        on_request = sdk_request_runner(server, conn, lifespan)
         token = IN_TASK.set(True)
         try:
             result: dict[str, Any] = await on_request(dctx, protocol.TOOLS_CALL, params)
