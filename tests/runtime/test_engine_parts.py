@@ -16,7 +16,7 @@ import pytest
 
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.protocol import COMPLETED, FAILED, TOOLS_CALL, WORKING, TaskStatus
-from mcp_tasks.runtime import events as events_module
+from mcp_tasks.runtime.engine import events as events_module
 from mcp_tasks.runtime.engine.config import EngineConfig
 from mcp_tasks.runtime.engine.events import EngineEvents
 from mcp_tasks.runtime.engine.outcomes import Settler
@@ -29,14 +29,19 @@ from mcp_tasks.store import TaskRecord
 pytestmark = pytest.mark.anyio
 
 RUNTIME = Path(__file__).resolve().parents[2] / "generated" / "mcp_tasks" / "runtime"
-#: the engine's parts: what the engine is built from
+#: the engine's parts: what the engine is built from (modules of ``runtime/``)
 PARTS = (
-    "coordination", "events", "executor", "executors", "guard", "limits", "offload",
-    "outcomes", "progress", "renewals", "runs", "store_writer", "supervisor", "tombstones",
-    "waiting",
+    "engine/coordination", "engine/events", "engine/executor", "serve/executors",
+    "engine/guard", "engine/limits", "serve/offload", "engine/outcomes", "engine/progress",
+    "engine/renewals", "engine/runs", "engine/store_writer", "engine/supervisor",
+    "engine/tombstones", "engine/waiting",
 )  # fmt: skip
+#: the engine itself
+ENGINE = "engine/task_engine"
 #: the executors (their modules), which only the registry (and the worker process) imports
-EXECUTORS = {"offload", "worker"}
+EXECUTORS = {"serve/offload", "worker/run"}
+#: the registry of executors
+REGISTRY = "serve/executors"
 
 
 def record(task_id: str = "t1", status: TaskStatus = WORKING, **kw: Any) -> TaskRecord:
@@ -47,15 +52,26 @@ def record(task_id: str = "t1", status: TaskStatus = WORKING, **kw: Any) -> Task
     )  # fmt: skip
 
 
+def module_of(path: Path) -> str:
+    """``path`` as a module of ``runtime/`` (``engine/limits``)."""
+    return path.relative_to(RUNTIME).with_suffix("").as_posix()
+
+
 def imported(path: Path) -> set[str]:
-    """The runtime modules ``path`` imports, ``TYPE_CHECKING`` ones included."""
+    """The runtime modules ``path`` imports (as :func:`module_of` names them), ``TYPE_CHECKING``
+    and function-level ones included."""
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            if node.module:
-                out.add(node.module.split(".")[0])
-            else:
-                out |= {alias.name for alias in node.names}
+        if not (isinstance(node, ast.ImportFrom) and node.level):
+            continue
+        base = path.parent
+        for _ in range(node.level - 1):
+            base = base.parent
+        target = base.joinpath(*(node.module or "").split(".")) if node.module else base
+        names = [target, *(target / alias.name for alias in node.names)]
+        for name in names:
+            if name.with_suffix(".py").is_file() and RUNTIME in name.parents:
+                out.add(module_of(name.with_suffix(".py")))
     return out
 
 
@@ -63,17 +79,17 @@ def imported(path: Path) -> set[str]:
 
 
 def test_no_part_imports_the_engine() -> None:
-    found = {p: imported(RUNTIME / f"{p}.py") & {"engine"} for p in PARTS}
+    found = {p: imported(RUNTIME / f"{p}.py") & {ENGINE} for p in PARTS}
     assert not {p for p, names in found.items() if names}, found
 
 
 def test_only_the_registry_imports_an_executor() -> None:
     importers = {
-        path.stem
+        module_of(path)
         for path in RUNTIME.rglob("*.py")
-        if imported(path) & EXECUTORS and path.stem not in EXECUTORS
+        if imported(path) & EXECUTORS and module_of(path) not in EXECUTORS
     }
-    assert importers == {"executors"}, importers
+    assert importers == {REGISTRY}, importers
 
 
 def test_only_the_supervisor_makes_and_registers_runs() -> None:

@@ -449,7 +449,7 @@ class TaskRequestor(RequestorTransport):
         return await self.session.call_tool(name, dict(arguments or {}))
 
 
-class TasksClientSession(ClientSessionHooks, SessionTransport):
+class TasksClientSession(ClientSessionHooks, SessionTransport[TaskRequestor]):
     """A ``ClientSession`` that is also a task receiver for server-sent
     ``elicitation/create`` and ``sampling/createMessage``, and that
     collects ``notifications/tasks/status``.

@@ -18,7 +18,7 @@ request that may create a task is sent once.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar
 
 from ... import descriptor as own
 from ...protocol import REVISION
@@ -114,14 +114,17 @@ class RequestorTransport:
         return await self._send(method, params)
 
 
-class SessionTransport:
+R = TypeVar("R", bound=RequestorTransport)
+
+
+class SessionTransport(Generic[R]):
     """A ``TasksClientSession`` (what ``connect()`` opens) as the bindings' ``Transport``:
-    its requestor's (``self.tasks``)."""
+    its requestor's (``self.tasks``, an ``R``)."""
 
     if TYPE_CHECKING:
-        tasks: RequestorTransport
+        tasks: R
 
-    def typed(self, client: Callable[[RequestorTransport], C]) -> C:
+    def typed(self, client: Callable[[R], C]) -> C:
         """:meth:`RequestorTransport.typed` of this session's requestor."""
         return self.tasks.typed(client)
 

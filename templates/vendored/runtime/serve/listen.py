@@ -47,7 +47,6 @@ from ... import protocol
 from ...errors import MethodNotFound, TaskError
 from ...store import rfc3339
 from ..engine.limits import unmetered
-from ..faces import EXTENSION
 from ..sdk import listen_ack_method, request_outbound
 from .router import TaskRequest, task_gone
 from .serving import Serving
@@ -70,14 +69,14 @@ class TaskListen:
         original: Any | None,
         request: Callable[[Any], TaskRequest],
         sdk_error: Callable[[Exception, str], Exception],
+        ext: Any,
     ) -> None:
-        assert EXTENSION is not None
         self.serving = serving
         self.router = serving.router
         self.original = original  # the SDK's HandlerEntry for subscriptions/listen, if any
         self.request = request
         self.sdk_error = sdk_error
-        self.ext = EXTENSION
+        self.ext = ext  # the tasks extension's facts (faces.EXTENSION)
 
     async def __call__(self, ctx: Any, _params: Any) -> Any:
         req = self.request(ctx)

@@ -96,9 +96,8 @@ class SdkHooks:
         if EXTENSION is not None and router.extension_offered():
             server.extensions[EXTENSION.EXTENSION_ID] = {}  # server/discover (X-CAP-2)
             channel = EXTENSION.NOTIFICATION_CHANNEL  # task notifications (X-NOTIF-2)
-            listen = TaskListen(
-                self.serving, server.get_request_handler(channel), self.request, sdk_error
-            )
+            original = server.get_request_handler(channel)
+            listen = TaskListen(self.serving, original, self.request, sdk_error, EXTENSION)
             server.add_request_handler(channel, _RawParams, listen)
 
     # ------------------------------------------------------------------ requests
