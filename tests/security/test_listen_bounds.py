@@ -20,6 +20,7 @@ And in-process: a follow-up read that fails for a reason other than the task bei
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import threading
 import time
@@ -39,6 +40,10 @@ from testkit.wait import until
 
 LISTEN = "subscriptions/listen"
 ACK = "notifications/subscriptions/acknowledged"
+#: a listen, its body sent whole, must be answered within this (acceptance bound)
+LISTEN_ANSWERED_S = 0.1
+#: another client's request meanwhile must be answered within this (acceptance bound)
+OTHER_ANSWERED_S = 0.05
 TASK_NOTE = "notifications/tasks"
 TERMINAL = {"completed", "failed", "cancelled"}
 #: a request's ``_meta`` envelope declaring the tasks extension (X-CAP-9)
@@ -73,9 +78,67 @@ class Other:
                 self.samples.append((start, time.perf_counter() - start))
                 time.sleep(0.002)
 
+    def longest_wait(self, start: float, end: float) -> float:
+        """The longest wait of a request that overlapped ``start``..``end``, once one that
+        began after ``end`` has been answered."""
+        until(lambda: any(at > end for at, _ in self.samples), 30, what="another answer")
+        return max(wait for at, wait in self.samples if at < end and at + wait > start)
+
     def close(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def _round(
+    url: str, attacker: ExtClient, body: bytes, headers: dict[str, str], other: Other
+) -> tuple[float, float]:
+    """Five such listens one after another: the longest a listen took, and the longest the
+    other client waited meanwhile."""
+    began = time.perf_counter()
+    took = []
+    for _ in range(5):
+        start = time.perf_counter()
+        answer = attacker.http.post(url, content=body, headers=headers)
+        took.append(time.perf_counter() - start)
+        error = answer.json()["error"]
+        assert error["code"] == -32602, error
+        assert f"at most {LISTEN_MAX_IDS} task ids" in error["message"], error
+    return max(took), other.longest_wait(began, time.perf_counter())
+
+
+@pytest.mark.door_agnostic  # the default door, the one that refuses the body unparsed
+def test_a_listen_of_450000_unknown_ids_is_refused_at_once_others_served(
+    server_factory: Callable[..., HttpServer],
+) -> None:
+    """R-SEC-3: a 3.9 MB listen naming 450,000 ids, five times over, is answered ``-32602``
+    naming the bound in under 100 ms each, and ``server/discover`` from another address
+    meanwhile in under 50 ms each, in one round of up to ten (a machine busy with other work
+    may slow any one round; a server that parses or walks the ids fails every round). On a
+    machine whose load is over three runnable processes per core nothing can be measured
+    in milliseconds: skipped there (the unparsed refusal is held by the test below)."""
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load > 3 * cores:
+        pytest.skip(f"load {load:.1f} on {cores} cores: milliseconds cannot be measured")
+    server = server_factory()
+    ids = [str(i) for i in range(450_000)]
+    other = Other(server.url)
+    try:
+        with ExtClient(server.url, timeout=30, local_address="127.0.0.2") as attacker:
+            body, headers = _listen_request(attacker, ids)
+            assert len(body) > 3_900_000
+            assert "result" in attacker.send("server/discover")  # warm
+            until(lambda: other.samples, 30, what="the other client is answered")
+            rounds: list[tuple[float, float]] = []
+            while len(rounds) < 10 and not any(map(_within_bounds, rounds)):
+                rounds.append(_round(server.url, attacker, body, headers, other))
+    finally:
+        other.close()
+    assert any(map(_within_bounds, rounds)), rounds
+
+
+def _within_bounds(round_: tuple[float, float]) -> bool:
+    took, other = round_
+    return took < LISTEN_ANSWERED_S and other < OTHER_ANSWERED_S
 
 
 @pytest.mark.door_agnostic  # the default door, the one that refuses the body unparsed
