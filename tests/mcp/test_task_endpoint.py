@@ -557,3 +557,25 @@ def test_results_go_to_the_sdk_as_they_arrive_where_answers_cannot_stream_here()
         assert (endpoint.replied, endpoint.passed) == (answered, passed + 1)
         c.ok("tasks/get", {"taskId": task_id})
         assert (endpoint.replied, endpoint.passed) == (answered + 1, passed + 1)
+
+
+def test_a_call_that_is_no_task_is_routed_once_on_both_doors(front_door: str) -> None:
+    """A ``tools/call`` that does not become a task (a tool without ``taskSupport``) is
+    routed once, on both faces: where the task endpoint's router hands it to the SDK, the
+    SDK's door does not decide it again."""
+    with serving(front_door) as srv:
+        routed: list[str] = []
+        route = srv.tasks.router.route
+
+        async def counted(req: Any) -> Any:
+            routed.append(req.method)
+            return await route(req)
+
+        srv.tasks.router.route = counted  # type: ignore[method-assign]
+        with RawHttp(srv.url) as c:
+            plain = c.call("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+            assert plain["result"]["content"][0]["text"], plain
+        with ExtClient(srv.url) as ext:
+            plain = ext.send("tools/call", {"name": "greet", "arguments": {"name": "x"}})
+            assert plain["result"]["content"][0]["text"], plain
+        assert routed == ["tools/call", "tools/call"]

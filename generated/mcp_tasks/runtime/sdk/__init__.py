@@ -110,6 +110,7 @@ __all__ = [
     "connection_of",
     "current_subject",
     "decode_header_value",
+    "door_middleware",
     "from_sdk_error",
     "http_endpoint",
     "http_session",
@@ -499,8 +500,20 @@ def _call_middleware(middleware: Any, call_next: CallNext, ctx: Any) -> Any:
     return middleware(ctx, call_next)
 
 
+#: the mark of a front door's own middleware (:func:`door_middleware`)
+_DOOR_MARK = "__mcp_tasks_door__"
+
+
+def door_middleware(method: Any) -> Any:
+    """Mark ``method`` (a front door's ``Server.middleware``) as one a task's own run leaves
+    out: the call it would route already is a task (:func:`sdk_request_runner`)."""
+    setattr(method, _DOOR_MARK, True)
+    return method
+
+
 class _TaskRunner(ServerRunner[Any]):
-    """The SDK's pipeline; its span middleware left out while :func:`tracing` is off.
+    """The SDK's pipeline for a task's own run: the server's middleware but a front door's
+    own (:func:`door_middleware`), and the span middleware only while :func:`tracing` is on.
 
     One is made per task, so its ``on_request`` is not cached on it: the SDK's cached
     bound method would make the runner a reference cycle, garbage for the cyclic collector
@@ -511,17 +524,19 @@ class _TaskRunner(ServerRunner[Any]):
         return self._on_request
 
     def _compose_server_middleware(self, inner: CallNext) -> CallNext:
-        if tracing():
-            return super()._compose_server_middleware(inner)
+        spans = tracing()
         for middleware in reversed(self.server.middleware):
-            if type(middleware) is not OpenTelemetryMiddleware:
+            if getattr(middleware, _DOOR_MARK, False):
+                continue
+            if spans or type(middleware) is not OpenTelemetryMiddleware:
                 inner = partial(_call_middleware, middleware, inner)
         return inner
 
 
 def sdk_request_runner(server: Any, conn: Connection, lifespan: Any) -> Any:
     """``on_request(dctx, method, params)`` of the SDK's own pipeline for ``conn``: the
-    middleware (the span's only with :func:`tracing`), validation, the handler, its checks."""
+    middleware (not a front door's; the span's only with :func:`tracing`), validation, the
+    handler, its checks."""
     return _TaskRunner(lowlevel_server(server), conn, lifespan).on_request
 
 

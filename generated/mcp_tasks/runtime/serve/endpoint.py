@@ -76,7 +76,7 @@ from .asgi_io import freeing_id, read_body, replay
 from .identity import client_address, http_requestor, identifies
 from .result_stream import STREAM_AFTER_S, Answers, ResultStream, is_response, to_json
 from .router import Pass, TaskRequest, oversized_listen
-from .serving import Serving
+from .serving import Serving, mark_passed
 from .tool_runner import envelope_connection, tool_runner
 
 __all__ = ["Outermost", "TaskEndpoint", "install"]
@@ -473,6 +473,7 @@ class TaskEndpoint:
             status = _error_status(req.version, exc.code)
             return Reply(rid, error=exc.to_error(), status=status, session_id=session_id)
         if isinstance(routed, Pass):
+            mark_passed(scope, routed.params)  # the SDK's door does not route it again
             return None
         return Reply(rid, routed, session_id=session_id)
 

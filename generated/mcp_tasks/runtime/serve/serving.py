@@ -11,15 +11,19 @@ engine through it, so no door imports the class it serves."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ..engine.task_engine import TaskEngine
 from .router import Router
 from .sessions import Sessions
 
-__all__ = ["Serving"]
+__all__ = ["Serving", "mark_passed", "passed_params"]
+
+#: the ASGI scope key of a ``tools/call`` the task endpoint routed and handed to the SDK:
+#: the params the router passed (its ``task`` param left out)
+_PASSED: Final = "mcp_tasks.passed"
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,3 +40,19 @@ class Serving:
     engine: TaskEngine
     #: told each complete ``tools/list`` answer (a low-level ``Server``'s tools, known only then)
     tools_listed: Callable[[Iterable[str]], None]
+
+
+def mark_passed(scope: MutableMapping[str, Any], params: dict[str, Any]) -> None:
+    """The task endpoint routed this HTTP request's ``tools/call`` and hands it to the SDK
+    with ``params``: the SDK's door does not route it again (a request is routed once)."""
+    scope[_PASSED] = params
+
+
+def passed_params(request: Any) -> dict[str, Any] | None:
+    """The params the task endpoint's router passed for the SDK request ``request`` (a
+    starlette ``Request``, or None off HTTP), or None when it did not route it."""
+    scope = getattr(request, "scope", None)
+    if not isinstance(scope, dict):
+        return None
+    params = scope.get(_PASSED)
+    return params if isinstance(params, dict) else None

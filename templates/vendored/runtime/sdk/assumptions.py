@@ -155,8 +155,9 @@ ASSUMPTIONS: Final[tuple[tuple[str, str, str], ...]] = (
     ),
     (
         "ServerRunner._compose_server_middleware",
-        "a task's run leaves out the span middleware (mcp.server._otel's"
-        " OpenTelemetryMiddleware, a private module) while no tracer provider is set",
+        "a task's run leaves out the front door's own middleware (the call already is a"
+        " task) and the span middleware (mcp.server._otel's OpenTelemetryMiddleware, a"
+        " private module) while no tracer provider is set",
         "ServerRunner taking its middleware, or the span middleware idle without tracing",
     ),
     (

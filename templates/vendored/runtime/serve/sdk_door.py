@@ -10,7 +10,7 @@ What it does to the server, all through ``Server.middleware`` (its middleware go
 - ``tools/list``: stamps each tool's ``execution.taskSupport`` (the router's) on that face;
 - ``tools/call``: the router answers it (a task) or hands it back (:class:`Pass`) to run
   as usual; a task's tool later runs through the SDK's whole pipeline again, by the one
-  runner every door and worker uses (:mod:`.tool_runner`), which this middleware lets by;
+  runner every door and worker uses (:mod:`.tool_runner`), which leaves this middleware out;
 - ``tasks/*`` of both faces: one handler per method name; ``notifications/tasks/status``
   from the client: to the core face's handler;
 - the tasks extension in ``server/discover`` (``Server.extensions``, X-CAP-2) when its
@@ -40,6 +40,7 @@ from ..sdk import (
     HandlerResult,
     MCPError,
     connection_of,
+    door_middleware,
     from_sdk_error,
     internal_error,
     request_outbound,
@@ -49,8 +50,8 @@ from ..sdk import (
 from .identity import note_address, requestor_of
 from .listen import TaskListen
 from .router import Pass, RunTool, TaskRequest
-from .serving import Serving
-from .tool_runner import IN_TASK, envelope_connection, tool_runner
+from .serving import Serving, passed_params
+from .tool_runner import envelope_connection, tool_runner
 
 __all__ = ["SdkHooks", "sdk_error"]
 
@@ -132,11 +133,15 @@ class SdkHooks:
             conn = connection_of(ctx.session)
         return tool_runner(self.server, conn, ctx.lifespan_context)
 
+    @door_middleware  # a task's own run leaves it out (the call already is a task)
     async def middleware(self, ctx: Any, call_next: CallNext) -> HandlerResult:
-        if ctx.request_id is None or IN_TASK.get():  # notifications, a task's own run
+        if ctx.request_id is None:  # notifications
             return await call_next(ctx)
         try:
             if ctx.method == protocol.TOOLS_CALL:
+                passed = passed_params(getattr(ctx, "request", None))
+                if passed is not None:  # the task endpoint routed it: not a task
+                    return await call_next(dataclasses.replace(ctx, params=passed))
                 routed = await self.router.route(self.request(ctx, runs_tool=True))
                 if isinstance(routed, Pass):
                     return await call_next(dataclasses.replace(ctx, params=routed.params))

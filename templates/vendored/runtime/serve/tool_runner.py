@@ -4,8 +4,9 @@ Every front door (the task endpoint, the SDK's own pipeline through :mod:`.sdk_d
 every worker process (:mod:`.worker`) runs the tool of a task-augmented ``tools/call`` with
 :func:`tool_runner`: the server's middleware (its span only while tracing records), the
 SDK's validation of the call, the tool, its result checks, for a connection and with the
-task's own task-scoped outbound as the request-scoped channel. While it runs, :data:`IN_TASK`
-is set, and the task middleware of :mod:`.sdk_door` steps aside: the call already is a task.
+task's own task-scoped outbound as the request-scoped channel. The front door's own
+middleware (:mod:`.sdk_door`) is left out of it: the call already is a task. While it runs,
+:data:`IN_TASK` is set, for a middleware of the server's own to tell a task's run.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .router import RunTool
 
 __all__ = ["IN_TASK", "envelope_connection", "tool_runner"]
 
-#: Set while the SDK's pipeline runs a task's own tool: the task middleware lets it by.
+#: Set while the SDK's pipeline runs a task's own tool (a server's middleware may read it).
 IN_TASK: contextvars.ContextVar[bool] = contextvars.ContextVar("mcp_tasks_in_task", default=False)
 
 
