@@ -241,7 +241,7 @@ def test_beside_2025_11_25_it_is_the_extension_face_the_runtime_serves(tmp_path:
     assert result.exit_code == 0, result.output
     protocol = (out / "protocol.py").read_text()
     assert f'"2025-11-25": "core",\n        "{NEXT}": "extension",' in protocol
-    assert (out / "runtime" / "extension.py").is_file()
+    assert (out / "runtime" / "faces" / "extension.py").is_file()
     assert len(_stderr_lines(result)) == 1
 
 

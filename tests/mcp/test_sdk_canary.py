@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_tasks.errors import InvalidParams, TaskError, TaskNotFound
 from mcp_tasks.extension import protocol as ext
-from mcp_tasks.runtime import _sdk
+from mcp_tasks.runtime import sdk as _sdk
 from mcp_tasks.runtime.serve.outbound import PollOutbound, TaskOutbound
 
 VERSION = _sdk.mcp_version()

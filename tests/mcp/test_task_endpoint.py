@@ -501,7 +501,7 @@ def test_a_result_that_waits_long_streams_and_ends_with_its_session(
     headers go out, nothing in between takes it for dead) and still ends with the result;
     one whose session is deleted meanwhile ends without one, as the SDK ends a terminated
     session's streams. At the task endpoint neither goes to the SDK's path."""
-    from mcp_tasks.runtime import task_endpoint
+    from mcp_tasks.runtime.serve import endpoint as task_endpoint
 
     monkeypatch.setattr(task_endpoint, "STREAM_AFTER_S", 0.2)
     with serving(front_door) as srv:
