@@ -220,6 +220,14 @@ class HandlerBase:
             return False
         return not getattr(getattr(type(self), name, None), STUB_MARK, False)
 
+    def without_task(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` without the face's task param (:attr:`task_param`): the request as
+        its own work runs it (the one place that param is left out)."""
+        task_param = self.task_param
+        if not task_param:  # a face without one (the extension's, X-CREATE-5)
+            return dict(params)
+        return {k: v for k, v in params.items() if k != task_param}
+
     def declared(self, ctx: RequestContext) -> bool:
         """Whether the request of ``ctx`` declared the face's capability (gated methods)."""
         return True
@@ -244,11 +252,7 @@ class HandlerBase:
             parsed = model.model_validate(params or {})
         except ValidationError as exc:
             raise InvalidParams(detail=describe_validation_error(exc)) from None
-        wire = self._wire(handler)
-        if wire is not None:  # a default handler's answer as wire JSON (``wire_variants``)
-            return await wire(parsed, ctx)
-        result = await getattr(self, handler)(parsed, ctx)
-        return dump(result)
+        return await self._answer(handler, parsed, ctx)
 
     async def dispatch_augmented(
         self,
@@ -267,8 +271,8 @@ class HandlerBase:
         if getattr(getattr(type(self), hook, None), STUB_MARK, False):
             raise Unimplemented(f"{method} (as a task)", type(self).__name__)
         task_param = self.task_param
-        own = dict(params)
-        raw_task = own.pop(task_param, None) if task_param else None
+        own = self.without_task(params)
+        raw_task = params.get(task_param) if task_param else None
         try:
             # Strict (no "10" for 10, no true for 1), but an integral JSON number is an
             # integer whatever its spelling (JSON Schema's "integer": 1500.0 is 1500).
@@ -281,11 +285,15 @@ class HandlerBase:
             prefix = f"params.{task_param}"
             raise InvalidParams(detail=describe_validation_error(exc, prefix)) from None
         request = AugmentedRequest(method=method, params=own, task=task, work=work)
-        wire = self._wire(hook)
-        if wire is not None:  # a default handler's answer as wire JSON (``wire_variants``)
+        return await self._answer(hook, request, ctx)
+
+    async def _answer(self, name: str, request: Any, ctx: RequestContext) -> dict[str, Any]:
+        """The wire answer of handler method ``name`` to ``request``: its wire variant's as it
+        is (``wire_variants``, a default handler's), else its result model dumped."""
+        wire = self._wire(name)
+        if wire is not None:
             return await wire(request, ctx)
-        result = await getattr(self, hook)(request, ctx)
-        return dump(result)
+        return dump(await getattr(self, name)(request, ctx))
 
     async def notify(
         self, method: str, params: Mapping[str, Any] | None, ctx: RequestContext

@@ -550,7 +550,7 @@ class TasksClientSession(ClientSessionHooks, SessionTransport):
 
     def _work(self, method: str, params: dict[str, Any], rctx: RequestContext) -> Any:
         """R-CREATE-2: the callback of a task-augmented request, run in its task."""
-        own = {k: v for k, v in params.items() if k != self.task_handler.task_param}
+        own = self.task_handler.without_task(params)
         version = self.protocol_version or REVISION
         request_id = rctx.request_id if rctx.request_id is not None else 0
 

@@ -19,8 +19,8 @@ session's idle countdown while the task endpoint serves it in :mod:`.idle`, both
 re-exported here.
 
 It is also the one bridge between this package's :class:`TaskError` and the SDK's
-:class:`MCPError` (:func:`to_sdk_error`, :func:`from_sdk_error`,
-:func:`internal_error`): no other module converts between them.
+:class:`MCPError` (:func:`to_sdk_error`, :func:`from_sdk_error`): no other module converts
+between them.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from .check import SDK_MISSING  # noqa: F401  (first: a missing SDK is one line)
 
 # isort: on
 
-import logging
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from functools import partial
@@ -70,7 +69,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from pydantic import TypeAdapter, ValidationError
 
-from ...errors import InternalError, InvalidParams, TaskError, error_from_payload
+from ...errors import InvalidParams, TaskError, error_from_payload
 from ...errors import describe_validation_error as _describe
 from .assumptions import ASSUMPTIONS, MCP_SUPPORTED
 from .http_checks import HeaderView, modern_route, post_checks_pass, transport_security
@@ -117,7 +116,6 @@ __all__ = [
     "live_session",
     "loads_json",
     "input_round_result_type",
-    "internal_error",
     "is_sdk_validation_report",
     "lifespan_state",
     "listen_ack_method",
@@ -144,8 +142,6 @@ __all__ = [
     "transport_security",
     "validation_error",
 ]
-
-log = logging.getLogger(__name__)
 
 
 def mcp_version() -> str:
@@ -184,13 +180,6 @@ def tool_call_params(
         return raw, types.CallToolRequestParams.model_validate(raw)
     except ValidationError as exc:
         raise validation_error(exc) from None
-
-
-def internal_error(exc: BaseException, what: str) -> MCPError:
-    """An unexpected exception: logged with its traceback; the client gets a plain
-    ``-32603 Internal error`` (no exception text, addresses or library details)."""
-    log.error("%s failed", what, exc_info=exc)
-    return to_sdk_error(InternalError(message="Internal error"))
 
 
 # ---------------------------------------------------------------------- server side
