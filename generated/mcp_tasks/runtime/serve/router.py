@@ -46,6 +46,7 @@ from ..._handlers import (
     NeedsStream,
     RequestContext,
     Work,
+    dump,
 )
 from ...core.capabilities import build_tasks_capability, check_tool_call
 from ...core.meta import MODEL_IMMEDIATE_RESPONSE_KEY
@@ -265,9 +266,9 @@ class Pass:
 
 
 def _wire(result: Any) -> dict[str, Any]:
+    """A model's wire JSON (the one rule: :func:`~mcp_tasks._handlers.dump`), a mapping as is."""
     if isinstance(result, BaseModel):
-        dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return dumped
+        return dump(result)
     return dict(result or {})
 
 

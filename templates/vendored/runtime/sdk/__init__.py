@@ -23,6 +23,7 @@ from __future__ import annotations
 
 # isort: off
 from .check import SDK_MISSING  # noqa: F401  (first: a missing SDK is one line)
+from ..._handlers import dump
 
 # isort: on
 
@@ -158,7 +159,7 @@ def to_sdk_error(exc: TaskError) -> MCPError:
 
 def from_sdk_error(exc: MCPError) -> TaskError:
     """The SDK's exception as the most specific generated :class:`TaskError`."""
-    return error_from_payload(exc.error.model_dump(mode="json", exclude_none=True))
+    return error_from_payload(dump(exc.error))
 
 
 def validation_error(exc: ValidationError, prefix: str = "params") -> TaskError:
@@ -320,9 +321,8 @@ async def answer_input_request(
     ctx = ClientRequestContext(session=session, request_id=key)
     response = await session.dispatch_input_request(ctx, parsed)
     if isinstance(response, types.ErrorData):
-        raise error_from_payload(response.model_dump(mode="json", exclude_none=True))
-    dumped: dict[str, Any] = response.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
+        raise error_from_payload(dump(response))
+    return dump(response)
 
 
 async def run_input_callback(
@@ -340,9 +340,8 @@ async def run_input_callback(
     response = await session.dispatch_input_request(ctx, request)  # type: ignore[arg-type]
     answer = ClientResponse.validate_python(response)
     if isinstance(answer, types.ErrorData):
-        raise error_from_payload(answer.model_dump(mode="json", exclude_none=True))
-    dumped: dict[str, Any] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
+        raise error_from_payload(dump(answer))
+    return dump(answer)
 
 
 class ClientSessionHooks(ClientSession):
