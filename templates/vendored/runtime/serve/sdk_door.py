@@ -46,7 +46,6 @@ from ..sdk import (
     validation_error,
 )
 from .identity import note_address, request_origin, requestor_of
-from .listen import TaskListen
 from .router import Pass, RunTool, TaskRequest, internal_error, task_request
 from .serving import Serving
 from .tool_runner import IN_TASK, envelope_connection, tool_runner
@@ -94,6 +93,8 @@ class SdkHooks:
             server.add_notification_handler(method, _RawParams, self._notification(method))
         if EXTENSION is not None and router.extension_offered():
             server.extensions[EXTENSION.EXTENSION_ID] = {}  # server/discover (X-CAP-2)
+            from .listen import TaskListen  # the extension's part: absent without it
+
             channel = EXTENSION.NOTIFICATION_CHANNEL  # task notifications (X-NOTIF-2)
             listen = TaskListen(
                 self.serving, server.get_request_handler(channel), self.request, sdk_error
