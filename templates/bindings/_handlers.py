@@ -100,8 +100,8 @@ class NoParams(BaseModel):
 def dump(model: BaseModel) -> dict[str, Any]:
     """A model as wire JSON: the one rule for every model this package sends, hands on or
     reads back (its own bindings' and the SDK's): by alias, JSON mode, and a field that is
-    None left out (``exclude_none``) unless the model requires it or does not declare it
-    (an extra field, kept as it was given): those stay ``null``.
+    None left out (``exclude_none``) unless the model requires it, or ``model`` itself does
+    not declare it (an extra field a peer sent, kept as it came): those stay ``null``.
 
     So an optional field never set, or set to None, is absent (as the SDK sends its own
     models, and as the schemas want: ``null`` is no value of an optional field there), and
@@ -117,17 +117,22 @@ def dump(model: BaseModel) -> dict[str, Any]:
     plan = _null_plan(type(model))
     if plan is not None:
         _put_nulls(model, out, plan)
+    extra = model.__pydantic_extra__
+    if extra:
+        for key, value in extra.items():
+            if value is None:
+                out.setdefault(key, None)
     return out
 
 
-#: Where a model class's nulls are put back: whether it keeps extra fields, and (field name,
-#: its wire name, whether it is a required field that may be None) of the fields to look at:
-#: those, and those that may hold a model with nulls to put back (None: nothing to put back)
-_NullPlan = tuple[bool, tuple[tuple[str, str, bool], ...]]
+#: Where a model class's required nulls are put back: (field name, its wire name, whether
+#: it is a required field that may be None) of the fields to look at: those, and those that
+#: may hold a model with such a field (None: nothing to put back)
+_NullPlan = tuple[tuple[str, str, bool], ...]
 _NULL_PLANS: dict[type[BaseModel], _NullPlan | None] = {}
 #: the plan of a model whose plan is being made (a model that holds itself, or one that
 #: holds it): not None, so a field that may hold it is looked at
-_MAKING: _NullPlan = (False, ())
+_MAKING: _NullPlan = ()
 
 
 def _null_plan(cls: type[BaseModel]) -> _NullPlan | None:
@@ -142,8 +147,7 @@ def _null_plan(cls: type[BaseModel]) -> _NullPlan | None:
             fields.append((name, wire_name, True))
         elif any(_null_plan(m) is not None for m in _models_in(annotation)):
             fields.append((name, wire_name, False))
-    extra = cls.model_config.get("extra") == "allow"
-    plan = _NULL_PLANS[cls] = (extra, tuple(fields)) if extra or fields else None
+    plan = _NULL_PLANS[cls] = tuple(fields) if fields else None
     return plan
 
 
@@ -162,18 +166,13 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 
 def _put_nulls(model: BaseModel, out: dict[str, Any], plan: _NullPlan) -> None:
-    extra, fields = plan
-    for name, wire_name, required in fields:
+    for name, wire_name, required in plan:
         value = getattr(model, name, None)
         if value is None:
             if required and wire_name not in out:
                 out[wire_name] = None
         elif wire_name in out:
             _nested_nulls(value, out[wire_name])
-    if extra and model.__pydantic_extra__:
-        for key, value in model.__pydantic_extra__.items():
-            if value is None:
-                out.setdefault(key, None)
 
 
 def _nested_nulls(value: Any, out: Any) -> None:
@@ -367,12 +366,16 @@ class HandlerBase:
         request = AugmentedRequest(method=method, params=own, task=task, work=work)
         return await self._answer(hook, request, ctx)
 
-    async def _answer(self, name: str, request: Any, ctx: RequestContext) -> dict[str, Any]:
+    def _answer(self, name: str, request: Any, ctx: RequestContext) -> Awaitable[dict[str, Any]]:
         """The wire answer of handler method ``name`` to ``request``: its wire variant's as it
-        is (``wire_variants``, a default handler's), else its result model dumped."""
+        is (``wire_variants``, a default handler's: no coroutine of its own on that hot
+        path), else its result model dumped."""
         wire = self._wire(name)
         if wire is not None:
-            return await wire(request, ctx)
+            return wire(request, ctx)
+        return self._dumped(name, request, ctx)
+
+    async def _dumped(self, name: str, request: Any, ctx: RequestContext) -> dict[str, Any]:
         return dump(await getattr(self, name)(request, ctx))
 
     async def notify(

@@ -239,8 +239,8 @@ def task_request(
     the router, its requestor derived by the one rule (:func:`~.identity.requestor_key`):
     the bearer token's subject, else the ``stdio`` connection's own key, else the transport
     session ``session_id``, else anonymous at the client's ``address``."""
-    requestor, identified = requestor_key(session_id, address, stdio)
-    return TaskRequest(requestor=requestor, identified=identified, **fields)
+    fields["requestor"], fields["identified"] = requestor_key(session_id, address, stdio)
+    return TaskRequest(**fields)
 
 
 def internal_error(exc: BaseException, what: str) -> InternalError:
