@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from ._handlers import dump
 from ._methods import UnionParser
 
 R = TypeVar("R")
@@ -53,8 +54,7 @@ def params_of(params: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
     if params is None:
         return {}
     if isinstance(params, BaseModel):
-        dumped: dict[str, Any] = params.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        return dumped
+        return dump(params)
     return dict(params)
 
 

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ._handlers import dump
+
 Side = Literal["client", "server"]
 Capabilities = Mapping[str, Any] | BaseModel | None
 
@@ -19,8 +21,7 @@ def as_dict(capabilities: Capabilities) -> Mapping[str, Any]:
     if capabilities is None:
         return {}
     if isinstance(capabilities, BaseModel):
-        dumped: dict[str, Any] = capabilities.model_dump(by_alias=True, exclude_none=True)
-        return dumped
+        return dump(capabilities)
     return capabilities
 
 

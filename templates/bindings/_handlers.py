@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -97,13 +97,96 @@ class NoParams(BaseModel):
     model_config = ConfigDict(extra="allow", defer_build=True)
 
 
-def dump(result: BaseModel) -> dict[str, Any]:
-    """Wire JSON of a result model: by alias, only the fields that were set (``ttl: null`` kept).
-    (``model_dump`` itself, without its Python wrapper: this runs on every answer.)"""
-    out: dict[str, Any] = result.__pydantic_serializer__.to_python(
-        result, mode="json", by_alias=True, exclude_unset=True
+def dump(model: BaseModel) -> dict[str, Any]:
+    """A model as wire JSON: the one rule for every model this package sends, hands on or
+    reads back (its own bindings' and the SDK's): by alias, JSON mode, and a field that is
+    None left out (``exclude_none``) unless the model requires it, or ``model`` itself does
+    not declare it (an extra field a peer sent, kept as it came): those stay ``null``.
+
+    So an optional field never set, or set to None, is absent (as the SDK sends its own
+    models, and as the schemas want: ``null`` is no value of an optional field there), and
+    a field the schema requires but allows ``null`` for is always sent (``Task.ttl: null``,
+    an unlimited task; a JSON-RPC error's ``id: null``), as is a ``null`` a peer sent in a
+    field the model does not know. Fields with a default that is not None are sent
+    (``"type": "text"``, ``"isError": false``): ``exclude_unset`` would drop them. (The
+    serializer itself, without ``model_dump``'s Python wrapper: this runs on every answer;
+    the nulls are put back only in models that can hold one.)"""
+    out: dict[str, Any] = model.__pydantic_serializer__.to_python(
+        model, mode="json", by_alias=True, exclude_none=True
     )
+    plan = _null_plan(type(model))
+    if plan is not None:
+        _put_nulls(model, out, plan)
+    extra = model.__pydantic_extra__
+    if extra:
+        for key, value in extra.items():
+            if value is None:
+                out.setdefault(key, None)
     return out
+
+
+#: Where a model class's required nulls are put back: (field name, its wire name, whether
+#: it is a required field that may be None) of the fields to look at: those, and those that
+#: may hold a model with such a field (None: nothing to put back)
+_NullPlan = tuple[tuple[str, str, bool], ...]
+_NULL_PLANS: dict[type[BaseModel], _NullPlan | None] = {}
+#: the plan of a model whose plan is being made (a model that holds itself, or one that
+#: holds it): not None, so a field that may hold it is looked at
+_MAKING: _NullPlan = ()
+
+
+def _null_plan(cls: type[BaseModel]) -> _NullPlan | None:
+    if cls in _NULL_PLANS:
+        return _NULL_PLANS[cls]
+    _NULL_PLANS[cls] = _MAKING
+    fields = []
+    for name, info in cls.model_fields.items():
+        wire_name = info.serialization_alias or info.alias or name
+        annotation = info.annotation
+        if info.is_required() and _may_be_none(annotation):
+            fields.append((name, wire_name, True))
+        elif any(_null_plan(m) is not None for m in _models_in(annotation)):
+            fields.append((name, wire_name, False))
+    plan = _NULL_PLANS[cls] = tuple(fields) if fields else None
+    return plan
+
+
+def _may_be_none(annotation: Any) -> bool:
+    return annotation in (None, type(None), Any, object) or type(None) in get_args(annotation)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The model classes an annotation names (in unions, lists, mappings...)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    value = getattr(annotation, "__value__", None)  # a type alias
+    if value is not None:
+        return _models_in(value)
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _put_nulls(model: BaseModel, out: dict[str, Any], plan: _NullPlan) -> None:
+    for name, wire_name, required in plan:
+        value = getattr(model, name, None)
+        if value is None:
+            if required and wire_name not in out:
+                out[wire_name] = None
+        elif wire_name in out:
+            _nested_nulls(value, out[wire_name])
+
+
+def _nested_nulls(value: Any, out: Any) -> None:
+    if isinstance(value, BaseModel):
+        plan = _null_plan(type(value))
+        if plan is not None and isinstance(out, dict):
+            _put_nulls(value, out, plan)
+    elif isinstance(value, (list, tuple)) and isinstance(out, list):
+        for item, item_out in zip(value, out, strict=False):
+            _nested_nulls(item, item_out)
+    elif isinstance(value, Mapping) and isinstance(out, dict):
+        for key, item in value.items():
+            if key in out:
+                _nested_nulls(item, out[key])
 
 
 #: The empty task metadata of each model (a ``task: {}`` param, the common case), made once.
@@ -216,6 +299,14 @@ class HandlerBase:
             return False
         return not getattr(getattr(type(self), name, None), STUB_MARK, False)
 
+    def without_task(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` without the face's task param (:attr:`task_param`): the request as
+        its own work runs it (the one place that param is left out)."""
+        task_param = self.task_param
+        if not task_param:  # a face without one (the extension's, X-CREATE-5)
+            return dict(params)
+        return {k: v for k, v in params.items() if k != task_param}
+
     def declared(self, ctx: RequestContext) -> bool:
         """Whether the request of ``ctx`` declared the face's capability (gated methods)."""
         return True
@@ -240,11 +331,7 @@ class HandlerBase:
             parsed = model.model_validate(params or {})
         except ValidationError as exc:
             raise InvalidParams(detail=describe_validation_error(exc)) from None
-        wire = self._wire(handler)
-        if wire is not None:  # a default handler's answer as wire JSON (``wire_variants``)
-            return await wire(parsed, ctx)
-        result = await getattr(self, handler)(parsed, ctx)
-        return dump(result)
+        return await self._answer(handler, parsed, ctx)
 
     async def dispatch_augmented(
         self,
@@ -263,8 +350,8 @@ class HandlerBase:
         if getattr(getattr(type(self), hook, None), STUB_MARK, False):
             raise Unimplemented(f"{method} (as a task)", type(self).__name__)
         task_param = self.task_param
-        own = dict(params)
-        raw_task = own.pop(task_param, None) if task_param else None
+        own = self.without_task(params)
+        raw_task = params.get(task_param) if task_param else None
         try:
             # Strict (no "10" for 10, no true for 1), but an integral JSON number is an
             # integer whatever its spelling (JSON Schema's "integer": 1500.0 is 1500).
@@ -277,11 +364,19 @@ class HandlerBase:
             prefix = f"params.{task_param}"
             raise InvalidParams(detail=describe_validation_error(exc, prefix)) from None
         request = AugmentedRequest(method=method, params=own, task=task, work=work)
-        wire = self._wire(hook)
-        if wire is not None:  # a default handler's answer as wire JSON (``wire_variants``)
-            return await wire(request, ctx)
-        result = await getattr(self, hook)(request, ctx)
-        return dump(result)
+        return await self._answer(hook, request, ctx)
+
+    def _answer(self, name: str, request: Any, ctx: RequestContext) -> Awaitable[dict[str, Any]]:
+        """The wire answer of handler method ``name`` to ``request``: its wire variant's as it
+        is (``wire_variants``, a default handler's: no coroutine of its own on that hot
+        path), else its result model dumped."""
+        wire = self._wire(name)
+        if wire is not None:
+            return wire(request, ctx)
+        return self._dumped(name, request, ctx)
+
+    async def _dumped(self, name: str, request: Any, ctx: RequestContext) -> dict[str, Any]:
+        return dump(await getattr(self, name)(request, ctx))
 
     async def notify(
         self, method: str, params: Mapping[str, Any] | None, ctx: RequestContext

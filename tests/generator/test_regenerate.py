@@ -130,13 +130,17 @@ def test_the_first_generation_prints_no_summary(regenerated: dict[str, Any]) -> 
 
 # -- the summary, line by line --------------------------------------------------------------
 
-OLD_MODELS = """
+#: the imports of both generations of the models module
+MODELS_HEADER = """
 from enum import StrEnum
 from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 from typing_extensions import TypeAliasType
 
-
+"""
+OLD_MODELS = (
+    MODELS_HEADER
+    + """
 class Status(StrEnum):
     working = "working"
     done = "done"
@@ -155,13 +159,10 @@ class Gone(BaseModel):
 
 Union_ = TypeAliasType("Union_", Task | Gone)
 """
-NEW_MODELS = """
-from enum import StrEnum
-from typing import Annotated, Literal
-from pydantic import BaseModel, Field
-from typing_extensions import TypeAliasType
-
-
+)
+NEW_MODELS = (
+    MODELS_HEADER
+    + """
 class Status(StrEnum):
     working = "working"
     paused = "paused"
@@ -181,6 +182,7 @@ class Fresh(BaseModel):
 
 Union_ = TypeAliasType("Union_", Task | Fresh)
 """
+)
 OLD_METHODS = 'METHODS: Final = MappingProxyType({"tasks/get": 1, "tasks/result": 2})\n'
 NEW_METHODS = 'METHODS: Final = MappingProxyType({"tasks/get": 1, "tasks/update": 3})\n'
 

@@ -37,8 +37,7 @@ from mcp_tasks.extension import protocol as ext
 from mcp_tasks.runtime.client.extension import ExtTaskRequestor, TasksClientExtension
 from mcp_tasks.runtime.client.requestor import TaskNotSupported, TaskRequestor
 from testkit.doors import door_of, http_targets
-from testkit.fastmcp_peer import SERVER_SCRIPT, peer_env, peer_python
-from testkit.interop import SERVER_MODULE, HttpServer, PeerServer, interrupt_cli_task, node_env
+from testkit.interop import SERVER_MODULE, FastMcpServer, HttpServer, interrupt_cli_task, node_env
 from testkit.ops import mcptask
 
 pytestmark = pytest.mark.anyio
@@ -56,14 +55,7 @@ CONTRACT: dict[str, tuple[dict[str, Any], bool, str]] = {
 
 @pytest.fixture(scope="module")
 def fastmcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    python = peer_python()
-    server = PeerServer(
-        lambda port: [str(python), str(SERVER_SCRIPT), str(port)],
-        tmp_path_factory.mktemp("fastmcp"),
-        "fastmcp_server",
-        env=peer_env(),
-        timeout=90,
-    )
+    server = FastMcpServer(tmp_path_factory.mktemp("fastmcp"))
     try:
         yield server.start().url
     finally:

@@ -20,8 +20,8 @@ import pytest
 
 from testkit.example_server import ServerPool
 from testkit.ext_wire import TASKS_EXTENSION, ExtClient
-from testkit.fastmcp_peer import CLIENT_SCRIPT, SERVER_SCRIPT, peer_env, peer_python
-from testkit.interop import HttpServer, PeerServer
+from testkit.fastmcp_peer import CLIENT_SCRIPT, peer_env, peer_python
+from testkit.interop import FastMcpServer, HttpServer
 from testkit.mcp_e2e import TOKENS
 from testkit.procs import running
 
@@ -43,15 +43,9 @@ def fastmcp_python() -> Path:
 
 
 @pytest.fixture(scope="module")
-def fastmcp_url(fastmcp_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def fastmcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``fastmcp_server.py`` on a free 127.0.0.1 port (stopped by PID)."""
-    server = PeerServer(
-        lambda port: [str(fastmcp_python), str(SERVER_SCRIPT), str(port)],
-        tmp_path_factory.mktemp("fastmcp"),
-        "fastmcp_server",
-        env=peer_env(),
-        timeout=90,
-    )
+    server = FastMcpServer(tmp_path_factory.mktemp("fastmcp"))
     with running(server):
         yield server.url
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -85,12 +84,6 @@ async def test_both_faces_share_one_store_and_its_limits(
             for tid in [*core_ids, again.task.taskId]:
                 await s.tasks.cancel(tid)
         ext.result("tasks/cancel", {"taskId": bob_id}, headers=BOB)
-
-
-def _error(answer: dict[str, Any]) -> dict[str, Any]:
-    assert "error" in answer, answer
-    err: dict[str, Any] = answer["error"]
-    return err
 
 
 async def test_extension_tasks_without_auth_are_anonymous(

@@ -27,9 +27,8 @@ from testkit.ops import (
 from testkit.redis_fixtures import RedisServer, unique_namespace
 from testkit.wait import until
 
-pytestmark = (
-    pytest.mark.door_agnostic
-)  # operators' surfaces: the door is not what is tested (testkit.doors)
+# operators' surfaces: the door is not what is tested (testkit.doors)
+pytestmark = pytest.mark.door_agnostic
 
 
 def admin(*args: str) -> Any:

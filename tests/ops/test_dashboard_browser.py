@@ -25,9 +25,8 @@ from mcp_tasks.protocol import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WOR
 from testkit import wait
 from testkit.ops import ALICE, BOB, OpsServer, mcp_session, start_task
 
-pytestmark = (
-    pytest.mark.door_agnostic
-)  # the dashboard: the door is not what is tested (testkit.doors)
+# the dashboard: the door is not what is tested (testkit.doors)
+pytestmark = pytest.mark.door_agnostic
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

@@ -16,9 +16,8 @@ from testkit.ops import ALICE, BOB, METRICS_TOKEN, McpHttp, OpsServer, http, mcp
 from testkit.redis_fixtures import RedisServer, unique_namespace
 from testkit.wait import until
 
-pytestmark = (
-    pytest.mark.door_agnostic
-)  # operators' surfaces: the door is not what is tested (testkit.doors)
+# operators' surfaces: the door is not what is tested (testkit.doors)
+pytestmark = pytest.mark.door_agnostic
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 #: every family the README's table names (a counter's samples end in ``_total``)

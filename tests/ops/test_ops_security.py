@@ -23,9 +23,8 @@ from testkit.ops import (
     start_task,
 )
 
-pytestmark = (
-    pytest.mark.door_agnostic
-)  # operators' surfaces: the door is not what is tested (testkit.doors)
+# operators' surfaces: the door is not what is tested (testkit.doors)
+pytestmark = pytest.mark.door_agnostic
 
 #: every admin path (the dashboard's API) and what a correct token gets
 ADMIN_PATHS = [

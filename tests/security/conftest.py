@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from testkit.ops import OpsServer
 from testkit.procs import started_servers
 from testkit.sec_harness import FUZZ_COUNTS, SOAK_REPORT, TOKENS, HttpServer
 
@@ -20,6 +21,21 @@ def server_factory(tmp_path: Path, front_door: str) -> Iterator[Callable[..., Ht
 
     def make(*args: str, **kwargs: Any) -> HttpServer:
         return HttpServer(*args, log_dir=tmp_path, front_door=front_door, **kwargs)
+
+    with started_servers(make) as start:
+        yield start
+
+
+@pytest.fixture
+def ops_servers(tmp_path: Path, front_door: str) -> Iterator[Callable[..., OpsServer]]:
+    """``make(*flags)``: a started example server with operator surfaces (``OpsServer``) and
+    ``flags`` besides, its task requests through ``front_door``; stopped by PID afterwards."""
+    count = iter(range(100))
+
+    def make(*extra: str) -> OpsServer:
+        where = tmp_path / f"ops-{next(count)}"
+        where.mkdir()
+        return OpsServer(where, front_door=front_door, extra=extra)
 
     with started_servers(make) as start:
         yield start

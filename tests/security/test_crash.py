@@ -31,9 +31,8 @@ from testkit.redis_fixtures import RedisServer, fresh_redis_server
 from testkit.sec_harness import HttpServer, RawHttp
 from testkit.wait import until
 
-pytestmark = (
-    pytest.mark.door_agnostic
-)  # crashes and restarts: the door is not what is tested (testkit.doors)
+# crashes and restarts: the door is not what is tested (testkit.doors)
+pytestmark = pytest.mark.door_agnostic
 
 __all__ = ["fresh_redis_server"]  # the Redis of the redis store_arg
 

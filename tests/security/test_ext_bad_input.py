@@ -15,16 +15,10 @@ import httpx
 
 from mcp_tasks.runtime.faces.extension import MAX_INPUT_RESPONSES
 from testkit.ext_wire import ExtClient
-from testkit.sec_harness import HttpServer, RawHttp
+from testkit.sec_harness import HttpServer, RawHttp, error_of
 from testkit.wait import until
 
 ASKING = frozenset({"input_required"})
-
-
-def _error(answer: dict[str, Any]) -> dict[str, Any]:
-    assert "error" in answer, f"bad input was answered: {answer}"
-    err: dict[str, Any] = answer["error"]
-    return err
 
 
 def _names(err: dict[str, Any], *words: str) -> None:
@@ -37,19 +31,19 @@ def _bad_envelopes_fail_the_gate(ext: ExtClient, tid: str) -> None:
     (X-CAP-1), and the gate comes before the params (X-CAP-9): -32021 with data."""
     for caps in (7, {"extensions": 7}, {"extensions": {"io.modelcontextprotocol/tasks": 1}}):
         meta = {"io.modelcontextprotocol/clientCapabilities": caps}
-        err = _error(ext.send("tasks/get", {"taskId": tid, "_meta": meta}))
+        err = error_of(ext.send("tasks/get", {"taskId": tid, "_meta": meta}))
         assert err["code"] == -32021 and "requiredCapabilities" in err["data"], err
-    err = _error(ext.send("tasks/update", {"taskId": 5, "inputResponses": []}, tasks=False))
+    err = error_of(ext.send("tasks/update", {"taskId": 5, "inputResponses": []}, tasks=False))
     assert err["code"] == -32021, err
 
 
 def _wrong_types_name_the_field(ext: ExtClient, tid: str) -> None:
     """Wrong types: -32602 naming the field."""
-    err = _error(ext.send("tasks/get", {"taskId": 123}))
+    err = error_of(ext.send("tasks/get", {"taskId": 123}))
     assert err["code"] == -32602 and "params.taskId" in err["message"], err
-    err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": []}))
+    err = error_of(ext.send("tasks/update", {"taskId": tid, "inputResponses": []}))
     assert err["code"] == -32602 and "params.inputResponses" in err["message"], err
-    err = _error(ext.send("tasks/cancel", {}))
+    err = error_of(ext.send("tasks/cancel", {}))
     assert err["code"] == -32602 and "params.taskId" in err["message"], err
 
 
@@ -57,13 +51,13 @@ def _bad_answers_leave_the_request_open(ext: ExtClient, tid: str, key: str) -> N
     """An outstanding key with a value that answers nothing: named, the key stays listed;
     oversized ``inputResponses``: refused, named, nothing answered."""
     bad = {key: {"action": "maybe"}}
-    err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": bad}))
+    err = error_of(ext.send("tasks/update", {"taskId": tid, "inputResponses": bad}))
     assert err["code"] == -32602 and f"params.inputResponses.{key}" in err["message"], err
     assert key in ext.result("tasks/get", {"taskId": tid})["inputRequests"]
 
     many: dict[str, Any] = {f"k{i}": {"action": "accept"} for i in range(MAX_INPUT_RESPONSES + 1)}
     many[key] = {"action": "accept", "content": {"confirm": True}}
-    err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": many}))
+    err = error_of(ext.send("tasks/update", {"taskId": tid, "inputResponses": many}))
     assert err["code"] == -32602 and "params.inputResponses" in err["message"], err
     assert ext.result("tasks/get", {"taskId": tid})["status"] == "input_required"
 
@@ -72,11 +66,11 @@ def _unknown_methods_and_headers_are_named(ext: ExtClient, tid: str) -> None:
     """Unknown and removed methods: -32601 naming the method (X-COMPAT-4); a routing header
     that disagrees with the body: -32020 naming the header (X-HTTP-4)."""
     for method in ("tasks/frobnicate", "tasks/result", "tasks/list"):
-        err = _error(ext.send(method, {"taskId": tid}))
+        err = error_of(ext.send(method, {"taskId": tid}))
         assert err["code"] == -32601, (method, err)
-    _names(_error(ext.send("tasks/result", {"taskId": tid})), "tasks/result")
+    _names(error_of(ext.send("tasks/result", {"taskId": tid})), "tasks/result")
 
-    err = _error(ext.send("tasks/get", {"taskId": tid}, headers={"Mcp-Name": "other"}))
+    err = error_of(ext.send("tasks/get", {"taskId": tid}, headers={"Mcp-Name": "other"}))
     assert err["code"] == -32020, err
     _names(err, "Mcp-Name")
 
@@ -90,7 +84,7 @@ def _the_untouched_task_completes(ext: ExtClient, tid: str, key: str) -> None:
     assert done["status"] == "completed", done
     assert done["result"]["content"][0]["text"] == "deleted keep.txt"
 
-    err = _error(ext.send("tasks/update", {"taskId": tid, "inputResponses": good}))
+    err = error_of(ext.send("tasks/update", {"taskId": tid, "inputResponses": good}))
     assert err["code"] == -32602, err
     _names(err, "completed")
     assert ext.result("tasks/cancel", {"taskId": tid}).get("resultType") == "complete"
@@ -163,6 +157,6 @@ def test_expired_and_unknown_tasks_are_invalid_params(
         assert expired["code"] == -32602 and "expired" in expired["message"].lower(), expired
         for method in ("tasks/get", "tasks/update", "tasks/cancel"):
             params: dict[str, Any] = {"taskId": "no-such-task", "inputResponses": {}}
-            err = _error(ext.send(method, params))
+            err = error_of(ext.send(method, params))
             assert err["code"] == -32602 and "not found" in err["message"].lower(), (method, err)
-            assert _error(ext.send(method, params, tasks=False))["code"] == -32021
+            assert error_of(ext.send(method, params, tasks=False))["code"] == -32021

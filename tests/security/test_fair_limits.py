@@ -34,7 +34,7 @@ import pytest
 
 from testkit.doors import SDK, pinned
 from testkit.ext_wire import ExtClient
-from testkit.sec_harness import HttpServer, RawHttp, assert_no_leak, init_request
+from testkit.sec_harness import HttpServer, RawHttp, assert_no_leak, error_of, init_request
 from testkit.wait import until
 
 OTHER_HOST = "127.0.0.2"
@@ -42,12 +42,6 @@ THIRD_HOST = "127.0.0.3"
 TASK_METHODS_CORE = ("tasks/get", "tasks/result", "tasks/cancel")
 TASK_METHODS_EXT = ("tasks/get", "tasks/update", "tasks/cancel")
 EXPIRED = "Failed to retrieve task: Task has expired"
-
-
-def _error(answer: dict[str, Any]) -> dict[str, Any]:
-    assert "error" in answer, f"answered where it must be refused: {answer}"
-    err: dict[str, Any] = answer["error"]
-    return err
 
 
 def _ext_params(method: str, task_id: str) -> dict[str, Any]:
@@ -84,23 +78,23 @@ def test_stateless_without_tokens_reaches_nothing_of_another(
         working = a.create("slow_compute", {"seconds": 60, "label": "secret"})
         a.wait(secret)
         for client in (a, b):
-            err = _error(client.call("tasks/list", {}))
+            err = error_of(client.call("tasks/list", {}))
             assert err["code"] == -32601, err
         unknown = secrets.token_urlsafe(16)
         for method in TASK_METHODS_CORE:
-            ref = _error(b.call(method, {"taskId": unknown}))
+            ref = error_of(b.call(method, {"taskId": unknown}))
             assert ref["code"] == -32602 and "not found" in ref["message"].lower(), ref
             for tid in (secret, working):
-                assert _error(b.call(method, {"taskId": tid})) == ref, (method, tid)
+                assert error_of(b.call(method, {"taskId": tid})) == ref, (method, tid)
 
         ext_secret = _ext_task(ext_a, "slow_compute", seconds=0, label="secret")
         ext_working = _ext_task(ext_a, "slow_compute", seconds=60, label="secret")
         ext_a.wait(ext_secret)
-        assert _error(ext_b.send("tasks/list", {}))["code"] == -32601
+        assert error_of(ext_b.send("tasks/list", {}))["code"] == -32601
         for method in TASK_METHODS_EXT:
-            ref = _error(ext_b.send(method, _ext_params(method, unknown)))
+            ref = error_of(ext_b.send(method, _ext_params(method, unknown)))
             for tid in (ext_secret, ext_working, secret):
-                got = _error(ext_b.send(method, _ext_params(method, tid)))
+                got = error_of(ext_b.send(method, _ext_params(method, tid)))
                 assert got == ref, (method, tid, got, ref)
 
         assert a.ok("tasks/get", {"taskId": working})["status"] == "working"
@@ -129,11 +123,13 @@ def test_creation_counts_against_the_rate_limit(
             alice.create("failing_job", {})
         for _ in range(3):
             _ext_task(ext_alice, "failing_job")
-        refused = _error(
+        refused = error_of(
             alice.call("tools/call", {"name": "failing_job", "arguments": {}, "task": {}})
         )
         assert refused["code"] == -32000 and "Rate limit" in refused["message"], refused
-        ext_refused = _error(ext_alice.send("tools/call", {"name": "failing_job", "arguments": {}}))
+        ext_refused = error_of(
+            ext_alice.send("tools/call", {"name": "failing_job", "arguments": {}})
+        )
         assert ext_refused == refused
         bob.create("failing_job", {})  # bob's own budget
 
@@ -163,7 +159,7 @@ def test_tasks_kept_per_requestor_are_capped(
         listed = [t["taskId"] for t in alice.list_all()]
         assert listed == made[-8:], (listed, made)
         for tid in made[:12]:
-            err = _error(alice.call("tasks/get", {"taskId": tid}))
+            err = error_of(alice.call("tasks/get", {"taskId": tid}))
             assert err["message"] == EXPIRED, err
         assert [t["taskId"] for t in bob.list_all()] == bobs
 
@@ -173,7 +169,7 @@ def test_tasks_kept_per_requestor_are_capped(
             ext_alice.wait(tid)
             ext_made.append(tid)
         for tid in ext_made[:2]:  # the one cap counts both faces' tasks
-            assert _error(ext_alice.send("tasks/get", {"taskId": tid}))["message"] == EXPIRED
+            assert error_of(ext_alice.send("tasks/get", {"taskId": tid}))["message"] == EXPIRED
         assert alice.list_all() == []  # the core face's were older: dropped first
         for tid in ext_made[2:]:
             assert ext_alice.result("tasks/get", {"taskId": tid})["status"] in {
@@ -197,7 +193,7 @@ def test_result_bytes_are_capped(
     with alice, ext_alice:
         big = alice.create("slow_compute", {"seconds": 0, "label": "x" * 150_000})
         assert alice.wait(big)["status"] == "failed"
-        err = _error(alice.call("tasks/result", {"taskId": big}))
+        err = error_of(alice.call("tasks/result", {"taskId": big}))
         assert err["code"] == -32000 and "Task result too large" in err["message"], err
         assert "at most 100000 bytes" in err["message"], err
 
@@ -211,7 +207,7 @@ def test_result_bytes_are_capped(
             alice.wait(tid)
             kept.append(tid)
         for tid in kept[:3]:
-            assert _error(alice.call("tasks/result", {"taskId": tid}))["message"] == EXPIRED
+            assert error_of(alice.call("tasks/result", {"taskId": tid}))["message"] == EXPIRED
         for i, tid in enumerate(kept[-4:], start=4):
             text = alice.ok("tasks/result", {"taskId": tid})["content"][0]["text"]
             assert text.endswith(f"({str(i) * 30_000})")
@@ -300,7 +296,7 @@ def test_anonymous_extension_clients_have_their_own_limits(
     c = ExtClient(server.url, local_address=THIRD_HOST)
     with a, b, c:
         held = [_ext_task(a, "slow_compute", seconds=60) for _ in range(3)]
-        err = _error(a.send("tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}}))
+        err = error_of(a.send("tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}}))
         assert err["code"] == -32000 and "Too many active tasks" in err["message"], err
         mine = _ext_task(b, "slow_compute", seconds=0)
         answers = [a.send("tasks/get", {"taskId": held[0]}) for _ in range(40)]
@@ -390,7 +386,7 @@ def test_an_mcp_name_that_does_not_decode_is_a_mismatch(
         tid = _ext_task(ext, "slow_compute", seconds=0)
         for method in TASK_METHODS_EXT:
             broken = {"Mcp-Name": "=?base64?!!!?="}
-            err = _error(ext.send(method, _ext_params(method, tid), headers=broken))
+            err = error_of(ext.send(method, _ext_params(method, tid), headers=broken))
             assert err["code"] == -32020, (method, err)
         assert ext.wait(tid)["status"] == "completed"
 

@@ -23,18 +23,12 @@ import httpx
 import pytest
 
 from testkit.ext_wire import ExtClient
-from testkit.sec_harness import HttpServer, RawHttp
+from testkit.sec_harness import HttpServer, RawHttp, error_of
 from testkit.wire_strategies import _header_value
 
 CONFIG = {"page_size": 2, "rate_limit_calls": 100_000}
 TIMING_SAMPLES = 40
 ASKING = frozenset({"input_required"})
-
-
-def _error(resp: dict[str, Any]) -> dict[str, Any]:
-    assert "error" in resp, f"cross access was answered: {resp}"
-    err = dict(resp["error"])
-    return err
 
 
 def _guesses(task_id: str) -> list[str]:
@@ -74,7 +68,7 @@ def run_isolation(victim: RawHttp, attacker: RawHttp) -> None:
 
     unknown = secrets.token_urlsafe(16)
     reference = {
-        m: _error(attacker.call(m, {"taskId": unknown}))
+        m: error_of(attacker.call(m, {"taskId": unknown}))
         for m in ("tasks/get", "tasks/result", "tasks/cancel")
     }
     for m, err in reference.items():
@@ -83,7 +77,7 @@ def run_isolation(victim: RawHttp, attacker: RawHttp) -> None:
     for tid in victim_ids:
         for guess in [tid, *_guesses(tid)]:
             for method, ref in reference.items():
-                err = _error(attacker.call(method, {"taskId": guess}))
+                err = error_of(attacker.call(method, {"taskId": guess}))
                 assert err == ref, f"{method} on another's ID differs from an unknown one"
 
     # tasks/list: only the attacker's own task, on every page
@@ -98,14 +92,14 @@ def run_isolation(victim: RawHttp, attacker: RawHttp) -> None:
     attacker.create("slow_compute", {"seconds": 0})
     own_cursor = attacker.ok("tasks/list", {})["nextCursor"]
     forged = own_cursor[:-2] + ("AA" if own_cursor[-2:] != "AA" else "BB")
-    stolen_err = _error(attacker.call("tasks/list", {"cursor": cursor}))
-    forged_err = _error(attacker.call("tasks/list", {"cursor": forged}))
+    stolen_err = error_of(attacker.call("tasks/list", {"cursor": cursor}))
+    forged_err = error_of(attacker.call("tasks/list", {"cursor": forged}))
     assert stolen_err == forged_err, (stolen_err, forged_err)
     assert stolen_err["code"] == -32602
     # ... and exactly like garbage: one answer, whatever was wrong with the cursor
     body = own_cursor.split(".")[0]
     for junk in ["garbage", "a.b.c", "%%.%%", body + ".", body + ".AAAA", "x" * 2000]:
-        junk_err = _error(attacker.call("tasks/list", {"cursor": junk}))
+        junk_err = error_of(attacker.call("tasks/list", {"cursor": junk}))
         assert junk_err == stolen_err, (junk, junk_err, stolen_err)
     for tid in victim_ids:
         assert tid not in str(stolen_err)
@@ -216,14 +210,14 @@ def test_extension_isolation_between_token_subjects(
 
         methods = ("tasks/get", "tasks/update", "tasks/cancel")
         unknown = secrets.token_urlsafe(16)
-        reference = {m: _error(bob.send(m, params(m, unknown))) for m in methods}
+        reference = {m: error_of(bob.send(m, params(m, unknown))) for m in methods}
         for m, err in reference.items():
             assert err["code"] == -32602 and "not found" in err["message"].lower(), (m, err)
         for tid in ids:
             for guess in [tid, *_guesses(tid)]:
                 for m in methods:
                     route = {"Mcp-Name": _header_value(guess)}  # X-HTTP-1 (base64 if need be)
-                    err = _error(bob.send(m, params(m, guess), headers=route))
+                    err = error_of(bob.send(m, params(m, guess), headers=route))
                     assert err == reference[m], (m, guess)
 
         # nothing of alice's changed

@@ -30,7 +30,6 @@ import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -43,19 +42,19 @@ from mcp_tasks.runtime.http.slow_clients import (
     trusted_addresses,
 )
 from testkit.ops import ALICE, METRICS_TOKEN, OpsServer
-from testkit.procs import started_servers
-from testkit.sec_harness import SOAK_REPORT, HttpServer, RawHttp, init_request
+from testkit.sec_harness import (
+    SOAK_REPORT,
+    HttpServer,
+    RawHttp,
+    error_of,
+    init_request,
+    read_response,
+)
 from testkit.wait import until
 
 ATTACKER = "127.0.0.2"
 BYSTANDER = "127.0.0.3"
 ACCEPT = "application/json, text/event-stream"
-
-
-def _error(answer: dict[str, Any]) -> dict[str, Any]:
-    assert "error" in answer, f"answered where it must be refused: {answer}"
-    err: dict[str, Any] = answer["error"]
-    return err
 
 
 class RawConn:
@@ -205,19 +204,6 @@ def test_a_bad_host_on_abandoned_bodies_is_one_line(
 # --------------------------------------------------------------------------- operators' port
 
 
-@pytest.fixture
-def ops_servers(tmp_path: Path, front_door: str) -> Iterator[Callable[..., OpsServer]]:
-    count = iter(range(100))
-
-    def make(*extra: str) -> OpsServer:
-        where = tmp_path / f"ops-{next(count)}"
-        where.mkdir()
-        return OpsServer(where, front_door=front_door, extra=extra)
-
-    with started_servers(make) as start:
-        yield start
-
-
 def _metrics_answered(ops_url: str) -> bool:
     request = urllib.request.Request(
         ops_url + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}
@@ -293,9 +279,11 @@ def test_forwarded_for_is_ignored_unless_the_proxy_is_named(
         tid = _forwarded(client, "10.0.0.1").create("slow_compute", {"seconds": 0})
         assert _forwarded(client, "10.0.0.1").ok("tasks/get", {"taskId": tid})["taskId"] == tid
         _forwarded(client, None)
-        unknown = _error(client.call("tasks/get", {"taskId": secrets.token_urlsafe(16)}))
-        assert _error(client.call("tasks/get", {"taskId": tid})) == unknown
-        assert _error(_forwarded(client, "10.0.0.2").call("tasks/get", {"taskId": tid})) == unknown
+        unknown = error_of(client.call("tasks/get", {"taskId": secrets.token_urlsafe(16)}))
+        assert error_of(client.call("tasks/get", {"taskId": tid})) == unknown
+        assert (
+            error_of(_forwarded(client, "10.0.0.2").call("tasks/get", {"taskId": tid})) == unknown
+        )
 
 
 @pytest.mark.door_agnostic
@@ -425,22 +413,6 @@ def test_slow_heads_and_bodies_are_closed(server_factory: Callable[..., HttpServ
     SOAK_REPORT.append(f"slowloris [{server.front_door}]: 40 of 40 stalled connections closed")
 
 
-def _read_response(sock: socket.socket) -> bytes:
-    """One whole HTTP response (head and Content-Length body) from ``sock``."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += sock.recv(65536)
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = next(
-        int(line.split(b":", 1)[1])
-        for line in head.split(b"\r\n")
-        if line.lower().startswith(b"content-length:")
-    )
-    while len(body) < length:
-        body += sock.recv(65536)
-    return head
-
-
 def test_a_slow_head_after_a_kept_alive_answer_is_closed(
     server_factory: Callable[..., HttpServer],
 ) -> None:
@@ -450,7 +422,7 @@ def test_a_slow_head_after_a_kept_alive_answer_is_closed(
     server = server_factory(*SLOW)
     sock = _connect(server.port)
     sock.sendall(f"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
-    assert _read_response(sock).startswith(b"HTTP/1.1 404"), "answered, connection kept"
+    assert read_response(sock)[0].startswith(b"HTTP/1.1 404"), "answered, connection kept"
     sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127")  # a head that never ends
     assert _closed_by_server(sock)
     sock.close()

@@ -36,7 +36,7 @@ from mcp_tasks.protocol import FAILED, REVISION, TOOLS_CALL
 from mcp_tasks.runtime import EngineConfig, TaskContext, TaskEngine
 from mcp_tasks.runtime.engine.limits import Retention, outcome_size
 from testkit.ext_wire import ExtClient
-from testkit.sec_harness import HttpServer, RawHttp, rss_kb
+from testkit.sec_harness import HttpServer, RawHttp, error_of, rss_kb
 
 MiB = 1 << 20
 #: a slow_compute label: its result keeps it twice (the text and the structured content),
@@ -51,12 +51,6 @@ BYTES = (
 )  # fmt: skip
 EXPIRED = "Failed to retrieve task: Task has expired"
 KEPT_REFUSED = "Too many tasks kept: at most"
-
-
-def _error(answer: dict[str, Any]) -> dict[str, Any]:
-    assert "error" in answer, f"answered where it must be refused: {answer}"
-    err: dict[str, Any] = answer["error"]
-    return err
 
 
 def _call(client: RawHttp, label: str, seconds: float = 0) -> dict[str, Any]:
@@ -95,10 +89,10 @@ def test_sessions_of_one_address_share_one_budget_R_SEC_4(
     url = server.url
     with RawHttp(url) as s1, RawHttp(url) as s2, RawHttp(url) as s3, ExtClient(url) as ext:
         running = [s.create("slow_compute", {"seconds": 600}) for s in (s1, s2) for _ in range(4)]
-        refused = _error(_call(s3, "third"))
+        refused = error_of(_call(s3, "third"))
         assert refused["code"] == -32000, refused
         assert refused["message"].startswith(f"{KEPT_REFUSED} 8 per requestor"), refused
-        ext_refused = _error(ext.send("tools/call", {"name": "failing_job", "arguments": {}}))
+        ext_refused = error_of(ext.send("tools/call", {"name": "failing_job", "arguments": {}}))
         assert ext_refused == refused
         s1.ok("tasks/cancel", {"taskId": running[0]})  # finished: it may go now
         made = s3.create("slow_compute", {"seconds": 0, "label": "third"})
@@ -178,7 +172,7 @@ def test_server_wide_bounds_hold_across_addresses_R_SEC_4(
             ]
         assert all(_expired(clients[host], tid) for host in hosts[:24] for tid in made[host])
         late = clients[hosts[29]]
-        refused = _error(_call(late, "late"))
+        refused = error_of(_call(late, "late"))
         assert refused["code"] == -32000, refused
         assert refused["message"] == (
             f"{KEPT_REFUSED} 40 in all and 8 per requestor, none of them finished"

@@ -21,14 +21,12 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from testkit.ops import OpsServer
-from testkit.procs import started_servers
-from testkit.sec_harness import rss_kb
+from testkit.sec_harness import read_response, rss_kb
 
 pytestmark = pytest.mark.door_agnostic  # the listener, not the front door, is tested
 
@@ -42,19 +40,6 @@ CUT_BY = 16 << 20
 RSS_GROWTH_KB = 50 << 10
 CHUNK = 64 << 10
 LINE = b"X-Pad: " + b"a" * 1015 + b"\r\n"  # 1 KiB
-
-
-@pytest.fixture
-def ops_servers(tmp_path: Path, front_door: str) -> Iterator[Callable[..., OpsServer]]:
-    count = iter(range(100))
-
-    def make(*extra: str) -> OpsServer:
-        where = tmp_path / f"ops-{next(count)}"
-        where.mkdir()
-        return OpsServer(where, front_door=front_door, extra=extra)
-
-    with started_servers(make) as start:
-        yield start
 
 
 def _opening(port: int, path: str, shape: str) -> tuple[bytes, bytes]:
@@ -203,20 +188,8 @@ def _answers(sock: socket.socket, count: int) -> list[bytes]:
     """The status lines of ``count`` answers read from ``sock`` (each has a length)."""
     got, lines = b"", []
     while len(lines) < count:
-        while b"\r\n\r\n" not in got:
-            chunk = sock.recv(65536)
-            assert chunk, (lines, got[:300])
-            got += chunk
-        head, _, got = got.partition(b"\r\n\r\n")
+        head, got = read_response(sock, got)
         lines.append(head.split(b"\r\n", 1)[0])
-        length = next(
-            int(line.split(b":", 1)[1])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length:")
-        )
-        while len(got) < length:
-            got += sock.recv(65536)
-        got = got[length:]
     return lines
 
 

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from testkit.fastmcp_peer import SERVER_SCRIPT as FASTMCP_SERVER
+from testkit.fastmcp_peer import peer_env, peer_python
 from testkit.mcp_e2e import (
     CONFIRM_OUTCOMES,
     SERVER_MODULE,
@@ -44,6 +46,7 @@ STAMP = NODE_MODULES / ".mcptask-interop-lock.sha256"
 __all__ = [
     "CONFIRM_OUTCOMES",
     "EXAMPLE_TASK_SUPPORT",
+    "FastMcpServer",
     "INTEROP_DIR",
     "SERVER_MODULE",
     "HttpServer",
@@ -228,6 +231,21 @@ class TsServer(PeerServer):
             log_dir,
             "ts_server",
             env=node_env(),
+        )
+
+
+class FastMcpServer(PeerServer):
+    """``fastmcp_server.py PORT`` (FastMCP's server, the example server's tools) on the peer
+    venv's Python (:mod:`testkit.fastmcp_peer`)."""
+
+    def __init__(self, log_dir: Path) -> None:
+        python = str(peer_python())
+        super().__init__(
+            lambda port: [python, str(FASTMCP_SERVER), str(port)],
+            log_dir,
+            "fastmcp_server",
+            env=peer_env(),
+            timeout=90,
         )
 
 

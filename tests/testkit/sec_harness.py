@@ -15,10 +15,11 @@ import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,32 @@ SOAK_REPORT: list[str] = []
 
 
 # --------------------------------------------------------------------------- raw wire
+
+
+def read_response(sock: socket.socket, got: bytes = b"") -> tuple[bytes, bytes]:
+    """One whole HTTP/1.1 response read from ``sock`` (``got``: what was read already): its
+    head, and what came after its Content-Length body (the next pipelined answers)."""
+    while b"\r\n\r\n" not in got:
+        chunk = sock.recv(65536)
+        assert chunk, f"the connection closed inside a response's head: {got[:300]!r}"
+        got += chunk
+    head, _, got = got.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(got) < length:
+        got += sock.recv(65536)
+    return head, got[length:]
+
+
+def error_of(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON-RPC ``error`` of ``answer``, which must be a refusal (the test fails showing
+    the answer otherwise)."""
+    assert "error" in answer, f"answered where it must be refused: {answer}"
+    err: dict[str, Any] = answer["error"]
+    return err
 
 
 @dataclass

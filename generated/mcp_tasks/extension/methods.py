@@ -110,7 +110,7 @@ parse_notifications_tasks: Final[UnionParser[models.TaskStatusNotification]] = U
     "Validate a ``notifications/tasks`` notification (the whole message).",
 )
 #: request method -> a parser of its result (a discriminated union picks the variant by
-#: ``status``); dump with ``mode="json", by_alias=True, exclude_unset=True``.
+#: ``status``); dump with ``_handlers.dump`` (the one wire rule).
 RESULTS: Final[Mapping[str, UnionParser[Any]]] = MappingProxyType(
     {
         "tasks/cancel": UnionParser(models.CancelTaskResult, "The ``tasks/cancel`` result."),

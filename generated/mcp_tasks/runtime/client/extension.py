@@ -33,6 +33,7 @@ from mcp.client import ClaimContext, ClientExtension, NotificationBinding, Resul
 from mcp.client.session import ClientSession
 from pydantic import BaseModel, ConfigDict, create_model
 
+from ..._handlers import dump
 from ...errors import RequestCancelled, TaskError, error_from_payload
 from ...extension import methods as ext_methods
 from ...extension import protocol as ext
@@ -87,7 +88,7 @@ class TaskWakeups:
         self._events: dict[str, anyio.Event] = {}
 
     async def received(self, notice: _TaskNotice) -> None:
-        self.notices.append(notice.model_dump(mode="json", by_alias=True))
+        self.notices.append(dump(notice))
         event = self._events.pop(notice.taskId, None)
         if event is not None:
             event.set()
@@ -185,10 +186,7 @@ class ExtTaskRequestor:
                 return raw
             asked = types.InputRequiredResult.model_validate(raw)
             params["inputResponses"] = await self._answer(
-                {
-                    k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
-                    for k, v in (asked.input_requests or {}).items()
-                }
+                {k: dump(v) for k, v in (asked.input_requests or {}).items()}
             )
             params.pop("requestState", None)
             if asked.request_state is not None:
@@ -280,10 +278,7 @@ class ExtTaskRequestor:
                 return cast(ext.GetTaskResult, task)
             if task.status == ext.INPUT_REQUIRED and fresh:
                 seen.update(fresh)
-                wire = {
-                    k: v.model_dump(by_alias=True, mode="json", exclude_unset=True)
-                    for k, v in fresh.items()
-                }
+                wire = {k: dump(v) for k, v in fresh.items()}
                 await self.update(task_id, await self._answer(wire))
             else:
                 delay = poll_delay(task.pollIntervalMs or None, self.default_poll_ms)
@@ -321,7 +316,7 @@ class ExtTaskRequestor:
         if done.status == ext.COMPLETED:
             return types.CallToolResult.model_validate(done.result)
         if done.status == ext.FAILED:
-            raise to_sdk_error(error_from_payload(done.error.model_dump(mode="json")))
+            raise to_sdk_error(error_from_payload(dump(done.error)))
         raise to_sdk_error(RequestCancelled(detail=f"task {task_id} was cancelled"))
 
     async def run_tool(
@@ -374,7 +369,5 @@ class TasksClientExtension(ClientExtension):
         return ExtTaskRequestor(session, default_poll_ms=self.default_poll_ms, wakeups=self.wakeups)
 
     async def resolve(self, claimed: types.Result, ctx: ClaimContext) -> types.CallToolResult:
-        created = ext_methods.parse_create_task_result(
-            claimed.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        )
+        created = ext_methods.parse_create_task_result(dump(claimed))
         return await self.requestor(ctx.session).resolve(created, on_status=self.on_status)

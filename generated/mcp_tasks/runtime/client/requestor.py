@@ -52,6 +52,7 @@ from mcp.client.session import ClientSession
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ... import protocol
+from ..._handlers import dump
 from ...core.capabilities import (
     build_tasks_capability,
     may_call_tool_as_task,
@@ -144,7 +145,7 @@ def status_binding(
     to ``handler``; the stock client drops them otherwise."""
 
     async def on_status(params: types.TaskStatusNotificationParams) -> None:
-        await handler(params.model_dump(by_alias=True, mode="json", exclude={"meta"}))
+        await handler({k: v for k, v in dump(params).items() if k != "_meta"})
 
     return NotificationBinding(
         method=NOTIFICATIONS_TASKS_STATUS,
@@ -244,7 +245,7 @@ class TaskRequestor(RequestorTransport):
 
     async def task_support(self, name: str) -> str:
         tool = await self.tool(name)
-        return tool_task_support(tool.model_dump(by_alias=True) if tool else None)
+        return tool_task_support(dump(tool) if tool else None)
 
     async def may_call_as_task(self, name: str) -> bool:
         """R-CAP-3 and R-TOOL-1 (server capability first), then R-TOOL-2/3/4. On the tasks
@@ -252,9 +253,7 @@ class TaskRequestor(RequestorTransport):
         if (ext := self.ext) is not None:
             return bool(ext.server_offers_tasks())
         tool = await self.tool(name)
-        return may_call_tool_as_task(
-            self.server_capabilities, tool.model_dump(by_alias=True) if tool else None
-        )
+        return may_call_tool_as_task(self.server_capabilities, dump(tool) if tool else None)
 
     # ---------------------------------------------------------------- requests
     async def call_tool_as_task(
@@ -296,8 +295,7 @@ class TaskRequestor(RequestorTransport):
         ``inputRequests``, and returns the inlined result (X-GET-9)."""
         if (ext := self.ext) is not None:
             done = await ext.tool_result(task_id)
-            dumped: dict[str, Any] = done.model_dump(by_alias=True, mode="json", exclude_none=True)
-            return dumped
+            return dump(done)
         return await self._send(TASKS_RESULT, {"taskId": task_id})
 
     async def tool_result(self, task_id: str) -> types.CallToolResult:
@@ -550,7 +548,7 @@ class TasksClientSession(ClientSessionHooks, SessionTransport[TaskRequestor]):
 
     def _work(self, method: str, params: dict[str, Any], rctx: RequestContext) -> Any:
         """R-CREATE-2: the callback of a task-augmented request, run in its task."""
-        own = {k: v for k, v in params.items() if k != self.task_handler.task_param}
+        own = self.task_handler.without_task(params)
         version = self.protocol_version or REVISION
         request_id = rctx.request_id if rctx.request_id is not None else 0
 

@@ -140,11 +140,7 @@ class EngineConfig:
         for name in ("allow_unlimited_ttl", "keep_running_tasks"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"EngineConfig.{name} must be a bool")
-        if self.outcome_retry_max_s < self.outcome_retry_s:
-            raise ValueError(
-                "EngineConfig.outcome_retry_max_s must be >= outcome_retry_s, not "
-                f"{self.outcome_retry_max_s} < {self.outcome_retry_s}"
-            )
+        self._at_least("outcome_retry_max_s", "outcome_retry_s", "the longest wait is no shorter")
         self.cursor_secret = _check_secret(self.cursor_secret)
         if self.allow_unlimited_ttl and not TTL_NULLABLE:
             raise ValueError(
@@ -155,12 +151,11 @@ class EngineConfig:
         if self.max_tasks_per_requestor is None:
             self.max_tasks_per_requestor = 10 * self.max_active_per_requestor
         _check_int("max_tasks_per_requestor", self.max_tasks_per_requestor, 1)
-        if self.max_tasks_per_requestor < self.max_active_per_requestor:
-            raise ValueError(
-                f"EngineConfig.max_tasks_per_requestor ({self.max_tasks_per_requestor}) must be"
-                f" >= max_active_per_requestor ({self.max_active_per_requestor}): the tasks kept"
-                " include the active ones"
-            )
+        self._at_least(
+            "max_tasks_per_requestor",
+            "max_active_per_requestor",
+            "the tasks kept include the active ones",
+        )
         if self.max_tasks_total is None:
             self.max_tasks_total = max(DEFAULT_MAX_TASKS_TOTAL, self.max_tasks_per_requestor)
         if self.max_result_bytes_total is None:
@@ -169,28 +164,26 @@ class EngineConfig:
             )
         _check_int("max_tasks_total", self.max_tasks_total, 1)
         _check_int("max_result_bytes_total", self.max_result_bytes_total, 1)
-        if self.max_tasks_total < self.max_tasks_per_requestor:
-            raise ValueError(
-                f"EngineConfig.max_tasks_total ({self.max_tasks_total}) must be >="
-                f" max_tasks_per_requestor ({self.max_tasks_per_requestor}): one requestor's"
-                " tasks must fit"
-            )
-        if self.max_result_bytes_total < self.max_result_bytes_per_requestor:
-            raise ValueError(
-                f"EngineConfig.max_result_bytes_total ({self.max_result_bytes_total}) must be >="
-                f" max_result_bytes_per_requestor ({self.max_result_bytes_per_requestor}): one"
-                " requestor's results must fit"
-            )
-        if self.max_result_bytes_per_requestor < self.max_result_bytes:
-            raise ValueError(
-                "EngineConfig.max_result_bytes_per_requestor"
-                f" ({self.max_result_bytes_per_requestor}) must be >= max_result_bytes"
-                f" ({self.max_result_bytes}): one result must fit"
-            )
+        self._at_least(
+            "max_tasks_total", "max_tasks_per_requestor", "one requestor's tasks must fit"
+        )
+        self._at_least(
+            "max_result_bytes_total",
+            "max_result_bytes_per_requestor",
+            "one requestor's results must fit",
+        )
+        self._at_least("max_result_bytes_per_requestor", "max_result_bytes", "one result must fit")
         if self.default_ttl_ms is None and not self.allow_unlimited_ttl:
             self.default_ttl_ms = self.max_ttl_ms
         if self.default_ttl_ms is not None:
             self.default_ttl_ms = min(self.default_ttl_ms, self.max_ttl_ms)
+
+    def _at_least(self, name: str, floor: str, why: str) -> None:
+        """``ValueError`` naming both fields, their values and ``why`` when field ``name`` is
+        below field ``floor``."""
+        value, least = getattr(self, name), getattr(self, floor)
+        if value < least:
+            raise ValueError(f"EngineConfig.{name} ({value}) must be >= {floor} ({least}): {why}")
 
     @property
     def renew_lead_s(self) -> float:

@@ -26,10 +26,11 @@ A handler of this package's own bindings is served as is.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -168,6 +169,17 @@ class Adopted(HandlerBase):
             return error_from_payload(exc.to_error())  # type: ignore[attr-defined]
         return exc
 
+    @contextlib.contextmanager
+    def owning(self) -> Iterator[None]:
+        """Raise what the handler raises inside as this package's error (:meth:`own`)."""
+        try:
+            yield
+        except Exception as exc:
+            mine = self.own(exc)
+            if mine is exc:
+                raise
+            raise mine from None
+
     def serves(self, method: str) -> bool:
         return bool(self.handler.serves(method))
 
@@ -182,13 +194,8 @@ class Adopted(HandlerBase):
     async def dispatch(
         self, method: str, params: Mapping[str, Any] | None, ctx: RequestContext
     ) -> dict[str, Any]:
-        try:
+        with self.owning():
             result: dict[str, Any] = await self.handler.dispatch(method, params, self.context(ctx))
-        except Exception as exc:
-            mine = self.own(exc)
-            if mine is exc:
-                raise
-            raise mine from None
         return result
 
     async def dispatch_augmented(
@@ -199,24 +206,14 @@ class Adopted(HandlerBase):
         *,
         work: Work | None = None,
     ) -> dict[str, Any]:
-        try:
+        with self.owning():
             result: dict[str, Any] = await self.handler.dispatch_augmented(
                 method, params, self.context(ctx), work=work
             )
-        except Exception as exc:
-            mine = self.own(exc)
-            if mine is exc:
-                raise
-            raise mine from None
         return result
 
     async def notify(
         self, method: str, params: Mapping[str, Any] | None, ctx: RequestContext
     ) -> None:
-        try:
+        with self.owning():
             await self.handler.notify(method, params, self.context(ctx))
-        except Exception as exc:
-            mine = self.own(exc)
-            if mine is exc:
-                raise
-            raise mine from None

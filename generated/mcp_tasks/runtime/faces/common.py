@@ -8,7 +8,7 @@ handler's result validators, and the start of a hook's task on the engine. Both
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any
 
@@ -21,7 +21,7 @@ from ...store import TaskRecord, rfc3339
 from ..engine.limits import DEFAULT, Default, json_size
 from ..engine.task_engine import TaskEngine
 
-__all__ = ["result_builders", "start_work", "task_json"]
+__all__ = ["result_builders", "start_work", "task_json", "wire_ready"]
 
 
 def task_json(
@@ -41,6 +41,17 @@ def task_json(
     if rec.status_message is not None:
         out["statusMessage"] = rec.status_message
     return out
+
+
+def wire_ready(cls: Any, own: Any, methods: Iterable[str]) -> bool:
+    """Whether a face's handler class ``cls`` answers ``methods`` as wire JSON that its result
+    models would dump exactly as it is: it has the result models of ``own``, the
+    ``TasksHandlerBase`` of this package's bindings (``tests/runtime``), so the model need
+    not be built to be dumped again; on another package's, every answer is built as its
+    model."""
+    return cls.created is own.created and all(
+        cls.results.get(m) is own.results.get(m) for m in methods
+    )
 
 
 def result_builders(results: Mapping[str, Any]) -> dict[str, Callable[[Any], Any]]:

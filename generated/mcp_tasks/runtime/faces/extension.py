@@ -47,7 +47,7 @@ from ...extension.handlers import AugmentedRequest, NoParams, TasksHandlerBase
 from ...store import TaskRecord
 from ..engine.runs import TaskView
 from ..engine.task_engine import TaskEngine
-from .common import result_builders, start_work, task_json
+from .common import result_builders, start_work, task_json, wire_ready
 
 __all__ = [
     "FACE",
@@ -141,13 +141,8 @@ class ExtensionTasksMixin:
 
     @classmethod
     def wire_ready(cls) -> bool:
-        """On this package's own bindings: their result models dump the wire JSON this
-        handler builds exactly as it is (``tests/runtime``); on another package's, every
-        answer is built as its model."""
-        own = TasksHandlerBase
-        return cls.created is own.created and all(
-            cls.results.get(m) is own.results.get(m) for m in _WIRE_RESULTS
-        )
+        """Whether the wire variants answer as the typed methods would (:func:`.wire_ready`)."""
+        return wire_ready(cls, TasksHandlerBase, _WIRE_RESULTS)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -45,6 +45,8 @@ __all__ = [
     "http_requestor",
     "identifies",
     "note_address",
+    "request_origin",
+    "requestor_key",
     "requestor_of",
     "session_bound",
 ]
@@ -83,22 +85,37 @@ def client_address(scope: Mapping[str, Any] | None) -> str | None:
     return str(client[0]) if client else None
 
 
-def requestor_of(ctx: Any, *, sessionless: bool = False) -> tuple[str, bool]:
-    """(requestor key, whether it identifies someone) of the SDK request context ``ctx``.
-    ``sessionless``: the face has no session (the extension): the subject or nobody."""
-    conn = connection_of(ctx.session)
+def requestor_key(
+    session_id: str | None, address: str | None, stdio: Any = None
+) -> tuple[str, bool]:
+    """(requestor key, whether it identifies someone) of a request, the one rule both front
+    doors use: the bearer token's subject, else the ``stdio`` connection's own key (a request
+    that came on no HTTP: one connection, one requestor), else the transport session
+    ``session_id``, else :data:`ANONYMOUS` at the client's ``address``."""
+    if stdio is not None and current_subject() is None:
+        stdio_key = stdio.state.get(_STDIO_KEY)
+        if stdio_key is None:
+            stdio_key = stdio.state[_STDIO_KEY] = f"stdio:{secrets.token_hex(16)}"
+        return str(stdio_key), True
+    key = http_requestor(session_id, address)
+    return key, identifies(key)
+
+
+def request_origin(ctx: Any, *, sessionless: bool = False) -> tuple[str | None, str | None, Any]:
+    """(transport session id, client address, stdio connection or None) of the SDK request
+    context ``ctx``: what :func:`requestor_key` reads. ``sessionless``: the face has no
+    session (the extension): the subject or nobody."""
     address = client_address(getattr(ctx.request, "scope", None))
     if sessionless:
-        key = http_requestor(None, address)
-        return key, identifies(key)
-    stdio = ctx.request is None and conn.session_id is None
-    if stdio and current_subject() is None:  # stdio: one connection, one requestor
-        stdio_key = conn.state.get(_STDIO_KEY)
-        if stdio_key is None:
-            stdio_key = conn.state[_STDIO_KEY] = f"stdio:{secrets.token_hex(16)}"
-        return str(stdio_key), True
-    key = http_requestor(conn.session_id, address)
-    return key, identifies(key)
+        return None, address, None
+    conn = connection_of(ctx.session)
+    stdio = conn if ctx.request is None and conn.session_id is None else None
+    return conn.session_id, address, stdio
+
+
+def requestor_of(ctx: Any, *, sessionless: bool = False) -> tuple[str, bool]:
+    """(requestor key, whether it identifies someone) of the SDK request context ``ctx``."""
+    return requestor_key(*request_origin(ctx, sessionless=sessionless))
 
 
 def session_bound(requestor: str) -> bool:

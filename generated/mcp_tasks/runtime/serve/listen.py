@@ -48,6 +48,7 @@ from typing import Any
 import anyio
 
 from ... import protocol
+from ..._handlers import dump
 from ...errors import MethodNotFound, TaskError
 from ...store import rfc3339
 from ..engine.limits import unmetered
@@ -222,7 +223,7 @@ class _AckSession:
         if self._acked.is_set() or related_request_id is None:
             await self._session.send_notification(notification, related_request_id)
             return
-        data = notification.model_dump(by_alias=True, mode="json", exclude_none=True)
+        data = dump(notification)
         params = dict(data.get("params") or {})
         params["notifications"] = {**params.get("notifications", {}), self._key: self._agreed}
         await self._send(data["method"], params)

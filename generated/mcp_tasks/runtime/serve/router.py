@@ -46,6 +46,7 @@ from ..._handlers import (
     NeedsStream,
     RequestContext,
     Work,
+    dump,
 )
 from ...core.capabilities import build_tasks_capability, check_tool_call
 from ...core.meta import MODEL_IMMEDIATE_RESPONSE_KEY
@@ -62,7 +63,7 @@ from ..sdk import (
     validation_error,
 )
 from .executors import Executors
-from .identity import budget_of
+from .identity import budget_of, requestor_key
 from .input_push import InputPush
 from .outbound import PollOutbound, TaskOutbound
 from .sessions import Sessions
@@ -77,9 +78,11 @@ __all__ = [
     "TaskRequest",
     "TaskTools",
     "check_task_support",
+    "internal_error",
     "oversized_listen",
     "run_call",
     "task_gone",
+    "task_request",
 ]
 
 log = logging.getLogger(__name__)
@@ -233,6 +236,25 @@ class TaskRequest:
     run_tool: RunTool | None = None
 
 
+def task_request(
+    *, session_id: str | None, address: str | None, stdio: Any = None, **fields: Any
+) -> TaskRequest:
+    """The :class:`TaskRequest` (``fields``: the rest of its fields) both front doors hand
+    the router, its requestor derived by the one rule (:func:`~.identity.requestor_key`):
+    the bearer token's subject, else the ``stdio`` connection's own key, else the transport
+    session ``session_id``, else anonymous at the client's ``address``."""
+    fields["requestor"], fields["identified"] = requestor_key(session_id, address, stdio)
+    return TaskRequest(**fields)
+
+
+def internal_error(exc: BaseException, what: str) -> InternalError:
+    """The one answer to an unexpected exception, whichever door or step met it: logged
+    with its traceback (``what`` failed), and a plain ``-32603 Internal error`` for the
+    client (no exception text, addresses or library details)."""
+    log.error("%s failed", what, exc_info=exc)
+    return InternalError(message="Internal error")
+
+
 class Pass:
     """Not answered by the router: the SDK serves the request itself, with ``params``
     (a ``tools/call`` that does not become a task, its ``task`` param left out)."""
@@ -244,9 +266,9 @@ class Pass:
 
 
 def _wire(result: Any) -> dict[str, Any]:
+    """A model's wire JSON (the one rule: :func:`~mcp_tasks._handlers.dump`), a mapping as is."""
     if isinstance(result, BaseModel):
-        dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return dumped
+        return dump(result)
     return dict(result or {})
 
 
@@ -350,8 +372,7 @@ class Router:
         except ValidationError as exc:
             raise validation_error(exc) from None
         except Exception as exc:
-            log.error("%s failed", req.method, exc_info=exc)
-            raise InternalError(message="Internal error") from None
+            raise internal_error(exc, req.method) from None
 
     def context(self, req: TaskRequest) -> RequestContext:
         """The handler's view of ``req``: ``_meta``, its progress token, the budget its new
@@ -404,14 +425,14 @@ class Router:
             return Pass(params)  # a tool we do not manage: the SDK answers as usual
         if support is None and self.has_tool is not None and not await self.has_tool(parsed.name):
             # no such tool: the SDK answers that, not that it "does not support" tasks
-            return Pass({k: v for k, v in params.items() if k != self.core.task_param})
+            return Pass(self.core.without_task(params))
         declared = req.version == protocol.REVISION  # this session speaks tasks (R-CAP-*)
         as_task = check_tool_call(parsed.name, support, augmented=augmented, declared=declared)
+        call = self.core.without_task(params)
         if not as_task:
-            return Pass({k: v for k, v in params.items() if k != self.core.task_param})
+            return Pass(call)
         self.sessions.bind(req.requestor, req.connection)
         self.sessions.watch_end(req.requestor, req.connection)
-        call = {k: v for k, v in params.items() if k != self.core.task_param}
         work = self._work(req, call, core=True)
         created = await handler.dispatch_augmented(
             protocol.TOOLS_CALL, params, self.context(req), work=work
@@ -427,7 +448,7 @@ class Router:
     ) -> dict[str, Any] | Pass:
         ext, declared, handler = EXTENSION, EXTENSION_DECLARED, self.extension
         assert ext is not None and declared is not None and handler is not None
-        call = {k: v for k, v in params.items() if k != self.core.task_param}  # X-CREATE-5
+        call = self.core.without_task(params)  # X-CREATE-5
         support = self.task_support(parsed.name, handler)
         if support not in ext.TASK_SUPPORT_MAY:
             return Pass(call)

@@ -46,14 +46,13 @@ from ..sdk import (
     connection_of,
     door_middleware,
     from_sdk_error,
-    internal_error,
     request_outbound,
     to_sdk_error,
     validation_error,
 )
-from .identity import note_address, requestor_of
+from .identity import note_address, request_origin, requestor_of
 from .listen import TaskListen
-from .router import Pass, RunTool, TaskRequest
+from .router import Pass, RunTool, TaskRequest, internal_error, task_request
 from .serving import Serving, passed_params
 from .tool_runner import envelope_connection, tool_runner
 
@@ -71,7 +70,7 @@ def sdk_error(exc: Exception, what: str) -> MCPError:
         return to_sdk_error(validation_error(exc))
     if isinstance(exc, TaskError):
         return to_sdk_error(exc)
-    return internal_error(exc, what)
+    return to_sdk_error(internal_error(exc, what))
 
 
 class _RawParams(BaseModel):
@@ -112,20 +111,19 @@ class SdkHooks:
         (R-INPUT-3)."""
         version = ctx.protocol_version
         extension = self.router.is_extension(version)
-        requestor, identified = requestor_of(ctx, sessionless=extension)
-        conn = None if extension else connection_of(ctx.session)
-        run = self._runner(ctx, extension) if runs_tool else None
-        return TaskRequest(
+        session_id, address, stdio = request_origin(ctx, sessionless=extension)
+        return task_request(
             version=version,
             method=ctx.method,
             params=dict(ctx.params or {}),
             id=ctx.request_id,
-            requestor=requestor,
-            identified=identified,
-            connection=conn,
+            session_id=session_id,
+            address=address,
+            stdio=stdio,
+            connection=None if extension else connection_of(ctx.session),
             headers=getattr(ctx.request, "headers", None),
             send_request=_sender(ctx) if stream else None,
-            run_tool=run,
+            run_tool=self._runner(ctx, extension) if runs_tool else None,
         )
 
     def _runner(self, ctx: Any, extension: bool) -> RunTool:

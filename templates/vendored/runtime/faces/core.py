@@ -37,7 +37,7 @@ from ...store import TaskRecord
 from ..engine.limits import DEFAULT, Default
 from ..engine.runs import InputHandler, PendingInput
 from ..engine.task_engine import TaskEngine
-from .common import result_builders, start_work, task_json
+from .common import result_builders, start_work, task_json, wire_ready
 
 __all__ = [
     "FACE",
@@ -123,13 +123,8 @@ class CoreTasksMixin:
 
     @classmethod
     def wire_ready(cls) -> bool:
-        """On this package's own bindings: their result models dump the wire JSON this
-        handler builds exactly as it is (``tests/runtime``), so the model need not be
-        built to be dumped again; on another package's, every answer is built as its model."""
-        own = TasksHandlerBase
-        return cls.created is own.created and all(
-            cls.results.get(m) is own.results.get(m) for m in _WIRE_RESULTS
-        )
+        """Whether the wire variants answer as the typed methods would (:func:`.wire_ready`)."""
+        return wire_ready(cls, TasksHandlerBase, _WIRE_RESULTS)
 
     def __init__(self, engine: TaskEngine) -> None:
         self.engine = engine

@@ -15,18 +15,18 @@ session's idle countdown while the task endpoint serves it in :mod:`.idle`, both
 re-exported here.
 
 It is also the one bridge between this package's :class:`TaskError` and the SDK's
-:class:`MCPError` (:func:`to_sdk_error`, :func:`from_sdk_error`,
-:func:`internal_error`): no other module converts between them.
+:class:`MCPError` (:func:`to_sdk_error`, :func:`from_sdk_error`): no other module converts
+between them.
 """
 
 from __future__ import annotations
 
 # isort: off
 from .check import SDK_MISSING  # noqa: F401  (first: a missing SDK is one line)
+from ..._handlers import dump
 
 # isort: on
 
-import logging
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from functools import partial
@@ -66,7 +66,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from pydantic import TypeAdapter, ValidationError
 
-from ...errors import InternalError, InvalidParams, TaskError, error_from_payload
+from ...errors import InvalidParams, TaskError, error_from_payload
 from ...errors import describe_validation_error as _describe
 from .assumptions import ASSUMPTIONS, MCP_SUPPORTED
 from .http_checks import HeaderView, modern_route, post_checks_pass, transport_security
@@ -114,7 +114,6 @@ __all__ = [
     "live_session",
     "loads_json",
     "input_round_result_type",
-    "internal_error",
     "is_sdk_validation_report",
     "lifespan_state",
     "listen_ack_method",
@@ -142,8 +141,6 @@ __all__ = [
     "validation_error",
 ]
 
-log = logging.getLogger(__name__)
-
 
 def mcp_version() -> str:
     """The installed ``mcp`` distribution's version (``"unknown"`` when not installed)."""
@@ -163,7 +160,7 @@ def to_sdk_error(exc: TaskError) -> MCPError:
 
 def from_sdk_error(exc: MCPError) -> TaskError:
     """The SDK's exception as the most specific generated :class:`TaskError`."""
-    return error_from_payload(exc.error.model_dump(mode="json", exclude_none=True))
+    return error_from_payload(dump(exc.error))
 
 
 def validation_error(exc: ValidationError, prefix: str = "params") -> TaskError:
@@ -181,13 +178,6 @@ def tool_call_params(
         return raw, types.CallToolRequestParams.model_validate(raw)
     except ValidationError as exc:
         raise validation_error(exc) from None
-
-
-def internal_error(exc: BaseException, what: str) -> MCPError:
-    """An unexpected exception: logged with its traceback; the client gets a plain
-    ``-32603 Internal error`` (no exception text, addresses or library details)."""
-    log.error("%s failed", what, exc_info=exc)
-    return to_sdk_error(InternalError(message="Internal error"))
 
 
 # ---------------------------------------------------------------------- server side
@@ -332,9 +322,8 @@ async def answer_input_request(
     ctx = ClientRequestContext(session=session, request_id=key)
     response = await session.dispatch_input_request(ctx, parsed)
     if isinstance(response, types.ErrorData):
-        raise error_from_payload(response.model_dump(mode="json", exclude_none=True))
-    dumped: dict[str, Any] = response.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
+        raise error_from_payload(dump(response))
+    return dump(response)
 
 
 async def run_input_callback(
@@ -352,9 +341,8 @@ async def run_input_callback(
     response = await session.dispatch_input_request(ctx, request)  # type: ignore[arg-type]
     answer = ClientResponse.validate_python(response)
     if isinstance(answer, types.ErrorData):
-        raise error_from_payload(answer.model_dump(mode="json", exclude_none=True))
-    dumped: dict[str, Any] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
+        raise error_from_payload(dump(answer))
+    return dump(answer)
 
 
 class ClientSessionHooks(ClientSession):

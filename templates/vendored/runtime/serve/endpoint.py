@@ -46,7 +46,7 @@ import anyio
 from pydantic import ValidationError
 
 from ... import protocol
-from ...errors import InternalError, InvalidRequest, TaskError
+from ...errors import InvalidRequest, TaskError
 from ..sdk import (
     DEFAULT_NEGOTIATED_VERSION,
     ERROR_CODE_HTTP_STATUS,
@@ -69,9 +69,10 @@ from ..sdk import (
     transport_security,
 )
 from .asgi_io import freeing_id, read_body, replay
-from .identity import client_address, http_requestor, identifies
+from .identity import client_address
+from .input_push import WATCH_S
 from .result_stream import STREAM_AFTER_S, Answers, ResultStream, is_response, to_json
-from .router import Pass, TaskRequest, oversized_listen
+from .router import Pass, TaskRequest, internal_error, oversized_listen, task_request
 from .serving import Serving, mark_passed
 from .tool_runner import envelope_connection, tool_runner
 
@@ -85,8 +86,6 @@ _ACCEPTED: Final = [(b"content-length", b"0")]
 _JSON_TYPE = _JSON.decode()
 _SESSION_HEADER = MCP_SESSION_ID_HEADER.lower()
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower()
-#: how often a waiting ``tasks/result`` looks whether its session ended
-WATCH_S: Final = 0.5
 #: how long a ``tasks/result`` waits unwatched for an outcome whose write is in flight
 OUTCOME_SOON_S: Final = 0.05
 #: set in the ASGI scope of a request the task endpoint has already left to the SDK
@@ -196,9 +195,10 @@ def _error_status(version: str | None, code: int) -> int:
     return 200 if version in (None, protocol.REVISION) else ERROR_CODE_HTTP_STATUS.get(code, 200)
 
 
-def _internal_error(doc: Mapping[str, Any], headers: Mapping[str, str]) -> Reply:
-    """The answer to a request that failed after it was routed: a JSON-RPC internal error."""
-    error = InternalError(message="Internal error")
+def _internal_error(exc: Exception, doc: Mapping[str, Any], headers: Mapping[str, str]) -> Reply:
+    """The answer to a request that failed after it was routed: the one internal-error
+    answer (:func:`~.router.internal_error`), as a JSON-RPC error reply."""
+    error = internal_error(exc, f"task endpoint: {doc['method']} (after it was routed)")
     status = _error_status(headers.get(_VERSION_HEADER), error.code)
     return Reply(
         doc.get("id"),
@@ -295,13 +295,12 @@ class TaskEndpoint:
             except SessionEnded:
                 await scope[_STREAM].close()
                 return
-            except Exception:
+            except Exception as exc:
                 if not scope.get(_ROUTED):  # nothing ran yet: the SDK's path answers it
                     log.exception("task endpoint: a request went to the SDK after an error")
                     reply = None
                 else:  # it ran here: answered here, never run a second time by the SDK
-                    log.exception("task endpoint: %s failed after it was routed", doc["method"])
-                    reply = _internal_error(doc, headers)
+                    reply = _internal_error(exc, doc, headers)
         if reply is None:
             self.passed += 1
             scope[_SEEN] = True
@@ -403,14 +402,13 @@ class TaskEndpoint:
         conn: Connection | None,
         headers: Mapping[str, str] | None = None,
     ) -> TaskRequest:
-        requestor = http_requestor(session_id, client_address(scope))
-        return TaskRequest(
+        return task_request(
             version=version,
             method=message.method,
             params=params,
             id=message.id,
-            requestor=requestor,
-            identified=identifies(requestor),
+            session_id=session_id,
+            address=client_address(scope),
             connection=conn,
             headers=headers,
             # only a tools/call runs a tool: no SDK pipeline is built for a tasks/* request

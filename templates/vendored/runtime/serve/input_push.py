@@ -43,7 +43,9 @@ __all__ = ["WATCH_S", "InputPush"]
 
 log = logging.getLogger(__name__)
 
-#: how often a push looks whether the ``GET`` stream it sends on is still open
+#: how often a wait for a client looks whether it is still there: a push, whether the ``GET``
+#: stream it sends on is still open; the task endpoint's waiting ``tasks/result``, whether
+#: its client left or its session ended
 WATCH_S: Final = 0.5
 #: where a push stops: its task is working again (every question answered) or ended
 _UNTIL: Final = frozenset({*TERMINAL, WORKING})
