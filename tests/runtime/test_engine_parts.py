@@ -16,7 +16,7 @@ import pytest
 
 from mcp_tasks.errors import StoreUnavailable
 from mcp_tasks.protocol import COMPLETED, FAILED, TOOLS_CALL, WORKING, TaskStatus
-from mcp_tasks.runtime import events as events_module
+from mcp_tasks.runtime.engine import events as events_module
 from mcp_tasks.runtime.engine.config import EngineConfig
 from mcp_tasks.runtime.engine.events import EngineEvents
 from mcp_tasks.runtime.engine.outcomes import Settler

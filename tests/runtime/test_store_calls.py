@@ -22,7 +22,8 @@ from mcp_tasks.protocol import (
     WORKING,
     TaskStatus,
 )
-from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine, supervisor
+from mcp_tasks.runtime import EngineConfig, InMemoryTaskStore, TaskContext, TaskEngine
+from mcp_tasks.runtime.engine import supervisor
 from mcp_tasks.store import Change, TaskRecord, TaskStore
 from testkit.core_calls import create_task, handle
 from testkit.wait import until_async
