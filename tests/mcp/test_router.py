@@ -200,3 +200,17 @@ def test_a_tool_declared_forbidden_never_becomes_a_task_on_either_face(front_doo
             )
         assert refused["error"]["code"] == -32601, refused
         assert ran == ["x"] and len(store) == 1
+
+
+def test_a_tool_on_workers_may_run_once_plus_its_retries() -> None:
+    """``TaskTools.declare``: a tool on workers is allowed ``1 + retries`` runs (a worker
+    that dies takes one); declared again without workers, it runs here."""
+    from mcp_tasks.runtime.serve.router import TaskTools
+
+    tools = TaskTools()
+    tools.declare("twice_more", TASK_SUPPORT_OPTIONAL, on_workers=True, retries=2)
+    tools.declare("once", TASK_SUPPORT_OPTIONAL, on_workers=True)
+    tools.declare("here", TASK_SUPPORT_OPTIONAL)
+    assert tools.on_workers == {"twice_more": 3, "once": 1}
+    tools.declare("twice_more", TASK_SUPPORT_OPTIONAL)
+    assert tools.on_workers == {"once": 1}

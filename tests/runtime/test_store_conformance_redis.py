@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from mcp_tasks.errors import StoreUnavailable
-from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED, WORKING
+from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING
 from mcp_tasks.protocol import REVISION
 from mcp_tasks.runtime.engine.cursor import CursorCodec
 from mcp_tasks.runtime.stores.redis import RedisTaskStore
@@ -205,6 +205,43 @@ async def test_a_terminal_tasks_keys_expire_at_its_ttl_R_TTL_3(redis_url: str) -
         long = await store.get("long")
         assert long is not None and long.status == WORKING
         assert await store.redis.pttl(_task_keys(store, "long")[0]) > 500_000
+    finally:
+        await store.close()
+
+
+async def test_the_url_names_the_namespace_and_the_lease(redis_url: str) -> None:
+    """``RedisTaskStore.from_url``: ``namespace`` and ``lease`` are the store's, any other
+    query option goes to redis-py."""
+    ns = unique_namespace()
+    store = RedisTaskStore.from_url(f"{redis_url}?namespace={ns}&lease=2.5&socket_timeout=7")
+    try:
+        assert (store.ns, store.lease_s) == (ns, 2.5)
+        kwargs = store.redis.connection_pool.connection_kwargs
+        assert kwargs["socket_timeout"] == 7.0 and "lease" not in kwargs
+        await store.create(record("t1"))
+        assert await _keys(store) and all(k.startswith(ns + ":") for k in await _keys(store))
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("text", ["s", "msg", "u", "v", "r", "res", "err", "o"])
+async def test_values_that_spell_a_field_name_round_trip(redis_url: str, text: str) -> None:
+    """A task's hash comes back from the scripts as one JSON object of field -> value
+    (``_prelude.lua``'s ``hash_json``): a value that happens to spell one of the store's
+    own field names (a status message, a tool, a requestor) is a value, never a field."""
+    store = RedisTaskStore(redis_url, namespace=unique_namespace())
+    try:
+        rec = record("t1", requestor=text, status=WORKING)
+        rec.tool = text
+        await store.create(rec)
+        moved = await store.transition("t1", INPUT_REQUIRED, now=T0 + 1, status_message=text)
+        assert moved is not None
+        got = await store.get("t1")
+        for r in (moved, got):
+            assert r is not None
+            assert (r.status, r.status_message, r.tool, r.requestor) == (
+                INPUT_REQUIRED, text, text, text
+            )  # fmt: skip
     finally:
         await store.close()
 
