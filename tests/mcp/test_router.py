@@ -13,7 +13,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp_tasks._handlers import RequestContext
 from mcp_tasks.core import handlers as core_handlers
 from mcp_tasks.core import models as core_models
-from mcp_tasks.core.protocol import TASK_SUPPORT_FORBIDDEN, TASK_SUPPORT_OPTIONAL
+from mcp_tasks.core.protocol import (
+    TASK_SUPPORT_FORBIDDEN,
+    TASK_SUPPORT_OPTIONAL,
+    TASK_SUPPORT_REQUIRED,
+)
 from mcp_tasks.extension import handlers as ext_handlers
 from mcp_tasks.runtime import CoreTasks, ExtensionTasks, TaskEngine
 from mcp_tasks.runtime.serve.server import McpTasks
@@ -163,7 +167,8 @@ def test_a_tool_declared_forbidden_never_becomes_a_task_on_either_face(front_doo
     (R-TOOL-2); the extension's runs it as the plain call it is, ``resultType: "complete"``
     and no task (X-CAP-4: only a tool whose mode allows it may become a task; X-CAP-12: the
     server reverts to core behaviour), while an ``optional`` tool on the same request shape
-    does become one (X-RT-1)."""
+    does become one (X-RT-1); without the extension declared on the request, the optional
+    tool runs plainly (X-CAP-5) and a ``required`` one is refused (X-CAP-8)."""
     store = InMemoryTaskStore()
     ran: list[str] = []
 
@@ -182,6 +187,11 @@ def test_a_tool_declared_forbidden_never_becomes_a_task_on_either_face(front_doo
         async def maybe_a_task() -> str:
             return "maybe"
 
+        @tasks.tool(task_support=TASK_SUPPORT_REQUIRED)
+        @mcp.tool()
+        async def always_a_task() -> str:
+            return "always"
+
         return mcp, tasks
 
     with serving(front_door, build=build) as srv:
@@ -194,12 +204,24 @@ def test_a_tool_declared_forbidden_never_becomes_a_task_on_either_face(front_doo
             assert ran == ["x"] and len(store) == 0  # it ran once, as itself, and no task
             task = ext.result("tools/call", {"name": "maybe_a_task", "arguments": {}})
             assert task["resultType"] == "task" and len(store) == 1
+            # a request that does not declare the extension: an optional tool runs plainly
+            # (X-CAP-5), a required one is refused with -32021 (X-CAP-8)
+            undeclared = {"name": "maybe_a_task", "arguments": {}}
+            plain = ext.result("tools/call", undeclared, tasks=False)
+            assert plain["resultType"] == "complete" and "taskId" not in plain, plain
+            required = {"name": "always_a_task", "arguments": {}}
+            refused_ext = ext.send("tools/call", required, tasks=False)
+            assert refused_ext["error"]["code"] == -32021, refused_ext
+            assert len(store) == 1
         with RawHttp(srv.url) as core:
             refused = core.call(
                 "tools/call", {"name": "never_a_task", "arguments": {"word": "y"}, "task": {}}
             )
+            plain_call = core.ok("tools/call", {"name": "maybe_a_task", "arguments": {}})
         assert refused["error"]["code"] == -32601, refused
         assert ran == ["x"] and len(store) == 1
+        # R-TOOL-3: an optional tool called without augmentation is the plain call
+        assert plain_call["content"] == [{"type": "text", "text": "maybe"}], plain_call
 
 
 def test_a_tool_on_workers_may_run_once_plus_its_retries() -> None:

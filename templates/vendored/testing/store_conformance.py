@@ -11,9 +11,8 @@ Run it on your store by subclassing in one of your test modules::
 
 A ``SharedTaskStore`` (several processes share it) subclasses ``SharedStoreConformance``
 and also gives ``make_peer``: another instance on the same backend, as a second process
-would open it. Give both a short lease (well under a second) so the lease test is quick.
-Each test gets a fresh store and closes it (and its peers) afterwards.
-"""
+would open it; give both a short lease (well under a second) so the lease test is quick.
+Each test gets a fresh store and closes it (and its peers) afterwards."""
 
 from __future__ import annotations
 
@@ -41,6 +40,7 @@ from ..protocol import (
 )
 from ..store import SharedTaskStore, TaskRecord, TaskStore, UnstorableValue
 from .admin_conformance import AdminConformance
+from .limit_conformance import LimitConformance
 from .pytest_api import ANYIO, fixture, parametrize, raises
 
 T0 = 1_764_000_000.0
@@ -76,7 +76,7 @@ async def running(*stores: TaskStore) -> AsyncIterator[None]:
         tg.cancel_scope.cancel()
 
 
-class StoreConformance(AdminConformance):
+class StoreConformance(AdminConformance, LimitConformance):
     """Subclass and implement ``make_store``; every test runs against that store (with the
     operators' tests of ``admin_conformance``: ``tool`` kept, ``list_all``)."""
 
@@ -338,34 +338,6 @@ class StoreConformance(AdminConformance):
         ]  # fmt: skip
         with raises(KeyError):
             await store.create_limited(record("t2", status=WORKING), 100)
-
-    @parametrize("cap", [1, 3])
-    async def test_create_limited_at_the_cap_and_one_over_R_SEC_4(
-        self, store: TaskStore, cap: int
-    ) -> None:
-        """The cap is the number of active tasks a requestor may hold: with ``cap - 1``
-        active (every non-terminal status counts), one more is created (exactly at the
-        cap), the next is refused (one over) and writes nothing; ended tasks and another
-        requestor's do not count; a task that ends makes room for exactly one."""
-        for i, terminal in enumerate(sorted(TERMINAL)):  # ended tasks: never counted
-            await store.create(record(f"ended{i}", status=WORKING))
-            await store.transition(f"ended{i}", terminal, now=T0 + 1)
-        for i in range(cap + 1):  # another requestor at and over the cap: not counted
-            await store.create(record(f"bob{i}", "bob", status=WORKING))
-        active = [INITIAL, WORKING, INPUT_REQUIRED]
-        for i in range(cap - 1):
-            await store.create(record(f"t{i}", status=active[i % len(active)]))
-        assert await store.count_active("alice") == cap - 1
-        assert await store.create_limited(record("at-cap", status=WORKING), cap) is True
-        assert await store.count_active("alice") == cap
-        assert await store.create_limited(record("over", status=WORKING), cap) is False
-        assert await store.get("over") is None and await store.count_active("alice") == cap
-        await store.transition("at-cap", INPUT_REQUIRED, now=T0 + 2)  # still active
-        assert await store.create_limited(record("over", status=WORKING), cap) is False
-        await store.transition("at-cap", COMPLETED, now=T0 + 3)
-        assert await store.create_limited(record("again", status=WORKING), cap) is True
-        assert await store.create_limited(record("over", status=WORKING), cap) is False
-        assert await store.count_active("alice") == cap
 
     async def test_set_ttl_moves_the_expiry_R_TTL_2(self, store: TaskStore) -> None:
         """``set_ttl`` (the engine renews the ttl of running work): ``pop_expired`` goes by
