@@ -154,3 +154,27 @@ async def test_an_unknown_tool_called_as_a_task_is_unknown_on_both_faces(
         answer = ext.result("tools/call", {"name": "nosuch", "arguments": {}})
         assert answer["resultType"] == "complete"
         assert {k: answer[k] for k in unknown} == unknown
+
+
+async def test_every_extension_tasks_get_answer_is_complete_X_GET_5(
+    http_server: HttpServer,
+) -> None:
+    """X-GET-5, X-RT-3: the extension's ``tasks/get`` answers ``resultType: "complete"``
+    whatever the task's status (working, completed, failed, cancelled), over a real server
+    through each front door; the ``tasks/cancel`` ack is that, with no task fields (X-CAN-3);
+    only the create answer says ``"task"`` (X-RT-1, X-RT-2)."""
+    with ExtClient(http_server.url) as ext:
+        running = ext.result("tools/call", SLOW)
+        done = ext.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}})
+        failed = ext.result("tools/call", {"name": "protocol_error_job", "arguments": {}})
+        assert {running["resultType"], done["resultType"], failed["resultType"]} == {"task"}
+        answers = {"working": ext.result("tasks/get", {"taskId": running["taskId"]})}
+        answers["completed"] = ext.wait(done["taskId"])
+        answers["failed"] = ext.wait(failed["taskId"])
+        ack = ext.result("tasks/cancel", {"taskId": running["taskId"]})
+        assert ack["resultType"] == "complete" and set(ack) <= {"resultType", "_meta"}, ack
+        answers["cancelled"] = ext.wait(running["taskId"])
+    for status, answer in answers.items():
+        assert answer["status"] == status, answer
+        assert answer["resultType"] == "complete", answer
+    assert answers["completed"]["result"]["content"][0]["text"].startswith("done after 0s")

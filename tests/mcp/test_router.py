@@ -13,6 +13,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp_tasks._handlers import RequestContext
 from mcp_tasks.core import handlers as core_handlers
 from mcp_tasks.core import models as core_models
+from mcp_tasks.core.protocol import (
+    TASK_SUPPORT_FORBIDDEN,
+    TASK_SUPPORT_OPTIONAL,
+    TASK_SUPPORT_REQUIRED,
+)
 from mcp_tasks.extension import handlers as ext_handlers
 from mcp_tasks.runtime import CoreTasks, ExtensionTasks, TaskEngine
 from mcp_tasks.runtime.serve.server import McpTasks
@@ -154,3 +159,80 @@ def test_a_result_is_answered_at_once_only_for_a_task_that_just_ended_here(
         assert not asks("tasks/result", "no-such-task")
         assert not asks("tasks/get", ended)
         c.call("tasks/cancel", {"taskId": running})
+
+
+def test_a_tool_declared_forbidden_never_becomes_a_task_on_either_face(front_door: str) -> None:
+    """A tool the server declares ``forbidden`` (explicitly, not merely left out) is called
+    with task augmentation on each face. The 2025-11-25 face refuses it with ``-32601``
+    (R-TOOL-2); the extension's runs it as the plain call it is, ``resultType: "complete"``
+    and no task (X-CAP-4: only a tool whose mode allows it may become a task; X-CAP-12: the
+    server reverts to core behaviour), while an ``optional`` tool on the same request shape
+    does become one (X-RT-1); without the extension declared on the request, the optional
+    tool runs plainly (X-CAP-5) and a ``required`` one is refused (X-CAP-8)."""
+    store = InMemoryTaskStore()
+    ran: list[str] = []
+
+    def build() -> tuple[MCPServer, McpTasks]:
+        mcp = MCPServer("router-forbidden-test")
+        tasks = McpTasks(mcp, store=store)
+
+        @tasks.tool(task_support=TASK_SUPPORT_FORBIDDEN)
+        @mcp.tool()
+        async def never_a_task(word: str) -> str:
+            ran.append(word)
+            return f"plain {word}"
+
+        @tasks.tool(task_support=TASK_SUPPORT_OPTIONAL)
+        @mcp.tool()
+        async def maybe_a_task() -> str:
+            return "maybe"
+
+        @tasks.tool(task_support=TASK_SUPPORT_REQUIRED)
+        @mcp.tool()
+        async def always_a_task() -> str:
+            return "always"
+
+        return mcp, tasks
+
+    with serving(front_door, build=build) as srv:
+        assert srv.tasks.task_support["never_a_task"] == TASK_SUPPORT_FORBIDDEN
+        with ExtClient(srv.url) as ext:
+            plain = ext.result("tools/call", {"name": "never_a_task", "arguments": {"word": "x"}})
+            assert plain["resultType"] == "complete", plain
+            assert "taskId" not in plain and "status" not in plain, plain
+            assert plain["content"] == [{"type": "text", "text": "plain x"}]
+            assert ran == ["x"] and len(store) == 0  # it ran once, as itself, and no task
+            task = ext.result("tools/call", {"name": "maybe_a_task", "arguments": {}})
+            assert task["resultType"] == "task" and len(store) == 1
+            # a request that does not declare the extension: an optional tool runs plainly
+            # (X-CAP-5), a required one is refused with -32021 (X-CAP-8)
+            undeclared = {"name": "maybe_a_task", "arguments": {}}
+            plain = ext.result("tools/call", undeclared, tasks=False)
+            assert plain["resultType"] == "complete" and "taskId" not in plain, plain
+            required = {"name": "always_a_task", "arguments": {}}
+            refused_ext = ext.send("tools/call", required, tasks=False)
+            assert refused_ext["error"]["code"] == -32021, refused_ext
+            assert len(store) == 1
+        with RawHttp(srv.url) as core:
+            refused = core.call(
+                "tools/call", {"name": "never_a_task", "arguments": {"word": "y"}, "task": {}}
+            )
+            plain_call = core.ok("tools/call", {"name": "maybe_a_task", "arguments": {}})
+        assert refused["error"]["code"] == -32601, refused
+        assert ran == ["x"] and len(store) == 1
+        # R-TOOL-3: an optional tool called without augmentation is the plain call
+        assert plain_call["content"] == [{"type": "text", "text": "maybe"}], plain_call
+
+
+def test_a_tool_on_workers_may_run_once_plus_its_retries() -> None:
+    """``TaskTools.declare``: a tool on workers is allowed ``1 + retries`` runs (a worker
+    that dies takes one); declared again without workers, it runs here."""
+    from mcp_tasks.runtime.serve.router import TaskTools
+
+    tools = TaskTools()
+    tools.declare("twice_more", TASK_SUPPORT_OPTIONAL, on_workers=True, retries=2)
+    tools.declare("once", TASK_SUPPORT_OPTIONAL, on_workers=True)
+    tools.declare("here", TASK_SUPPORT_OPTIONAL)
+    assert tools.on_workers == {"twice_more": 3, "once": 1}
+    tools.declare("twice_more", TASK_SUPPORT_OPTIONAL)
+    assert tools.on_workers == {"once": 1}

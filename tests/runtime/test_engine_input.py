@@ -133,3 +133,21 @@ async def test_cancel_while_waiting_for_input_R_INPUT_1_R_CANCEL_2(engine: TaskE
     assert (await call(engine, "tasks/cancel", taskId=tid))["status"] == "cancelled"
     await wound_down(engine)
     assert (await call(engine, "tasks/get", taskId=tid))["status"] == "cancelled"
+
+
+def test_each_input_request_is_claimed_by_one_waiter_R_INPUT_3() -> None:
+    """The waiters of a task (its ``tasks/result`` streams) claim its input requests: one
+    claimed is not handed to the next waiter, one made since is; an answered one leaves."""
+    from mcp_tasks.runtime.engine.runs import PendingInput, RunInputs
+
+    inputs = RunInputs()
+    first = PendingInput("i1", "t1", "elicitation/create", {})
+    inputs.add(first)
+    assert inputs.claim() == [first]
+    assert inputs.claim() == []  # another waiter: nothing left to deliver
+    second = PendingInput("i2", "t1", "elicitation/create", {}, seq=1)
+    inputs.add(second)
+    assert inputs.claim() == [second]
+    assert inputs.take({"i1": {"action": "accept"}, "nosuch": {}}) == {"i1"}
+    assert first.answered.is_set() and first.answer == {"action": "accept"}
+    assert list(inputs.pending) == ["i2"] and inputs.outstanding()

@@ -191,6 +191,18 @@ async def test_rate_limit_R_SEC_3(make_engine: Callable[..., TaskEngine]) -> Non
         await call(eng, "tasks/list", BOB)  # per requestor
 
 
+async def test_a_creation_counts_toward_the_rate_limit_R_SEC_3(
+    make_engine: Callable[..., TaskEngine],
+) -> None:
+    """Creating a task is a task operation: creations alone exhaust the rate limit."""
+    async with make_engine(rate_limit_calls=3, rate_limit_window_s=60) as eng:
+        for _ in range(3):
+            await create_task(eng, ALICE, "tools/call", instant)
+        err = await expect_error(create_task(eng, ALICE, "tools/call", instant), -32000)
+        assert isinstance(err, RateLimitExceeded)
+        await create_task(eng, BOB, "tools/call", instant)  # per requestor
+
+
 async def test_audit_events_with_requestor_R_SEC_5(
     engine: TaskEngine, caplog: pytest.LogCaptureFixture
 ) -> None:

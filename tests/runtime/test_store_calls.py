@@ -193,3 +193,16 @@ async def test_result_while_the_outcome_is_stored_reads_nothing_R_SEC_1() -> Non
         # The owner's tasks/result waited for the write and took its record: no read.
         assert store.calls == Counter(transition=1)
         assert got["result"]["content"] == []
+
+
+async def test_an_id_no_store_could_hold_is_not_found_without_a_store_call_R_SEC_3() -> None:
+    """A task id UTF-8 cannot carry (a lone surrogate) is none of ours: ``tasks/get`` and
+    ``tasks/result`` answer it not found (R-SEC-1) without asking the store, so junk ids
+    cost no store read (R-SEC-3)."""
+    store = Counting()
+    async with TaskEngine(store, EngineConfig(sweep_interval_s=3600)) as engine:
+        store.calls.clear()
+        for method in (TASKS_GET, TASKS_RESULT):
+            with pytest.raises(TaskNotFound):
+                await handle(engine, method, {"taskId": "t-\ud800"}, ALICE)
+        assert store.calls == Counter()

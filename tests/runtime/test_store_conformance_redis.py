@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from mcp_tasks.errors import StoreUnavailable
-from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED
+from mcp_tasks.lifecycle import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING
 from mcp_tasks.protocol import REVISION
 from mcp_tasks.runtime.engine.cursor import CursorCodec
 from mcp_tasks.runtime.stores.redis import RedisTaskStore
@@ -122,6 +122,126 @@ async def test_redis_expiry_backstop_and_no_leftovers(redis_url: str) -> None:
         assert await store.count_active("alice") == 1
         await store.delete("forever")
         assert await _keys(store) == []
+    finally:
+        await store.close()
+
+
+def _task_keys(store: RedisTaskStore, task_id: str, requestor: str = "alice") -> list[str]:
+    """Every key of one task: its hash, its input hand-over keys (pending, claims, answers)
+    and its ID pointer; the requestor's index and active set are shared by its tasks."""
+    tag = store.tag(requestor)
+    return [
+        store.keys.task(tag, task_id),
+        *store.keys.inputs(tag, task_id),
+        store.keys.ptr(task_id),
+    ]
+
+
+async def _pttls(store: RedisTaskStore, keys: list[str]) -> dict[str, int]:
+    return {k.rsplit(":", 2)[-2]: int(await store.redis.pttl(k)) for k in keys}
+
+
+#: how far below its set value a key's remaining time may have run down while the test
+#: went on (a loaded two-core machine): generous, the checked values are a minute apart
+SLACK_MS = 20_000
+
+
+async def test_every_key_of_a_task_expires_with_it_R_TTL_3(redis_url: str) -> None:
+    """R-TTL-3, R-SEC-4 (clean up expired tasks): the Redis expiry (the task's ttl plus the
+    grace, the backstop for when no engine sweeps) is on every key of the task, not only its
+    hash: the ID pointer and each input hand-over key (pending, claims, answers) as it
+    appears; ``set_ttl`` moves it on all of them by the change of ttl (R-TTL-2). A task
+    without a ttl has no expiry on any key."""
+    grace_s, ttl_ms = 1.0, 60_000
+    store = RedisTaskStore(redis_url, namespace=unique_namespace(), expiry_grace_s=grace_s)
+    try:
+        keys = _task_keys(store, "t1")
+        await store.create(record("t1", status=WORKING, ttl_ms=ttl_ms))
+        for n in ("i1", "i2"):
+            item: dict[str, Any] = {"id": n, "method": "elicitation/create", "params": {}}
+            assert await store.put_input("t1", "alice", item)
+        assert len(await store.claim_inputs("t1", "alice", "stream-1", 30.0)) == 2
+        assert await store.answer_input("t1", "alice", "i1", {"result": {"action": "accept"}})
+        assert await store.redis.exists(*keys) == len(keys), keys  # all five exist
+        want = ttl_ms + int(grace_s * 1000)
+        for key, pttl in (await _pttls(store, keys)).items():
+            assert want - SLACK_MS < pttl <= want, (key, pttl, want)
+
+        longer = 120_000
+        assert await store.set_ttl("t1", longer) is not None
+        want += longer - ttl_ms
+        for key, pttl in (await _pttls(store, keys)).items():
+            assert want - SLACK_MS < pttl <= want, (key, pttl, want)
+
+        await store.create(record("forever", status=WORKING, ttl_ms=None))
+        assert await store.put_input("forever", "alice", {**item, "id": "i1"})
+        forever = _task_keys(store, "forever")
+        assert {k: await store.redis.pttl(k) for k in (forever[0], forever[1], forever[4])} == {
+            forever[0]: -1, forever[1]: -1, forever[4]: -1
+        }  # fmt: skip
+    finally:
+        await store.close()
+
+
+async def test_a_terminal_tasks_keys_expire_at_its_ttl_R_TTL_3(redis_url: str) -> None:
+    """R-TTL-3: an ended task (its result kept for ``tasks/result``) is deleted by Redis at
+    its ttl plus the grace with no engine sweeping: ending it keeps the expiry (its hash and
+    ID pointer both go), while a task of the same requestor with a long ttl stays."""
+    import time
+
+    store = RedisTaskStore(redis_url, namespace=unique_namespace(), expiry_grace_s=0.2)
+    try:
+        now = time.time()
+        await store.create(record("short", created_at=now, ttl_ms=300, status=WORKING))
+        await store.create(record("long", created_at=now, ttl_ms=600_000, status=WORKING))
+        done = await store.transition("short", COMPLETED, now=now, result={"content": []})
+        assert done is not None and done.status == COMPLETED
+        task, ptr = _task_keys(store, "short")[0], store.keys.ptr("short")
+        assert 0 < await store.redis.pttl(task) <= 500 and 0 < await store.redis.pttl(ptr) <= 500
+        await until_async(
+            lambda: store.redis.exists(task, ptr), satisfied=lambda n: not n, what="expiry"
+        )
+        assert await store.get("short") is None
+        long = await store.get("long")
+        assert long is not None and long.status == WORKING
+        assert await store.redis.pttl(_task_keys(store, "long")[0]) > 500_000
+    finally:
+        await store.close()
+
+
+async def test_the_url_names_the_namespace_and_the_lease(redis_url: str) -> None:
+    """``RedisTaskStore.from_url``: ``namespace`` and ``lease`` are the store's, any other
+    query option goes to redis-py."""
+    ns = unique_namespace()
+    store = RedisTaskStore.from_url(f"{redis_url}?namespace={ns}&lease=2.5&socket_timeout=7")
+    try:
+        assert (store.ns, store.lease_s) == (ns, 2.5)
+        kwargs = store.redis.connection_pool.connection_kwargs
+        assert kwargs["socket_timeout"] == 7.0 and "lease" not in kwargs
+        await store.create(record("t1"))
+        assert await _keys(store) and all(k.startswith(ns + ":") for k in await _keys(store))
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("text", ["s", "msg", "u", "v", "r", "res", "err", "o"])
+async def test_values_that_spell_a_field_name_round_trip(redis_url: str, text: str) -> None:
+    """A task's hash comes back from the scripts as one JSON object of field -> value
+    (``_prelude.lua``'s ``hash_json``): a value that happens to spell one of the store's
+    own field names (a status message, a tool, a requestor) is a value, never a field."""
+    store = RedisTaskStore(redis_url, namespace=unique_namespace())
+    try:
+        rec = record("t1", requestor=text, status=WORKING)
+        rec.tool = text
+        await store.create(rec)
+        moved = await store.transition("t1", INPUT_REQUIRED, now=T0 + 1, status_message=text)
+        assert moved is not None
+        got = await store.get("t1")
+        for r in (moved, got):
+            assert r is not None
+            assert (r.status, r.status_message, r.tool, r.requestor) == (
+                INPUT_REQUIRED, text, text, text
+            )  # fmt: skip
     finally:
         await store.close()
 

@@ -11,9 +11,8 @@ Run it on your store by subclassing in one of your test modules::
 
 A ``SharedTaskStore`` (several processes share it) subclasses ``SharedStoreConformance``
 and also gives ``make_peer``: another instance on the same backend, as a second process
-would open it. Give both a short lease (well under a second) so the lease test is quick.
-Each test gets a fresh store and closes it (and its peers) afterwards.
-"""
+would open it; give both a short lease (well under a second) so the lease test is quick.
+Each test gets a fresh store and closes it (and its peers) afterwards."""
 
 from __future__ import annotations
 
@@ -41,6 +40,7 @@ from ..protocol import (
 )
 from ..store import SharedTaskStore, TaskRecord, TaskStore, UnstorableValue
 from .admin_conformance import AdminConformance
+from .limit_conformance import LimitConformance
 from .pytest_api import ANYIO, fixture, parametrize, raises
 
 T0 = 1_764_000_000.0
@@ -76,7 +76,7 @@ async def running(*stores: TaskStore) -> AsyncIterator[None]:
         tg.cancel_scope.cancel()
 
 
-class StoreConformance(AdminConformance):
+class StoreConformance(AdminConformance, LimitConformance):
     """Subclass and implement ``make_store``; every test runs against that store (with the
     operators' tests of ``admin_conformance``: ``tool`` kept, ``list_all``)."""
 
