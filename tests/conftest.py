@@ -19,6 +19,15 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The benchmarks' smoke tests (``tests/bench/``, ``test_bench_*.py``) are marked
+    ``bench``: the README's test command leaves them out (``-m "not bench"`` in
+    ``pyproject.toml``), CI runs them apart (``pytest -m bench``)."""
+    for item in items:
+        if "bench" in item.path.parts or item.path.name.startswith("test_bench_"):
+            item.add_marker(pytest.mark.bench)
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest parametrizes front_door with its own params
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     one_door_for_agnostic(metafunc)
